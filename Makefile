@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: MIT
+# tracekit: `make`, `make check`, `make demo`, `make install`; `make help`.
+
+VERSION := 0.1.0
+SOVERSION := 0
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+CUDA_HOME ?= /usr/local/cuda
+
+# SAN=address,undefined builds everything with sanitizers in its own tree.
+SAN ?=
+ifneq ($(SAN),)
+O ?= build-san-$(subst $(comma),-,$(SAN))
+else
+O ?= build
+endif
+comma := ,
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
+        -Wno-missing-field-initializers
+DEPS_CFLAGS := $(shell pkg-config --cflags jansson zlib libdeflate 2>/dev/null)
+DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
+               echo -ljansson -lz -ldeflate) -lcsv -lm
+SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
+               -fno-sanitize-recover=all)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden \
+              $(DEPS_CFLAGS) $(SAN_FLAGS) $(CFLAGS)
+ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
+
+# The CUDA toolkit is optional: CUPTI and the NVTX headers.
+HAVE_NVTX := $(shell test -f $(CUDA_HOME)/include/nvtx3/nvToolsExt.h && echo 1)
+HAVE_CUPTI := $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1)
+NVCC := $(shell command -v $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(HAVE_NVTX),)
+$(info tracekit: no NVTX headers under CUDA_HOME=$(CUDA_HOME); building without them)
+endif
+ifeq ($(HAVE_CUPTI),)
+$(info tracekit: no CUPTI under CUDA_HOME=$(CUDA_HOME); GPU recording is not built)
+endif
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# ---- sources ----------------------------------------------------------------
+
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
+CMD_SRC := $(wildcard cmd/trace-*.c)
+CMDS := $(notdir $(CMD_SRC:.c=))
+CMD_BINS := $(CMDS:%=$(O)/bin/%)
+CMDLIB_SRC := $(filter-out $(CMD_SRC),$(wildcard cmd/*.c))
+CMDLIB_OBJ := $(CMDLIB_SRC:%.c=$(O)/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/unit/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(O)/tests/tools/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/tests/fuzz/%-replay)
+MANS := $(wildcard man/*.[1-9])
+
+STATIC_LIB := $(O)/lib/libtracekit.a
+SHARED_LIB := $(O)/lib/libtracekit.so.$(SOVERSION)
+
+.SECONDARY:
+.PHONY: all check check-valgrind demo install uninstall clean bench fuzz \
+        fuzz-smoke lint-man help tests
+
+all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS) $(O)/tracekit.pc
+
+# ---- library ----------------------------------------------------------------
+
+$(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
+
+$(STATIC_LIB): $(LIB_OBJ)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJ)
+	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
+		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
+	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
+
+$(O)/tracekit.pc: tracekit.pc.in Makefile
+	@mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		$< > $@
+
+# ---- commands ---------------------------------------------------------------
+# Commands link the static library: no rpath or LD_LIBRARY_PATH games.
+
+$(O)/cmd/%.o: cmd/%.c $(wildcard cmd/*.h) lib/tracekit.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -DTK_INJECT_DIR='"$(LIBDIR)/tracekit"' -c -o $@ $<
+
+$(O)/cmd/libcmd.a: $(CMDLIB_OBJ)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+$(O)/bin/%: $(O)/cmd/%.o $(O)/cmd/libcmd.a $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+
+# ---- tests ------------------------------------------------------------------
+
+$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
+		$(STATIC_LIB) $(DEPS_LIBS)
+
+$(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(O)/cmd/libcmd.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
+		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+
+# Fuzz targets also build as plain programs that replay the corpus, so
+# `make check` runs every saved input through them with any compiler.
+$(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(O)/cmd/libcmd.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c \
+		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+
+tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
+
+check: tests
+	$(Q)O=$(O) tests/run-tests.sh
+
+check-valgrind: tests
+	$(Q)O=$(O) TK_VALGRIND=1 tests/run-tests.sh
+
+# libFuzzer builds (clang), separate from the check builds.
+FUZZ_O := build-fuzz
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DTK_FUZZING -Ilib -Icmd -g -O1 \
+               -fsanitize=fuzzer,address,undefined $(DEPS_CFLAGS)
+FUZZ_TIME ?= 30
+fuzz:
+	$(Q)$(MAKE) --no-print-directory O=$(FUZZ_O) CC=clang \
+		CFLAGS="-g -O1 -DTK_FUZZING -fsanitize=fuzzer-no-link,address,undefined" \
+		$(FUZZ_O)/lib/libtracekit.a $(FUZZ_O)/cmd/libcmd.a
+	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+		clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f \
+			$(FUZZ_O)/cmd/libcmd.a $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
+			|| exit 1; done
+
+fuzz-smoke: fuzz
+	$(Q)FUZZ_O=$(FUZZ_O) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-smoke.sh
+
+bench: all $(TOOL_BINS)
+	$(Q)O=$(O) tests/bench/run-all.sh
+
+lint-man:
+	$(Q)mandoc -Tlint -Wwarning $(MANS)
+	@echo "man pages: $(words $(MANS)) linted"
+
+# ---- demo -------------------------------------------------------------------
+
+demo:
+	$(Q)tests/demo.sh
+
+# ---- install ----------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man5
+	install -m 755 $(CMD_BINS) $(DESTDIR)$(BINDIR)
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)
+	ln -sf libtracekit.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracekit.so
+	install -m 644 lib/tracekit.h $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 $(O)/tracekit.pc $(DESTDIR)$(PKGCONFIGDIR)
+	for m in $(MANS); do install -m 644 $$m \
+		$(DESTDIR)$(MANDIR)/man$${m##*.}; done
+
+uninstall:
+	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%)
+	rm -f $(DESTDIR)$(LIBDIR)/libtracekit.a \
+		$(DESTDIR)$(LIBDIR)/libtracekit.so.$(SOVERSION) \
+		$(DESTDIR)$(LIBDIR)/libtracekit.so
+	rm -f $(DESTDIR)$(INCLUDEDIR)/tracekit.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
+	for m in $(notdir $(MANS)); do \
+		rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
+
+clean:
+	rm -rf build build-san-* build-fuzz
+
+help:
+	@echo 'Targets:'
+	@echo '  all          libraries and commands (default)'
+	@echo '  check        build with -Werror and run every test'
+	@echo '  check SAN=address,undefined   the same under sanitizers'
+	@echo '  check-valgrind   command tests under valgrind'
+	@echo '  demo         record a sample program, show its summary'
+	@echo '  bench        run the benchmarks in tests/bench'
+	@echo '  fuzz, fuzz-smoke [FUZZ_TIME=s]   libFuzzer targets (clang)'
+	@echo '  lint-man     mandoc -Tlint on every man page'
+	@echo '  install, uninstall [PREFIX= DESTDIR=]'
+	@echo '  clean'
+	@echo 'Variables: O=build-dir V=1 CUDA_HOME=$(CUDA_HOME) SAN=...'

@@ -1,0 +1,1438 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader: one pass over a stream of headers and chunks.  Each chunk
+ * is checked (sizes, CRC32), inflated, its definitions applied, and its
+ * columns decoded into arrays; events are then handed out one by one.
+ * Every input byte is untrusted: lengths and ids are checked before
+ * use, and an error names the byte offset of the chunk it is in.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <libdeflate.h>
+
+#include "intern.h"
+#include "reader_private.h"
+#include "tk_private.h"
+
+#define IBUF_SIZE (256u * 1024u)
+#define ATTRS_PER_KIND_MAX 16
+/* A stream may use track ids that a newer writer defined in a way this
+ * reader skipped; allow that many beyond the known ones. */
+#define UNKNOWN_TRACKS_MAX 4096u
+
+struct rstring {
+	const char *s;
+	uint32_t len;
+};
+
+struct config {
+	uint32_t v[12];
+};
+
+struct pending {
+	enum tk_record_type type;
+	const void *ptr;
+};
+
+/* Where one column of the current chunk lies in the payload. */
+struct colloc {
+	const uint8_t *p;
+	size_t len;
+	int present;
+};
+
+struct kind_cols {
+	uint32_t count;            /* events of this kind in the chunk */
+	uint32_t pos;              /* next one to deliver */
+	uint64_t *vals[ATTRS_PER_KIND_MAX];
+	uint8_t present[ATTRS_PER_KIND_MAX];
+	uint32_t cap;
+	const uint8_t **args;      /* per event: JSON text or NULL */
+	uint32_t *args_len;
+};
+
+struct tk_reader {
+	/* input */
+	int fd;
+	int own_fd;
+	const uint8_t *mem;
+	size_t mem_len, mem_pos;
+	char *name;
+	uint8_t *ibuf;
+	size_t ibuf_len, ibuf_pos;
+	uint64_t offset;
+	int is_open;
+
+	int err;
+	int err_no;
+	char errmsg[512];
+	unsigned major, minor;
+	unsigned scope;
+	int raw;
+	int ended;               /* the current scope's end chunk was read */
+	uint64_t last_chunk_end; /* offset after the last complete chunk */
+	uint64_t skipped;
+	struct libdeflate_decompressor *dec;
+
+	/* definitions of the current scope */
+	struct tkp_arena_block *arena;
+	struct rstring *strings;
+	uint32_t nstrings, strings_cap;
+	struct tk_track **tracks;
+	uint32_t ntracks, tracks_cap;
+	struct tk_device **devices;
+	uint32_t ndevices, devices_cap;
+	struct config *configs;
+	uint32_t nconfigs, configs_cap;
+	struct tk_meta **meta;
+	size_t nmeta, meta_cap;
+	struct tk_category **cats;
+	size_t ncats, cats_cap;
+
+	/* the current chunk */
+	struct tk_chunk_info chunk;
+	struct tkp_buf stored;
+	struct tkp_buf raw_buf;
+	struct pending *pending;
+	size_t npending, pending_pos, pending_cap;
+	uint32_t nev, ev_pos;
+	uint32_t ev_cap;
+	uint8_t *kinds;
+	uint32_t *trackv;
+	int64_t *tsv;
+	int64_t *durv;
+	uint32_t *namev;
+	struct kind_cols kc[TK_KIND_MAX + 1];
+	int64_t *pred;
+	uint32_t pred_cap;
+
+	struct tk_event ev;
+};
+
+static const struct tk_track unknown_track = { 0, TK_TRACK_UNKNOWN, { { 0 } } };
+
+static int
+fail(struct tk_reader *r, int code, const char *fmt, ...)
+{
+	if (r->err)
+		return r->err;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	r->err = code;
+	return code;
+}
+
+static int
+nomem(struct tk_reader *r)
+{
+	r->err_no = ENOMEM;
+	return fail(r, TK_ENOMEM, "out of memory");
+}
+
+static int
+corrupt(struct tk_reader *r, const char *what)
+{
+	return fail(r, TK_ECORRUPT, "corrupt chunk at byte %llu (%s)",
+	            (unsigned long long)r->chunk.offset, what);
+}
+
+TK_PUBLIC struct tk_reader *
+tk_reader_new(void)
+{
+	struct tk_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->dec = libdeflate_alloc_decompressor();
+	if (!r->dec) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* ---- definitions storage ---------------------------------------------------- */
+
+static void
+free_track(struct tk_track *t)
+{
+	if (t && t->type == TK_TRACK_PROCESS)
+		free((void *)t->u.process.argv);
+	free(t);
+}
+
+static void
+clear_defs(struct tk_reader *r)
+{
+	for (uint32_t i = 1; i <= r->ntracks; i++)
+		free_track(r->tracks[i]);
+	for (uint32_t i = 1; i <= r->ndevices; i++)
+		free(r->devices[i]);
+	for (size_t i = 0; i < r->nmeta; i++)
+		free(r->meta[i]);
+	for (size_t i = 0; i < r->ncats; i++)
+		free(r->cats[i]);
+	r->nstrings = r->ntracks = r->ndevices = r->nconfigs = 0;
+	r->nmeta = r->ncats = 0;
+	tkp_arena_free(&r->arena);
+}
+
+static void
+close_input(struct tk_reader *r)
+{
+	if (r->own_fd && r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	r->own_fd = 0;
+	r->mem = NULL;
+}
+
+TK_PUBLIC void
+tk_reader_free(struct tk_reader *r)
+{
+	if (!r)
+		return;
+	close_input(r);
+	clear_defs(r);
+	free(r->name);
+	free(r->ibuf);
+	libdeflate_free_decompressor(r->dec);
+	free(r->strings);
+	free(r->tracks);
+	free(r->devices);
+	free(r->configs);
+	free(r->meta);
+	free(r->cats);
+	tkp_buf_free(&r->stored);
+	tkp_buf_free(&r->raw_buf);
+	free(r->pending);
+	free(r->kinds);
+	free(r->trackv);
+	free(r->tsv);
+	free(r->durv);
+	free(r->namev);
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
+		for (unsigned a = 0; a < ATTRS_PER_KIND_MAX; a++)
+			free(r->kc[k].vals[a]);
+		free(r->kc[k].args);
+		free(r->kc[k].args_len);
+	}
+	free(r->pred);
+	free(r);
+}
+
+/* Grow *arr (of elem-sized items) so that index `need` fits. */
+static int
+grow(void **arr, uint32_t *cap, size_t elem, size_t need)
+{
+	if (need < *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n <= need)
+		n *= 2;
+	void *p = realloc(*arr, n * elem);
+	if (!p)
+		return -1;
+	memset((char *)p + (size_t)*cap * elem, 0, (n - *cap) * elem);
+	*arr = p;
+	*cap = (uint32_t)n;
+	return 0;
+}
+
+static int
+push_ptr(void ***arr, size_t *n, size_t *cap, void *p)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		void **a = realloc(*arr, c * sizeof(*a));
+		if (!a)
+			return -1;
+		*arr = a;
+		*cap = c;
+	}
+	(*arr)[(*n)++] = p;
+	return 0;
+}
+
+static int
+add_pending(struct tk_reader *r, enum tk_record_type type, const void *ptr)
+{
+	if (r->npending == r->pending_cap) {
+		size_t c = r->pending_cap ? r->pending_cap * 2 : 64;
+		struct pending *p = realloc(r->pending, c * sizeof(*p));
+		if (!p)
+			return nomem(r);
+		r->pending = p;
+		r->pending_cap = c;
+	}
+	r->pending[r->npending++] = (struct pending){ type, ptr };
+	return TK_OK;
+}
+
+/* ---- input -------------------------------------------------------------------- */
+
+/* Read up to n bytes into dst; fewer only at the end of the input. */
+static int
+input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
+{
+	uint8_t *d = dst;
+	*got = 0;
+	if (r->mem) {
+		size_t left = r->mem_len - r->mem_pos;
+		size_t k = n < left ? n : left;
+		memcpy(d, r->mem + r->mem_pos, k);
+		r->mem_pos += k;
+		*got = k;
+		r->offset += k;
+		return TK_OK;
+	}
+	while (*got < n) {
+		if (r->ibuf_pos < r->ibuf_len) {
+			size_t k = r->ibuf_len - r->ibuf_pos;
+			if (k > n - *got)
+				k = n - *got;
+			memcpy(d + *got, r->ibuf + r->ibuf_pos, k);
+			r->ibuf_pos += k;
+			*got += k;
+			continue;
+		}
+		ssize_t k;
+		if (n - *got >= IBUF_SIZE) {
+			/* big reads go straight to the destination */
+			k = read(r->fd, d + *got, n - *got);
+			if (k > 0)
+				*got += (size_t)k;
+		} else {
+			k = read(r->fd, r->ibuf, IBUF_SIZE);
+			if (k > 0) {
+				r->ibuf_len = (size_t)k;
+				r->ibuf_pos = 0;
+			}
+		}
+		if (k == 0)
+			break;
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			r->err_no = errno;
+			r->offset += *got;
+			return fail(r, TK_EIO, "read error at byte %llu: %s",
+			            (unsigned long long)r->offset, strerror(errno));
+		}
+	}
+	r->offset += *got;
+	return TK_OK;
+}
+
+/* Point *p at the next n bytes of input (copied into `buf` unless the
+ * input is in memory). */
+static int
+input_take(struct tk_reader *r, size_t n, struct tkp_buf *buf,
+           const uint8_t **p, size_t *got)
+{
+	if (r->mem) {
+		size_t left = r->mem_len - r->mem_pos;
+		*got = n < left ? n : left;
+		*p = r->mem + r->mem_pos;
+		r->mem_pos += *got;
+		r->offset += *got;
+		return TK_OK;
+	}
+	buf->len = 0;
+	if (tkp_buf_reserve(buf, n ? n : 1) < 0)
+		return nomem(r);
+	*p = buf->p;
+	return input_read(r, buf->p, n, got);
+}
+
+static void
+reset_input(struct tk_reader *r)
+{
+	close_input(r);
+	clear_defs(r);
+	r->err = 0;
+	r->err_no = 0;
+	r->errmsg[0] = 0;
+	r->offset = 0;
+	r->scope = 0;
+	r->skipped = 0;
+	r->ibuf_len = r->ibuf_pos = 0;
+	r->mem_len = r->mem_pos = 0;
+	r->npending = r->pending_pos = 0;
+	r->nev = r->ev_pos = 0;
+	r->is_open = 0;
+	memset(&r->chunk, 0, sizeof(r->chunk));
+	r->chunk.watermark = INT64_MIN;
+}
+
+static int read_header(struct tk_reader *r, const uint8_t *first4, size_t have);
+
+static int
+set_name(struct tk_reader *r, const char *name)
+{
+	free(r->name);
+	r->name = strdup(name ? name : "(input)");
+	return r->name ? TK_OK : nomem(r);
+}
+
+static int
+open_common(struct tk_reader *r)
+{
+	int rc = read_header(r, NULL, 0);
+	if (rc == TK_OK)
+		r->is_open = 1;
+	return rc;
+}
+
+TK_PUBLIC int
+tk_reader_open_fd(struct tk_reader *r, int fd, const char *name)
+{
+	if (!r || fd < 0)
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
+		return nomem(r);
+	r->fd = fd;
+	return open_common(r);
+}
+
+TK_PUBLIC int
+tk_reader_open_path(struct tk_reader *r, const char *path)
+{
+	if (!r || !path)
+		return TK_EINVAL;
+	if (strcmp(path, "-") == 0)
+		return tk_reader_open_fd(r, STDIN_FILENO, "(stdin)");
+	reset_input(r);
+	if (set_name(r, path))
+		return r->err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r->err_no = errno;
+		return fail(r, TK_EIO, "%s", strerror(errno));
+	}
+	int rc = tk_reader_open_fd(r, fd, path);
+	r->own_fd = 1;
+	return rc;
+}
+
+TK_PUBLIC int
+tk_reader_open_mem(struct tk_reader *r, const void *buf, size_t len,
+                   const char *name)
+{
+	if (!r || (!buf && len))
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	static const uint8_t empty[1];
+	r->mem = buf ? buf : empty;
+	r->mem_len = len;
+	return open_common(r);
+}
+
+void
+tkp_reader_set_raw(struct tk_reader *r, int raw)
+{
+	r->raw = raw;
+}
+
+/* ---- headers -------------------------------------------------------------------- */
+
+static int
+check_crc(const uint8_t *p, size_t n, uint32_t stored, uint32_t init,
+          uint32_t *out)
+{
+	uint32_t crc = tkp_crc32(init, p, n);
+	if (out)
+		*out = crc;
+#ifdef TK_FUZZING
+	(void)stored;
+	return 1; /* let fuzzers past the checksum */
+#else
+	return crc == stored;
+#endif
+}
+
+/* Read a file header.  `first4` holds bytes already read (a header met
+ * where a chunk was expected). */
+static int
+read_header(struct tk_reader *r, const uint8_t *first4, size_t have)
+{
+	uint8_t h[TKP_HEADER_MAX];
+	uint64_t at = r->offset - have;
+	size_t got;
+	if (have)
+		memcpy(h, first4, have);
+	int rc = input_read(r, h + have, 16 - have, &got);
+	if (rc)
+		return rc;
+	got += have;
+	if (got == 0 && r->scope == 0)
+		return fail(r, TK_EFORMAT, "empty input (not a trace)");
+	if (memcmp(h, TKP_MAGIC, got < 8 ? got : 8) != 0)
+		return fail(r, TK_EFORMAT, "not a tracekit trace (bad magic at byte %llu)",
+		            (unsigned long long)at);
+	if (got < 16)
+		return fail(r, TK_ETRUNC, "truncated header at byte %llu",
+		            (unsigned long long)at);
+	unsigned major = tkp_get16(h + 8), minor = tkp_get16(h + 10);
+	uint32_t size = tkp_get32(h + 12);
+	if (size < TKP_HEADER_SIZE || size > TKP_HEADER_MAX)
+		return fail(r, TK_ECORRUPT, "corrupt header at byte %llu (size %u)",
+		            (unsigned long long)at, size);
+	rc = input_read(r, h + 16, size - 16, &got);
+	if (rc)
+		return rc;
+	if (got < size - 16)
+		return fail(r, TK_ETRUNC, "truncated header at byte %llu",
+		            (unsigned long long)at);
+	/* every version ends its header with a CRC32 of the rest, so a
+	 * damaged version number is told apart from a newer one */
+	if (!check_crc(h, size - 4, tkp_get32(h + size - 4), 0, NULL))
+		return fail(r, TK_ECORRUPT,
+		            "corrupt header at byte %llu (checksum mismatch)",
+		            (unsigned long long)at);
+	if (major != TK_FORMAT_MAJOR)
+		return fail(r, TK_EVERSION,
+		            "unsupported format version %u.%u at byte %llu "
+		            "(this reader reads %u.x)",
+		            major, minor, (unsigned long long)at, TK_FORMAT_MAJOR);
+	uint64_t incompat = tkp_get64(h + 16);
+	if (incompat)
+		return fail(r, TK_EVERSION,
+		            "unsupported format features 0x%llx at byte %llu",
+		            (unsigned long long)incompat, (unsigned long long)at);
+	clear_defs(r);
+	r->major = major;
+	r->minor = minor;
+	r->scope++;
+	r->ended = 0;
+	r->last_chunk_end = r->offset;
+	r->chunk.watermark = INT64_MIN;
+	return TK_OK;
+}
+
+/* ---- definitions ----------------------------------------------------------------- */
+
+/* A cursor over one definition record: fields past its end read as 0,
+ * so that records from older minor versions decode too. */
+struct cursor {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint64_t
+cur_u(struct cursor *c)
+{
+	uint64_t v = 0;
+	if (c->p < c->end && tkp_varint_get(&c->p, c->end, &v) < 0)
+		c->bad = 1;
+	return v;
+}
+
+static int64_t
+cur_s(struct cursor *c)
+{
+	return tkp_unzigzag(cur_u(c));
+}
+
+static uint32_t
+cur_u32(struct cursor *c)
+{
+	uint64_t v = cur_u(c);
+	if (v > UINT32_MAX)
+		c->bad = 1;
+	return (uint32_t)v;
+}
+
+/* A string id from a definition, resolved. */
+static const char *
+cur_str(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	if (id == 0)
+		return "";
+	if (id > r->nstrings) {
+		c->bad = 1;
+		return "";
+	}
+	return r->strings[id].s;
+}
+
+static int
+def_string(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	if (c->bad || id == 0 || id > (uint64_t)r->nstrings + 1 ||
+	    id >= TKP_ID_MAX)
+		return corrupt(r, "bad string definition");
+	if (grow((void **)&r->strings, &r->strings_cap, sizeof(*r->strings), id))
+		return nomem(r);
+	size_t len = (size_t)(c->end - c->p);
+	const char *s = tkp_arena_copy(&r->arena, c->p, len);
+	if (!s)
+		return nomem(r);
+	r->strings[id] = (struct rstring){ s, (uint32_t)len };
+	if (id > r->nstrings)
+		r->nstrings = (uint32_t)id;
+	return TK_OK;
+}
+
+/* The track to fill for a definition of `id` and `type`: a new one, or
+ * the existing one when redefined (same type only). */
+static struct tk_track *
+track_slot(struct tk_reader *r, uint64_t id, enum tk_track_type type)
+{
+	if (id == 0 || id > (uint64_t)r->ntracks + 1 || id >= TKP_ID_MAX) {
+		corrupt(r, "bad track id");
+		return NULL;
+	}
+	if (id <= r->ntracks) {
+		struct tk_track *t = r->tracks[id];
+		if (t->type != type) {
+			corrupt(r, "track redefined with another type");
+			return NULL;
+		}
+		return t;
+	}
+	if (grow((void **)&r->tracks, &r->tracks_cap, sizeof(*r->tracks), id)) {
+		nomem(r);
+		return NULL;
+	}
+	struct tk_track *t = calloc(1, sizeof(*t));
+	if (!t) {
+		nomem(r);
+		return NULL;
+	}
+	t->id = (uint32_t)id;
+	t->type = type;
+	r->tracks[id] = t;
+	r->ntracks = (uint32_t)id;
+	return t;
+}
+
+static int
+def_process(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	struct tk_process p = { 0 };
+	p.host = cur_str(r, c);
+	p.pid = cur_s(c);
+	p.ppid = cur_s(c);
+	p.start = cur_s(c);
+	p.label = cur_str(r, c);
+	uint64_t argc = cur_u(c);
+	if (c->bad || argc > (uint64_t)(c->end - c->p))
+		return corrupt(r, "bad process definition");
+	const char **argv = calloc(argc + 1, sizeof(*argv));
+	if (!argv)
+		return nomem(r);
+	for (uint64_t i = 0; i < argc; i++)
+		argv[i] = cur_str(r, c);
+	if (c->bad) {
+		free(argv);
+		return corrupt(r, "bad process definition");
+	}
+	p.argc = (uint32_t)argc;
+	p.argv = argv;
+	struct tk_track *t = track_slot(r, id, TK_TRACK_PROCESS);
+	if (!t) {
+		free(argv);
+		return r->err;
+	}
+	free((void *)t->u.process.argv);
+	t->u.process = p;
+	return add_pending(r, TK_REC_TRACK, t);
+}
+
+static int
+def_thread(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	struct tk_thread th = { 0 };
+	th.process = cur_u32(c);
+	th.tid = cur_s(c);
+	th.name = cur_str(r, c);
+	if (c->bad)
+		return corrupt(r, "bad thread definition");
+	struct tk_track *t = track_slot(r, id, TK_TRACK_THREAD);
+	if (!t)
+		return r->err;
+	t->u.thread = th;
+	return add_pending(r, TK_REC_TRACK, t);
+}
+
+static int
+def_stream(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	struct tk_stream s = { 0 };
+	s.process = cur_u32(c);
+	s.device = cur_u32(c);
+	s.context = cur_u(c);
+	s.stream = cur_u(c);
+	s.name = cur_str(r, c);
+	if (c->bad)
+		return corrupt(r, "bad stream definition");
+	struct tk_track *t = track_slot(r, id, TK_TRACK_STREAM);
+	if (!t)
+		return r->err;
+	t->u.stream = s;
+	return add_pending(r, TK_REC_TRACK, t);
+}
+
+static int
+def_counter(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	struct tk_counter k = { 0 };
+	k.name = cur_str(r, c);
+	k.unit = cur_str(r, c);
+	k.process = cur_u32(c);
+	k.device = cur_u32(c);
+	if (c->bad)
+		return corrupt(r, "bad counter definition");
+	struct tk_track *t = track_slot(r, id, TK_TRACK_COUNTER);
+	if (!t)
+		return r->err;
+	t->u.counter = k;
+	return add_pending(r, TK_REC_TRACK, t);
+}
+
+static int
+def_device(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	if (id == 0 || id > (uint64_t)r->ndevices + 1 || id >= TKP_ID_MAX)
+		return corrupt(r, "bad device id");
+	struct tk_device d = { 0 };
+	d.id = (uint32_t)id;
+	d.host = cur_str(r, c);
+	d.index = cur_u32(c);
+	d.name = cur_str(r, c);
+	d.sm_count = cur_u32(c);
+	d.memory = cur_u(c);
+	d.cc_major = cur_u32(c);
+	d.cc_minor = cur_u32(c);
+	if (c->end - c->p >= 16) {
+		memcpy(d.uuid, c->p, 16);
+		c->p += 16;
+	}
+	if (c->bad)
+		return corrupt(r, "bad device definition");
+	if (grow((void **)&r->devices, &r->devices_cap, sizeof(*r->devices), id))
+		return nomem(r);
+	struct tk_device *dp = r->devices[id];
+	if (!dp && !(dp = malloc(sizeof(*dp))))
+		return nomem(r);
+	*dp = d;
+	r->devices[id] = dp;
+	if (id > r->ndevices)
+		r->ndevices = (uint32_t)id;
+	return add_pending(r, TK_REC_DEVICE, dp);
+}
+
+static int
+def_config(struct tk_reader *r, struct cursor *c)
+{
+	uint64_t id = cur_u(c);
+	if (id == 0 || id > (uint64_t)r->nconfigs + 1 || id >= TKP_ID_MAX)
+		return corrupt(r, "bad launch configuration id");
+	struct config cfg;
+	for (int i = 0; i < 12; i++)
+		cfg.v[i] = cur_u32(c);
+	if (c->bad)
+		return corrupt(r, "bad launch configuration");
+	if (grow((void **)&r->configs, &r->configs_cap, sizeof(*r->configs), id))
+		return nomem(r);
+	r->configs[id] = cfg;
+	if (id > r->nconfigs)
+		r->nconfigs = (uint32_t)id;
+	return TK_OK;
+}
+
+static int
+def_meta(struct tk_reader *r, struct cursor *c)
+{
+	struct tk_meta m;
+	m.key = cur_str(r, c);
+	m.value = cur_str(r, c);
+	if (c->bad)
+		return corrupt(r, "bad metadata definition");
+	struct tk_meta *mp = malloc(sizeof(*mp));
+	if (!mp)
+		return nomem(r);
+	*mp = m;
+	if (push_ptr((void ***)&r->meta, &r->nmeta, &r->meta_cap, mp)) {
+		free(mp);
+		return nomem(r);
+	}
+	return add_pending(r, TK_REC_META, mp);
+}
+
+static int
+def_category(struct tk_reader *r, struct cursor *c)
+{
+	struct tk_category k;
+	k.domain = cur_str(r, c);
+	k.category = cur_u32(c);
+	k.name = cur_str(r, c);
+	if (c->bad)
+		return corrupt(r, "bad category definition");
+	struct tk_category *kp = malloc(sizeof(*kp));
+	if (!kp)
+		return nomem(r);
+	*kp = k;
+	if (push_ptr((void ***)&r->cats, &r->ncats, &r->cats_cap, kp)) {
+		free(kp);
+		return nomem(r);
+	}
+	return add_pending(r, TK_REC_CATEGORY, kp);
+}
+
+static int
+parse_defs(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint64_t type, len;
+		if (tkp_varint_get(&p, end, &type) < 0 ||
+		    tkp_varint_get(&p, end, &len) < 0 ||
+		    len > (uint64_t)(end - p))
+			return corrupt(r, "bad definition record");
+		struct cursor c = { p, p + len, 0 };
+		p += len;
+		int rc = TK_OK;
+		if (r->raw && type != TKP_DEF_CONFIG)
+			continue;
+		switch (type) {
+		case TKP_DEF_STRING: rc = def_string(r, &c); break;
+		case TKP_DEF_PROCESS: rc = def_process(r, &c); break;
+		case TKP_DEF_THREAD: rc = def_thread(r, &c); break;
+		case TKP_DEF_STREAM: rc = def_stream(r, &c); break;
+		case TKP_DEF_COUNTER: rc = def_counter(r, &c); break;
+		case TKP_DEF_DEVICE: rc = def_device(r, &c); break;
+		case TKP_DEF_CONFIG: rc = def_config(r, &c); break;
+		case TKP_DEF_META: rc = def_meta(r, &c); break;
+		case TKP_DEF_CATEGORY: rc = def_category(r, &c); break;
+		default: break; /* newer record type: skip */
+		}
+		if (rc)
+			return rc;
+	}
+	return TK_OK;
+}
+
+/* ---- columns ----------------------------------------------------------------------- */
+
+static int
+ensure_event_arrays(struct tk_reader *r, uint32_t n)
+{
+	if (n <= r->ev_cap)
+		return TK_OK;
+	uint32_t cap = r->ev_cap ? r->ev_cap : 1024;
+	while (cap < n)
+		cap *= 2;
+	void *p;
+	if (!(p = realloc(r->kinds, cap))) return nomem(r);
+	r->kinds = p;
+	if (!(p = realloc(r->trackv, cap * sizeof(*r->trackv)))) return nomem(r);
+	r->trackv = p;
+	if (!(p = realloc(r->tsv, cap * sizeof(*r->tsv)))) return nomem(r);
+	r->tsv = p;
+	if (!(p = realloc(r->durv, cap * sizeof(*r->durv)))) return nomem(r);
+	r->durv = p;
+	if (!(p = realloc(r->namev, cap * sizeof(*r->namev)))) return nomem(r);
+	r->namev = p;
+	r->ev_cap = cap;
+	return TK_OK;
+}
+
+static int
+ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned nattrs)
+{
+	if (k->count <= k->cap)
+		return TK_OK;
+	uint32_t cap = k->cap ? k->cap : 256;
+	while (cap < k->count)
+		cap *= 2;
+	for (unsigned a = 0; a < nattrs; a++) {
+		uint64_t *v = realloc(k->vals[a], cap * sizeof(*v));
+		if (!v)
+			return nomem(r);
+		k->vals[a] = v;
+	}
+	const uint8_t **ap = realloc(k->args, cap * sizeof(*ap));
+	if (!ap)
+		return nomem(r);
+	k->args = ap;
+	uint32_t *al = realloc(k->args_len, cap * sizeof(*al));
+	if (!al)
+		return nomem(r);
+	k->args_len = al;
+	k->cap = cap;
+	return TK_OK;
+}
+
+/* Decode exactly n varints of a column. */
+static int
+decode_varints(struct tk_reader *r, const struct colloc *c, uint32_t n,
+               uint64_t *out)
+{
+	const uint8_t *p = c->p, *end = c->p + c->len;
+	for (uint32_t i = 0; i < n; i++)
+		if (tkp_varint_get(&p, end, &out[i]) < 0)
+			return corrupt(r, "short column");
+	if (p != end)
+		return corrupt(r, "long column");
+	return TK_OK;
+}
+
+static int
+decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
+            uint32_t *out, uint32_t limit, const char *what)
+{
+	if (!c->present) {
+		memset(out, 0, n * sizeof(*out));
+		return TK_OK;
+	}
+	const uint8_t *p = c->p, *end = c->p + c->len;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v;
+		if (tkp_varint_get(&p, end, &v) < 0)
+			return corrupt(r, "short column");
+		if (v > limit)
+			return corrupt(r, what);
+		out[i] = (uint32_t)v;
+	}
+	if (p != end)
+		return corrupt(r, "long column");
+	return TK_OK;
+}
+
+static int
+decode_attr(struct tk_reader *r, const struct tkp_attr *a,
+            const struct colloc *c, uint32_t n, uint64_t *out)
+{
+	if (a->enc == TKP_ENC_F64) {
+		if (c->len != (size_t)n * 8)
+			return corrupt(r, "bad column length");
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = tkp_get64(c->p + 8 * (size_t)i);
+		return TK_OK;
+	}
+	int rc = decode_varints(r, c, n, out);
+	if (rc)
+		return rc;
+	switch (a->enc) {
+	case TKP_ENC_S:
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = (uint64_t)tkp_unzigzag(out[i]);
+		break;
+	case TKP_ENC_D: {
+		uint64_t prev = 0;
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = prev += (uint64_t)tkp_unzigzag(out[i]);
+		break;
+	}
+	case TKP_ENC_STR:
+		if (r->raw)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			if (out[i] > r->nstrings)
+				return corrupt(r, "undefined string");
+		break;
+	case TKP_ENC_CONFIG:
+		for (uint32_t i = 0; i < n; i++)
+			if (out[i] > r->nconfigs)
+				return corrupt(r, "undefined launch configuration");
+		break;
+	}
+	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
+		for (uint32_t i = 0; i < n; i++) {
+			int64_t s = (int64_t)out[i];
+			if (a->ftype == TKP_U32 ? out[i] > UINT32_MAX
+			                        : (s < INT32_MIN || s > INT32_MAX))
+				return corrupt(r, "value out of range");
+		}
+	}
+	return TK_OK;
+}
+
+static int
+decode_args(struct tk_reader *r, const struct colloc *c, struct kind_cols *k)
+{
+	const uint8_t *p = c->p, *end = c->p + c->len;
+	for (uint32_t i = 0; i < k->count; i++) {
+		uint64_t len;
+		if (tkp_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+			return corrupt(r, "bad args column");
+		k->args[i] = len ? p : NULL;
+		k->args_len[i] = (uint32_t)len;
+		p += len;
+	}
+	if (p != end)
+		return corrupt(r, "long column");
+	return TK_OK;
+}
+
+static int
+is_stream_track(const struct tk_reader *r, uint32_t track)
+{
+	return !r->raw && track <= r->ntracks && track &&
+	       r->tracks[track]->type == TK_TRACK_STREAM;
+}
+
+static int
+decode_times(struct tk_reader *r, const struct colloc *tsc,
+             const struct colloc *durc, uint32_t max_track)
+{
+	uint32_t n = r->nev;
+	if (max_track >= r->pred_cap) {
+		uint32_t cap = r->pred_cap ? r->pred_cap : 64;
+		while (cap <= max_track)
+			cap *= 2;
+		int64_t *p = realloc(r->pred, cap * sizeof(*p));
+		if (!p)
+			return nomem(r);
+		r->pred = p;
+		r->pred_cap = cap;
+	}
+	/* durations first: the stream predictor needs them */
+	if (durc->present) {
+		int rc = decode_varints(r, durc, n, (uint64_t *)r->durv);
+		if (rc)
+			return rc;
+		for (uint32_t i = 0; i < n; i++)
+			if (r->durv[i] < 0)
+				return corrupt(r, "bad duration");
+	} else {
+		memset(r->durv, 0, n * sizeof(*r->durv));
+	}
+	if (!tsc->present)
+		return corrupt(r, "no timestamps");
+	int rc = decode_varints(r, tsc, n, (uint64_t *)r->tsv);
+	if (rc)
+		return rc;
+	/* mark every track unseen with a value no timestamp has */
+	for (uint32_t i = 0; i < n; i++)
+		r->pred[r->trackv[i]] = INT64_MIN;
+	int64_t first = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = r->trackv[i];
+		int64_t pred = i == 0 ? 0 : r->pred[t] != INT64_MIN ? r->pred[t] : first;
+		int64_t ts = (int64_t)((uint64_t)pred +
+		                       (uint64_t)tkp_unzigzag((uint64_t)r->tsv[i]));
+		int64_t dur = r->durv[i];
+		if (ts > INT64_MAX - dur || ts == INT64_MIN)
+			return corrupt(r, "time out of range");
+		r->tsv[i] = ts;
+		if (i == 0)
+			first = ts;
+		r->pred[t] = is_stream_track(r, t) ? ts + dur : ts;
+	}
+	return TK_OK;
+}
+
+static int
+decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
+{
+	struct colloc common[TKP_COL_NAME + 1] = { { 0 } };
+	struct colloc cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
+	memset(cols, 0, sizeof(cols));
+
+	while (p < end) {
+		uint64_t kind, attr, len;
+		if (tkp_varint_get(&p, end, &kind) < 0 ||
+		    tkp_varint_get(&p, end, &attr) < 0 ||
+		    tkp_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+			return corrupt(r, "bad column header");
+		struct colloc *c = NULL;
+		if (kind == 0 && attr >= TKP_COL_KIND && attr <= TKP_COL_NAME)
+			c = &common[attr];
+		else if (kind >= 1 && kind <= TK_KIND_MAX && attr <= TKP_ATTR_MAX)
+			c = &cols[kind][attr];
+		if (c) { /* otherwise a newer column: skip */
+			if (c->present)
+				return corrupt(r, "duplicate column");
+			*c = (struct colloc){ p, (size_t)len, 1 };
+		}
+		p += len;
+	}
+
+	uint32_t n = r->nev;
+	if (n == 0)
+		return TK_OK;
+	int rc = ensure_event_arrays(r, n);
+	if (rc)
+		return rc;
+	const struct colloc *kc = &common[TKP_COL_KIND];
+	if (!kc->present || kc->len != n)
+		return corrupt(r, "bad kind column");
+	memcpy(r->kinds, kc->p, n);
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
+		r->kc[k].count = r->kc[k].pos = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t k = r->kinds[i];
+		if (k == 0)
+			return corrupt(r, "event kind 0");
+		if (k <= TK_KIND_MAX)
+			r->kc[k].count++;
+	}
+
+	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
+	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
+	if ((rc = decode_u32s(r, &common[TKP_COL_TRACK], n, r->trackv, track_limit,
+	                      "bad track id")) ||
+	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n, r->namev, name_limit,
+	                      "undefined string")))
+		return rc;
+	uint32_t max_track = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (r->trackv[i] > max_track)
+			max_track = r->trackv[i];
+	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
+	                       max_track)))
+		return rc;
+
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		struct kind_cols *kcol = &r->kc[k];
+		if (!kcol->count)
+			continue;
+		const struct tkp_kind_schema *ks = &tkp_schema[k];
+		if ((rc = ensure_kind_arrays(r, kcol, ks->n)))
+			return rc;
+		for (unsigned a = 0; a < ks->n; a++) {
+			const struct colloc *c = &cols[k][ks->attrs[a].attr];
+			kcol->present[a] = (uint8_t)c->present;
+			if (c->present &&
+			    (rc = decode_attr(r, &ks->attrs[a], c, kcol->count,
+			                      kcol->vals[a])))
+				return rc;
+		}
+		const struct colloc *ac = &cols[k][TKP_ATTR_ARGS];
+		if (ac->present) {
+			if ((rc = decode_args(r, ac, kcol)))
+				return rc;
+		} else {
+			memset(kcol->args, 0, kcol->count * sizeof(*kcol->args));
+			memset(kcol->args_len, 0, kcol->count * sizeof(*kcol->args_len));
+		}
+	}
+	return TK_OK;
+}
+
+/* ---- chunks ----------------------------------------------------------------------- */
+
+static int
+read_chunk(struct tk_reader *r, const uint8_t *magic)
+{
+	uint8_t h[TKP_HEADER_MAX];
+	uint64_t at = r->offset - 4;
+	size_t got;
+	memcpy(h, magic, 4);
+	r->chunk.offset = at;
+	int rc = input_read(r, h + 4, 4, &got);
+	if (rc)
+		return rc;
+	if (got < 4)
+		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
+		            (unsigned long long)at);
+	uint32_t hsize = tkp_get32(h + 4);
+	if (hsize < TKP_CHUNK_HEADER_SIZE || hsize > TKP_HEADER_MAX)
+		return corrupt(r, "bad header size");
+	rc = input_read(r, h + 8, hsize - 8, &got);
+	if (rc)
+		return rc;
+	if (got < hsize - 8)
+		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
+		            (unsigned long long)at);
+	uint32_t flags = tkp_get32(h + 8);
+	uint32_t stored = tkp_get32(h + 12);
+	uint32_t raw = tkp_get32(h + 16);
+	uint32_t nev = tkp_get32(h + 20);
+	if (stored > TKP_CHUNK_STORED_MAX || raw > TKP_CHUNK_RAW_MAX ||
+	    nev > raw || (!(flags & TK_CHUNK_DEFLATE) && stored != raw))
+		return corrupt(r, "bad sizes");
+
+	const uint8_t *body = NULL;
+	rc = input_take(r, stored, &r->stored, &body, &got);
+	if (rc)
+		return rc;
+	if (got < stored)
+		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
+		            (unsigned long long)at);
+	uint32_t crc;
+	check_crc(h, hsize - 4, 0, 0, &crc);
+	if (!check_crc(body, stored, tkp_get32(h + hsize - 4), crc, NULL))
+		return fail(r, TK_ECORRUPT,
+		            "corrupt chunk at byte %llu (checksum mismatch)",
+		            (unsigned long long)at);
+	if ((flags & TKP_CHUNK_INCOMPAT_MASK) & ~TKP_CHUNK_KNOWN)
+		return fail(r, TK_EVERSION,
+		            "chunk at byte %llu uses unsupported features (flags 0x%x)",
+		            (unsigned long long)at, flags);
+
+	const uint8_t *payload = body;
+	if (flags & TK_CHUNK_DEFLATE) {
+		r->raw_buf.len = 0;
+		if (tkp_buf_reserve(&r->raw_buf, raw ? raw : 1) < 0)
+			return nomem(r);
+		size_t actual = 0;
+		enum libdeflate_result res = libdeflate_zlib_decompress(
+			r->dec, body, stored, r->raw_buf.p, raw, &actual);
+		if (res != LIBDEFLATE_SUCCESS || actual != raw)
+			return corrupt(r, "bad compressed data");
+		payload = r->raw_buf.p;
+	}
+
+	if (r->ended)
+		return corrupt(r, "chunk after the end of the trace");
+	r->chunk.events = nev;
+	r->chunk.flags = flags;
+	r->chunk.t_min = (int64_t)tkp_get64(h + 24);
+	r->chunk.t_max = (int64_t)tkp_get64(h + 32);
+	r->chunk.watermark = (int64_t)tkp_get64(h + 40);
+	r->npending = r->pending_pos = 0;
+	r->nev = r->ev_pos = 0;
+
+	const uint8_t *p = payload, *end = payload + raw;
+	uint64_t defs_len;
+	if (tkp_varint_get(&p, end, &defs_len) < 0 ||
+	    defs_len > (uint64_t)(end - p))
+		return corrupt(r, "bad definitions length");
+	if ((rc = parse_defs(r, p, p + defs_len)))
+		return rc;
+	r->nev = nev;
+	if ((rc = decode_columns(r, p + defs_len, end))) {
+		r->nev = 0;
+		return rc;
+	}
+	r->ended = (flags & TK_CHUNK_END) != 0;
+	r->last_chunk_end = r->offset;
+	return TK_OK;
+}
+
+/* ---- iteration ---------------------------------------------------------------------- */
+
+static void
+fill_event(struct tk_reader *r, uint32_t i)
+{
+	struct tk_event *ev = &r->ev;
+	unsigned k = r->kinds[i];
+	struct kind_cols *kc = &r->kc[k];
+	uint32_t j = kc->pos++;
+	ev->kind = k;
+	ev->track = r->trackv[i];
+	ev->ts = r->tsv[i];
+	ev->dur = r->durv[i];
+	ev->name_id = r->namev[i];
+	ev->name = r->raw || !ev->name_id ? "" : r->strings[ev->name_id].s;
+	ev->trk = !r->raw && ev->track && ev->track <= r->ntracks
+	                  ? r->tracks[ev->track]
+	                  : &unknown_track;
+	ev->args = (const char *)kc->args[j];
+	ev->args_len = kc->args_len[j];
+	const struct tkp_kind_schema *ks = &tkp_schema[k];
+	for (unsigned a = 0; a < ks->n; a++) {
+		const struct tkp_attr *at = &ks->attrs[a];
+		uint64_t v = kc->present[a] ? kc->vals[a][j] : 0;
+		if (at->enc == TKP_ENC_CONFIG) {
+			struct tk_kernel_attrs *kk = &ev->u.kernel;
+			static const struct config zero;
+			const struct config *c = v ? &r->configs[v] : &zero;
+			memcpy(kk->grid, c->v, 3 * sizeof(uint32_t));
+			memcpy(kk->block, c->v + 3, 3 * sizeof(uint32_t));
+			memcpy(kk->cluster, c->v + 6, 3 * sizeof(uint32_t));
+			kk->static_smem = c->v[9];
+			kk->dynamic_smem = c->v[10];
+			kk->registers = c->v[11];
+			continue;
+		}
+		tkp_field_set(ev, at, v);
+		if (at->enc == TKP_ENC_STR) {
+			const char *s = r->raw || !v ? "" : r->strings[v].s;
+			memcpy((char *)ev + at->str_off, &s, sizeof(s));
+		}
+	}
+}
+
+TK_PUBLIC int
+tk_reader_next(struct tk_reader *r, struct tk_record *rec)
+{
+	if (!r || !rec)
+		return TK_EINVAL;
+	if (r->err)
+		return r->err;
+	if (!r->is_open)
+		return fail(r, TK_EINVAL, "reader is not open");
+	for (;;) {
+		if (r->pending_pos < r->npending) {
+			const struct pending *p = &r->pending[r->pending_pos++];
+			rec->type = p->type;
+			switch (p->type) {
+			case TK_REC_TRACK: rec->u.track = p->ptr; break;
+			case TK_REC_DEVICE: rec->u.device = p->ptr; break;
+			case TK_REC_META: rec->u.meta = p->ptr; break;
+			case TK_REC_CATEGORY: rec->u.category = p->ptr; break;
+			default: rec->u.event = NULL; break;
+			}
+			return TK_OK;
+		}
+		while (r->ev_pos < r->nev) {
+			uint32_t i = r->ev_pos++;
+			if (r->kinds[i] > TK_KIND_MAX) {
+				r->skipped++;
+				continue;
+			}
+			fill_event(r, i);
+			rec->type = TK_REC_EVENT;
+			rec->u.event = &r->ev;
+			return TK_OK;
+		}
+		uint8_t magic[4];
+		size_t got;
+		int rc = input_read(r, magic, 4, &got);
+		if (rc)
+			return rc;
+		if (got == 0) {
+			if (r->ended)
+				return TK_EOF;
+			return fail(r, TK_ETRUNC,
+			            "truncated at byte %llu (the trace has no end "
+			            "marker: its writer did not finish)",
+			            (unsigned long long)r->offset);
+		}
+		if (got < 4)
+			return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
+			            (unsigned long long)(r->offset - got));
+		if (memcmp(magic, TKP_CHUNK_MAGIC, 4) == 0) {
+			if ((rc = read_chunk(r, magic)))
+				return rc;
+			continue;
+		}
+		if (memcmp(magic, TKP_MAGIC, 4) == 0) {
+			if ((rc = read_header(r, magic, 4)))
+				return rc;
+			rec->type = TK_REC_SCOPE;
+			rec->u.event = NULL;
+			return TK_OK;
+		}
+		return fail(r, TK_ECORRUPT, "bad chunk magic at byte %llu",
+		            (unsigned long long)(r->offset - 4));
+	}
+}
+
+TK_PUBLIC int
+tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
+{
+	struct tk_record rec;
+	for (;;) {
+		int rc = tk_reader_next(r, &rec);
+		if (rc)
+			return rc;
+		if (rec.type == TK_REC_EVENT) {
+			*ev = rec.u.event;
+			return TK_OK;
+		}
+	}
+}
+
+/* ---- accessors ------------------------------------------------------------------------ */
+
+TK_PUBLIC const char *
+tk_reader_error(const struct tk_reader *r)
+{
+	return r && r->errmsg[0] ? r->errmsg : "no error";
+}
+
+TK_PUBLIC int
+tk_reader_errno(const struct tk_reader *r)
+{
+	return r ? r->err_no : 0;
+}
+
+TK_PUBLIC uint64_t
+tk_reader_offset(const struct tk_reader *r)
+{
+	return r ? r->offset : 0;
+}
+
+TK_PUBLIC const struct tk_chunk_info *
+tk_reader_chunk(const struct tk_reader *r)
+{
+	return r ? &r->chunk : NULL;
+}
+
+TK_PUBLIC void
+tk_reader_version(const struct tk_reader *r, unsigned *major, unsigned *minor)
+{
+	if (major)
+		*major = r ? r->major : 0;
+	if (minor)
+		*minor = r ? r->minor : 0;
+}
+
+TK_PUBLIC unsigned
+tk_reader_scope(const struct tk_reader *r)
+{
+	return r ? r->scope : 0;
+}
+
+TK_PUBLIC uint64_t
+tk_reader_skipped(const struct tk_reader *r)
+{
+	return r ? r->skipped : 0;
+}
+
+TK_PUBLIC const char *
+tk_reader_string(const struct tk_reader *r, uint32_t id)
+{
+	if (!r || id == 0 || id > r->nstrings)
+		return id == 0 ? "" : NULL;
+	return r->strings[id].s;
+}
+
+TK_PUBLIC const struct tk_track *
+tk_reader_track(const struct tk_reader *r, uint32_t id)
+{
+	if (!r || id == 0 || id > r->ntracks)
+		return NULL;
+	return r->tracks[id];
+}
+
+TK_PUBLIC const struct tk_device *
+tk_reader_device(const struct tk_reader *r, uint32_t id)
+{
+	if (!r || id == 0 || id > r->ndevices)
+		return NULL;
+	return r->devices[id];
+}
+
+TK_PUBLIC const struct tk_meta *
+tk_reader_meta(const struct tk_reader *r, size_t i)
+{
+	if (!r || i >= r->nmeta)
+		return NULL;
+	return r->meta[i];
+}
+
+TK_PUBLIC const char *
+tk_reader_meta_get(const struct tk_reader *r, const char *key)
+{
+	if (!r || !key)
+		return NULL;
+	for (size_t i = r->nmeta; i-- > 0;)
+		if (strcmp(r->meta[i]->key, key) == 0)
+			return r->meta[i]->value;
+	return NULL;
+}

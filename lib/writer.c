@@ -1,0 +1,970 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The writer: events go into per-field columns; when a chunk is big
+ * enough it is sealed (definitions first, then columns), compressed
+ * whole with libdeflate into a zlib stream, checksummed and written.
+ * The writer never seeks, so it works on pipes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <libdeflate.h>
+
+#include "intern.h"
+#include "tk_private.h"
+
+/* One kind-specific column of the chunk being built.  Leading zero
+ * values are only counted: a column that stays all zero is not written
+ * at all, which makes unused attributes free. */
+struct column {
+	struct tkp_buf buf;
+	uint32_t zeros;
+	uint8_t nonzero;
+	uint64_t prev;          /* TKP_ENC_D */
+};
+
+#define CHUNK_EVENTS_MAX (1u << 20)
+
+struct tk_writer {
+	int fd;
+	int own_fd;
+	char *name;
+	struct tk_writer_options opt;
+	int open;
+	int err;
+	int err_no;
+	char errmsg[256];
+	uint64_t offset;
+	uint64_t events;
+	struct libdeflate_compressor *comp;
+
+	struct tkp_intern strings;
+	struct tkp_intern configs;
+	uint32_t ntracks;
+	uint8_t *track_type;     /* by track id */
+	uint32_t track_cap;
+	uint32_t ndevices;
+
+	/* the chunk being built */
+	struct tkp_buf defs;
+	struct tkp_buf common[TKP_COL_NAME + 1];
+	struct column cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
+	uint32_t kind_count[TK_KIND_MAX + 1];
+	uint32_t nev;
+	size_t raw_bytes;
+	int64_t t_min, t_max, first_ts, prev_ts;
+	int chunk_sorted;
+	/* per track: time the next event on it is predicted from */
+	int64_t *pred;
+	uint32_t *pred_gen;
+	uint32_t pred_cap;
+	uint32_t gen;
+
+	int64_t watermark;
+	int64_t last_ts;         /* sorted writers: last begin written */
+	struct tkp_buf payload;
+	struct tkp_buf out;
+	struct tkp_buf scratch;
+};
+
+static int
+fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
+	va_end(ap);
+	w->err = code;
+	w->err_no = err_no;
+	return code;
+}
+
+/* A bad call: say why, but the writer stays usable. */
+static int
+reject(struct tk_writer *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
+	va_end(ap);
+	w->err_no = EINVAL;
+	return TK_EINVAL;
+}
+
+static int
+nomem(struct tk_writer *w)
+{
+	return fail(w, TK_ENOMEM, ENOMEM, "out of memory");
+}
+
+TK_PUBLIC struct tk_writer *
+tk_writer_new(void)
+{
+	struct tk_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fd = -1;
+	return w;
+}
+
+static void
+reset_scope(struct tk_writer *w)
+{
+	tkp_intern_clear(&w->strings);
+	tkp_intern_clear(&w->configs);
+	w->ntracks = 0;
+	w->ndevices = 0;
+}
+
+static void
+close_fd(struct tk_writer *w)
+{
+	if (w->own_fd && w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	w->own_fd = 0;
+}
+
+TK_PUBLIC void
+tk_writer_free(struct tk_writer *w)
+{
+	if (!w)
+		return;
+	close_fd(w);
+	free(w->name);
+	if (w->comp)
+		libdeflate_free_compressor(w->comp);
+	tkp_intern_free(&w->strings);
+	tkp_intern_free(&w->configs);
+	free(w->track_type);
+	tkp_buf_free(&w->defs);
+	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
+		tkp_buf_free(&w->common[i]);
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
+		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++)
+			tkp_buf_free(&w->cols[k][a].buf);
+	free(w->pred);
+	free(w->pred_gen);
+	tkp_buf_free(&w->payload);
+	tkp_buf_free(&w->out);
+	tkp_buf_free(&w->scratch);
+	free(w);
+}
+
+static void
+reset_chunk(struct tk_writer *w)
+{
+	w->defs.len = 0;
+	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
+		w->common[i].len = 0;
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		if (!w->kind_count[k])
+			continue;
+		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++) {
+			struct column *c = &w->cols[k][a];
+			c->buf.len = 0;
+			c->zeros = 0;
+			c->nonzero = 0;
+			c->prev = 0;
+		}
+		w->kind_count[k] = 0;
+	}
+	w->nev = 0;
+	w->raw_bytes = 0;
+	w->t_min = INT64_MAX;
+	w->t_max = INT64_MIN;
+	w->chunk_sorted = 1;
+	w->gen++;
+	if (w->gen == 0) { /* wrapped: forget every stamp */
+		if (w->pred_gen)
+			memset(w->pred_gen, 0, w->pred_cap * sizeof(*w->pred_gen));
+		w->gen = 1;
+	}
+}
+
+static int
+write_header(struct tk_writer *w)
+{
+	uint8_t h[TKP_HEADER_SIZE] = { 0 };
+	memcpy(h, TKP_MAGIC, 8);
+	tkp_le16(h + 8, TK_FORMAT_MAJOR);
+	tkp_le16(h + 10, TK_FORMAT_MINOR);
+	tkp_le32(h + 12, TKP_HEADER_SIZE);
+	/* 16: incompatible feature flags, 24: compatible flags: none yet */
+	tkp_le32(h + 32, tkp_crc32(0, h, 32));
+	if (tkp_write_all(w->fd, h, sizeof(h)) < 0)
+		return fail(w, TK_EIO, errno, "%s", strerror(errno));
+	w->offset += sizeof(h);
+	return TK_OK;
+}
+
+TK_PUBLIC int
+tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
+                  const struct tk_writer_options *opts)
+{
+	static const struct tk_writer_options defaults = TK_WRITER_OPTIONS_INIT;
+	if (!w || fd < 0)
+		return TK_EINVAL;
+	if (w->open)
+		tk_writer_close(w);
+	close_fd(w);
+	free(w->name);
+	w->name = strdup(name ? name : "(output)");
+	if (!w->name)
+		return nomem(w);
+	w->opt = opts ? *opts : defaults;
+	if (w->opt.level < 0 || w->opt.level > 12)
+		return fail(w, TK_EINVAL, EINVAL, "invalid compression level %d",
+		            w->opt.level);
+	if (w->opt.chunk_bytes < 1024)
+		w->opt.chunk_bytes = 1024;
+	if (w->opt.chunk_bytes > TKP_CHUNK_RAW_MAX / 4)
+		w->opt.chunk_bytes = TKP_CHUNK_RAW_MAX / 4;
+	if (w->comp)
+		libdeflate_free_compressor(w->comp);
+	w->comp = NULL;
+	if (w->opt.level > 0) {
+		w->comp = libdeflate_alloc_compressor(w->opt.level);
+		if (!w->comp)
+			return nomem(w);
+	}
+	w->fd = fd;
+	w->err = 0;
+	w->errmsg[0] = 0;
+	w->offset = 0;
+	w->events = 0;
+	w->watermark = INT64_MIN;
+	w->last_ts = INT64_MIN;
+	reset_scope(w);
+	reset_chunk(w);
+	int rc = write_header(w);
+	if (rc == TK_OK)
+		w->open = 1;
+	return rc;
+}
+
+TK_PUBLIC int
+tk_writer_open_path(struct tk_writer *w, const char *path,
+                    const struct tk_writer_options *opts)
+{
+	if (!w || !path)
+		return TK_EINVAL;
+	if (strcmp(path, "-") == 0)
+		return tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", opts);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return fail(w, TK_EIO, errno, "%s", strerror(errno));
+	int rc = tk_writer_open_fd(w, fd, path, opts);
+	w->own_fd = 1;
+	if (rc != TK_OK)
+		close_fd(w);
+	return rc;
+}
+
+/* ---- definitions ----------------------------------------------------------- */
+
+static int
+check_open(struct tk_writer *w)
+{
+	if (!w->open && !w->err)
+		return fail(w, TK_EINVAL, EINVAL, "writer is not open");
+	return w->err;
+}
+
+/* Append a definition record (type, length, body) to the chunk. */
+static int
+put_def(struct tk_writer *w, unsigned type, const struct tkp_buf *body)
+{
+	if (tkp_buf_varint(&w->defs, type) < 0 ||
+	    tkp_buf_varint(&w->defs, body->len) < 0 ||
+	    tkp_buf_put(&w->defs, body->p, body->len) < 0)
+		return nomem(w);
+	w->raw_bytes += body->len + 4;
+	return TK_OK;
+}
+
+static int seal(struct tk_writer *w);
+
+/* Definitions alone may fill a chunk (a trace of many unique names). */
+static int
+maybe_seal(struct tk_writer *w)
+{
+	if (w->raw_bytes >= w->opt.chunk_bytes)
+		return seal(w);
+	return TK_OK;
+}
+
+/* Intern without sealing: inside tk_writer_event() a seal would split
+ * one event across two chunks. */
+static uint32_t
+intern_string(struct tk_writer *w, const char *s, size_t len)
+{
+	if (w->opt.raw_ids || (!s && len))
+		return 0;
+	if (len > TKP_CHUNK_RAW_MAX / 8) {
+		reject(w, "string of %zu bytes is too long", len);
+		return 0;
+	}
+	int added = 0;
+	uint32_t id = tkp_intern(&w->strings, s ? s : "", len, &added);
+	if (!id) {
+		nomem(w);
+		return 0;
+	}
+	if (added) {
+		w->scratch.len = 0;
+		if (tkp_buf_varint(&w->scratch, id) < 0 ||
+		    tkp_buf_put(&w->scratch, s, len) < 0) {
+			nomem(w);
+			return 0;
+		}
+		if (put_def(w, TKP_DEF_STRING, &w->scratch))
+			return 0;
+	}
+	return id;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_string(struct tk_writer *w, const char *s, size_t len)
+{
+	if (!w || check_open(w))
+		return 0;
+	uint32_t id = intern_string(w, s, len);
+	if (id && maybe_seal(w))
+		return 0;
+	return id;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_cstring(struct tk_writer *w, const char *s)
+{
+	return tk_writer_string(w, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* String id of an optional C string; "" and NULL are id of "". */
+static int
+str_id(struct tk_writer *w, const char *s, uint32_t *id)
+{
+	*id = tk_writer_cstring(w, s);
+	return *id ? TK_OK : (w->err ? w->err : TK_EINVAL);
+}
+
+static uint32_t
+new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type)
+{
+	if (check_open(w))
+		return 0;
+	if (w->opt.raw_ids) {
+		reject(w, "no definitions in a raw-id writer");
+		return 0;
+	}
+	if (id) {
+		if (id > w->ntracks || w->track_type[id] != type) {
+			reject(w, "no track %u of that type", id);
+			return 0;
+		}
+		return id;
+	}
+	if (w->ntracks + 1 >= TKP_ID_MAX) {
+		fail(w, TK_EINVAL, EINVAL, "too many tracks");
+		return 0;
+	}
+	id = ++w->ntracks;
+	if (id >= w->track_cap) {
+		uint32_t cap = w->track_cap ? w->track_cap * 2 : 64;
+		uint8_t *t = realloc(w->track_type, cap);
+		if (!t) {
+			nomem(w);
+			return 0;
+		}
+		w->track_type = t;
+		w->track_cap = cap;
+	}
+	w->track_type[id] = (uint8_t)type;
+	return id;
+}
+
+#define PUT(v) do { if (tkp_buf_varint(b, (v)) < 0) goto oom; } while (0)
+
+TK_PUBLIC uint32_t
+tk_writer_process(struct tk_writer *w, uint32_t id, const struct tk_process *p)
+{
+	if (!w || !p)
+		return 0;
+	uint32_t host, label;
+	if (str_id(w, p->host, &host) || str_id(w, p->label, &label))
+		return 0;
+	/* argv strings first: the reader resolves ids as it goes */
+	uint32_t small[16], *args = small;
+	if (p->argc > 16 && !(args = malloc(p->argc * sizeof(*args)))) {
+		nomem(w);
+		return 0;
+	}
+	for (uint32_t i = 0; i < p->argc; i++)
+		if (str_id(w, p->argv[i], &args[i]))
+			goto out;
+	if (!(id = new_track(w, id, TK_TRACK_PROCESS)))
+		goto out;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(id);
+	PUT(host);
+	PUT(tkp_zigzag(p->pid));
+	PUT(tkp_zigzag(p->ppid));
+	PUT(tkp_zigzag(p->start));
+	PUT(label);
+	PUT(p->argc);
+	for (uint32_t i = 0; i < p->argc; i++)
+		PUT(args[i]);
+	if (put_def(w, TKP_DEF_PROCESS, b) || maybe_seal(w))
+		id = 0;
+	goto out;
+oom:
+	nomem(w);
+	id = 0;
+out:
+	if (args != small)
+		free(args);
+	return id;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_thread(struct tk_writer *w, uint32_t id, const struct tk_thread *t)
+{
+	uint32_t name;
+	if (!w || !t || str_id(w, t->name, &name))
+		return 0;
+	if (!(id = new_track(w, id, TK_TRACK_THREAD)))
+		return 0;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(id);
+	PUT(t->process);
+	PUT(tkp_zigzag(t->tid));
+	PUT(name);
+	return put_def(w, TKP_DEF_THREAD, b) || maybe_seal(w) ? 0 : id;
+oom:
+	nomem(w);
+	return 0;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_stream(struct tk_writer *w, uint32_t id, const struct tk_stream *s)
+{
+	uint32_t name;
+	if (!w || !s || str_id(w, s->name, &name))
+		return 0;
+	if (!(id = new_track(w, id, TK_TRACK_STREAM)))
+		return 0;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(id);
+	PUT(s->process);
+	PUT(s->device);
+	PUT(s->context);
+	PUT(s->stream);
+	PUT(name);
+	return put_def(w, TKP_DEF_STREAM, b) || maybe_seal(w) ? 0 : id;
+oom:
+	nomem(w);
+	return 0;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_counter(struct tk_writer *w, uint32_t id, const struct tk_counter *c)
+{
+	uint32_t name, unit;
+	if (!w || !c || str_id(w, c->name, &name) || str_id(w, c->unit, &unit))
+		return 0;
+	if (!(id = new_track(w, id, TK_TRACK_COUNTER)))
+		return 0;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(id);
+	PUT(name);
+	PUT(unit);
+	PUT(c->process);
+	PUT(c->device);
+	return put_def(w, TKP_DEF_COUNTER, b) || maybe_seal(w) ? 0 : id;
+oom:
+	nomem(w);
+	return 0;
+}
+
+TK_PUBLIC uint32_t
+tk_writer_device(struct tk_writer *w, uint32_t id, const struct tk_device *d)
+{
+	uint32_t host, name;
+	if (!w || !d || str_id(w, d->host, &host) || str_id(w, d->name, &name))
+		return 0;
+	if (id > w->ndevices) {
+		reject(w, "no device %u", id);
+		return 0;
+	}
+	if (!id)
+		id = ++w->ndevices;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(id);
+	PUT(host);
+	PUT(d->index);
+	PUT(name);
+	PUT(d->sm_count);
+	PUT(d->memory);
+	PUT(d->cc_major);
+	PUT(d->cc_minor);
+	if (tkp_buf_put(b, d->uuid, 16) < 0)
+		goto oom;
+	return put_def(w, TKP_DEF_DEVICE, b) || maybe_seal(w) ? 0 : id;
+oom:
+	nomem(w);
+	return 0;
+}
+
+TK_PUBLIC int
+tk_writer_meta(struct tk_writer *w, const char *key, const char *value)
+{
+	uint32_t k, v;
+	if (!w || !key)
+		return TK_EINVAL;
+	if (str_id(w, key, &k) || str_id(w, value, &v))
+		return w->err ? w->err : TK_EINVAL;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(k);
+	PUT(v);
+	if (put_def(w, TKP_DEF_META, b))
+		return w->err;
+	return maybe_seal(w);
+oom:
+	return nomem(w);
+}
+
+TK_PUBLIC int
+tk_writer_category(struct tk_writer *w, const char *domain, uint32_t category,
+                   const char *name)
+{
+	uint32_t d, n;
+	if (!w)
+		return TK_EINVAL;
+	if (str_id(w, domain, &d) || str_id(w, name, &n))
+		return w->err ? w->err : TK_EINVAL;
+	struct tkp_buf *b = &w->scratch;
+	b->len = 0;
+	PUT(d);
+	PUT(category);
+	PUT(n);
+	if (put_def(w, TKP_DEF_CATEGORY, b))
+		return w->err;
+	return maybe_seal(w);
+oom:
+	return nomem(w);
+}
+
+/* Launch configurations are interned like strings: the key is the 15
+ * numbers, stored little-endian so that equal configurations compare
+ * equal byte for byte. */
+static uint32_t
+config_id(struct tk_writer *w, const struct tk_kernel_attrs *k)
+{
+	uint32_t v[15] = {
+		k->grid[0], k->grid[1], k->grid[2],
+		k->block[0], k->block[1], k->block[2],
+		k->cluster[0], k->cluster[1], k->cluster[2],
+		k->static_smem, k->dynamic_smem, k->registers, 0, 0, 0,
+	};
+	int any = 0;
+	for (int i = 0; i < 12; i++)
+		any |= v[i] != 0;
+	if (!any)
+		return 0;
+	uint8_t key[48];
+	for (int i = 0; i < 12; i++)
+		tkp_le32(key + 4 * i, v[i]);
+	int added = 0;
+	uint32_t id = tkp_intern(&w->configs, (const char *)key, 48, &added);
+	if (!id) {
+		nomem(w);
+		return 0;
+	}
+	if (added) {
+		struct tkp_buf *b = &w->scratch;
+		b->len = 0;
+		PUT(id);
+		for (int i = 0; i < 12; i++)
+			PUT(v[i]);
+		if (put_def(w, TKP_DEF_CONFIG, b))
+			return 0;
+	}
+	return id;
+oom:
+	nomem(w);
+	return 0;
+}
+
+#undef PUT
+
+/* ---- events ------------------------------------------------------------- */
+
+static int
+col_put(struct tk_writer *w, struct column *c, enum tkp_enc enc, uint64_t v)
+{
+	uint64_t enc_v = v;
+	if (enc == TKP_ENC_D) {
+		enc_v = tkp_zigzag((int64_t)(v - c->prev));
+		c->prev = v;
+	} else if (enc == TKP_ENC_S) {
+		enc_v = tkp_zigzag((int64_t)v);
+	}
+	if (!c->nonzero) {
+		if (enc_v == 0) {
+			c->zeros++;
+			return TK_OK;
+		}
+		size_t zero_size = enc == TKP_ENC_F64 ? 8 : 1;
+		size_t n = (size_t)c->zeros * zero_size;
+		if (tkp_buf_reserve(&c->buf, n + 8) < 0)
+			return nomem(w);
+		memset(c->buf.p + c->buf.len, 0, n);
+		c->buf.len += n;
+		w->raw_bytes += n;
+		c->nonzero = 1;
+	}
+	if (enc == TKP_ENC_F64) {
+		if (tkp_buf_reserve(&c->buf, 8) < 0)
+			return nomem(w);
+		tkp_le64(c->buf.p + c->buf.len, v);
+		c->buf.len += 8;
+		w->raw_bytes += 8;
+		return TK_OK;
+	}
+	size_t before = c->buf.len;
+	if (tkp_buf_varint(&c->buf, enc_v) < 0)
+		return nomem(w);
+	w->raw_bytes += c->buf.len - before;
+	return TK_OK;
+}
+
+static int
+col_put_bytes(struct tk_writer *w, struct column *c, const char *p, uint32_t n)
+{
+	if (n == 0 && !c->nonzero) {
+		c->zeros++;
+		return TK_OK;
+	}
+	if (!c->nonzero) {
+		if (tkp_buf_reserve(&c->buf, c->zeros) < 0)
+			return nomem(w);
+		memset(c->buf.p + c->buf.len, 0, c->zeros);
+		c->buf.len += c->zeros;
+		w->raw_bytes += c->zeros;
+		c->nonzero = 1;
+	}
+	if (tkp_buf_varint(&c->buf, n) < 0 || tkp_buf_put(&c->buf, p, n) < 0)
+		return nomem(w);
+	w->raw_bytes += n + 1;
+	return TK_OK;
+}
+
+static int
+grow_pred(struct tk_writer *w, uint32_t track)
+{
+	uint32_t cap = w->pred_cap ? w->pred_cap : 64;
+	while (cap <= track)
+		cap *= 2;
+	int64_t *p = realloc(w->pred, cap * sizeof(*p));
+	if (!p)
+		return nomem(w);
+	w->pred = p;
+	uint32_t *g = realloc(w->pred_gen, cap * sizeof(*g));
+	if (!g)
+		return nomem(w);
+	memset(g + w->pred_cap, 0, (cap - w->pred_cap) * sizeof(*g));
+	w->pred_gen = g;
+	w->pred_cap = cap;
+	return TK_OK;
+}
+
+/* Work on one GPU stream runs back to back: its next start is best
+ * predicted from the previous end.  Elsewhere ranges nest, and the
+ * previous begin predicts better. */
+static inline int
+predict_from_end(const uint8_t *types, uint32_t ntracks, uint32_t track)
+{
+	return types && track <= ntracks && types[track] == TK_TRACK_STREAM;
+}
+
+TK_PUBLIC int
+tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
+{
+	if (!w || !ev)
+		return TK_EINVAL;
+	if (check_open(w))
+		return w->err;
+	unsigned kind = ev->kind;
+	if (kind < 1 || kind > TK_KIND_MAX)
+		return reject(w, "unknown event kind %u", kind);
+	if (ev->dur < 0 || ev->ts > INT64_MAX - ev->dur)
+		return reject(w, "invalid duration %lld",
+		            (long long)ev->dur);
+	if (!w->opt.raw_ids && ev->track > w->ntracks)
+		return reject(w, "undefined track %u", ev->track);
+	if (w->opt.raw_ids && ev->track >= TKP_ID_MAX)
+		return reject(w, "track id %u too large", ev->track);
+	if (w->opt.sorted && ev->ts < w->last_ts)
+		return reject(w, "event out of order in a sorted writer");
+
+	/* Resolve every id first, so that a failure leaves nothing half
+	 * written. */
+	uint32_t name = ev->name_id;
+	if (!name && ev->name && ev->name[0] && !w->opt.raw_ids &&
+	    !(name = intern_string(w, ev->name, strlen(ev->name))))
+		return w->err;
+	const struct tkp_kind_schema *ks = &tkp_schema[kind];
+	uint64_t vals[TKP_ATTR_MAX + 1];
+	for (unsigned i = 0; i < ks->n; i++) {
+		const struct tkp_attr *a = &ks->attrs[i];
+		uint64_t v;
+		if (a->enc == TKP_ENC_CONFIG) {
+			v = config_id(w, &ev->u.kernel);
+			if (w->err)
+				return w->err;
+		} else {
+			v = tkp_field_get(ev, a);
+			if (a->enc == TKP_ENC_STR && v == 0 && !w->opt.raw_ids) {
+				const char *s;
+				memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
+				if (s && s[0] &&
+				    !(v = intern_string(w, s, strlen(s))))
+					return w->err;
+			}
+		}
+		vals[i] = v;
+	}
+
+	uint32_t track = ev->track;
+	if (track >= w->pred_cap && grow_pred(w, track))
+		return w->err;
+	int64_t pred;
+	if (w->nev == 0) {
+		pred = 0;
+		w->first_ts = ev->ts;
+	} else if (w->pred_gen[track] == w->gen) {
+		pred = w->pred[track];
+	} else {
+		pred = w->first_ts;
+	}
+	w->pred_gen[track] = w->gen;
+	w->pred[track] = ev->ts;
+	if (predict_from_end(w->opt.raw_ids ? NULL : w->track_type, w->ntracks,
+	                     track))
+		w->pred[track] = ev->ts + ev->dur;
+
+	struct tkp_buf *c = w->common;
+	size_t before = c[TKP_COL_TRACK].len + c[TKP_COL_TS].len +
+	                c[TKP_COL_DUR].len + c[TKP_COL_NAME].len;
+	uint8_t k8 = (uint8_t)kind;
+	if (tkp_buf_put(&c[TKP_COL_KIND], &k8, 1) < 0 ||
+	    tkp_buf_varint(&c[TKP_COL_TRACK], track) < 0 ||
+	    tkp_buf_varint(&c[TKP_COL_TS],
+	                   tkp_zigzag((int64_t)((uint64_t)ev->ts -
+	                                        (uint64_t)pred))) < 0 ||
+	    tkp_buf_varint(&c[TKP_COL_DUR], (uint64_t)ev->dur) < 0 ||
+	    tkp_buf_varint(&c[TKP_COL_NAME], name) < 0)
+		return nomem(w);
+	w->raw_bytes += 1 + c[TKP_COL_TRACK].len + c[TKP_COL_TS].len +
+	                c[TKP_COL_DUR].len + c[TKP_COL_NAME].len - before;
+
+	struct column *cols = w->cols[kind];
+	for (unsigned i = 0; i < ks->n; i++) {
+		const struct tkp_attr *a = &ks->attrs[i];
+		if (col_put(w, &cols[a->attr], a->enc, vals[i]))
+			return w->err;
+	}
+	if (col_put_bytes(w, &cols[TKP_ATTR_ARGS], ev->args,
+	                  ev->args ? ev->args_len : 0))
+		return w->err;
+
+	w->kind_count[kind]++;
+	if (w->nev > 0 && ev->ts < w->prev_ts)
+		w->chunk_sorted = 0;
+	w->prev_ts = ev->ts;
+	if (ev->ts < w->t_min)
+		w->t_min = ev->ts;
+	if (ev->ts + ev->dur > w->t_max)
+		w->t_max = ev->ts + ev->dur;
+	if (w->opt.sorted)
+		w->last_ts = ev->ts;
+	w->nev++;
+	w->events++;
+	if (w->raw_bytes >= w->opt.chunk_bytes || w->nev >= CHUNK_EVENTS_MAX)
+		return seal(w);
+	return TK_OK;
+}
+
+TK_PUBLIC void
+tk_writer_watermark(struct tk_writer *w, int64_t t)
+{
+	if (w)
+		w->watermark = t;
+}
+
+/* ---- chunks ---------------------------------------------------------------- */
+
+static int
+put_column(struct tkp_buf *b, unsigned kind, unsigned attr,
+           const struct tkp_buf *data)
+{
+	if (tkp_buf_varint(b, kind) < 0 || tkp_buf_varint(b, attr) < 0 ||
+	    tkp_buf_varint(b, data->len) < 0 ||
+	    tkp_buf_put(b, data->p, data->len) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+build_payload(struct tk_writer *w)
+{
+	struct tkp_buf *b = &w->payload;
+	b->len = 0;
+	if (tkp_buf_varint(b, w->defs.len) < 0 ||
+	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0)
+		return nomem(w);
+	if (w->nev == 0)
+		return TK_OK;
+	for (unsigned i = TKP_COL_KIND; i <= TKP_COL_NAME; i++)
+		if (put_column(b, 0, i, &w->common[i]) < 0)
+			return nomem(w);
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		if (!w->kind_count[k])
+			continue;
+		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++) {
+			const struct column *c = &w->cols[k][a];
+			if (c->nonzero && put_column(b, k, a, &c->buf) < 0)
+				return nomem(w);
+		}
+	}
+	return TK_OK;
+}
+
+static int
+seal_chunk(struct tk_writer *w, uint32_t extra_flags)
+{
+	if (w->nev == 0 && w->defs.len == 0 && !extra_flags)
+		return TK_OK;
+	int rc = build_payload(w);
+	if (rc)
+		return rc;
+	struct tkp_buf *raw = &w->payload;
+	if (raw->len > TKP_CHUNK_RAW_MAX)
+		return fail(w, TK_EINVAL, EINVAL, "chunk too large");
+
+	size_t bound = w->comp ? libdeflate_zlib_compress_bound(w->comp, raw->len)
+	                       : raw->len;
+	struct tkp_buf *out = &w->out;
+	out->len = 0;
+	if (tkp_buf_reserve(out, TKP_CHUNK_HEADER_SIZE + bound) < 0)
+		return nomem(w);
+	uint8_t *h = out->p;
+	uint8_t *body = h + TKP_CHUNK_HEADER_SIZE;
+	uint32_t flags = 0;
+	size_t stored = 0;
+	if (w->comp)
+		stored = libdeflate_zlib_compress(w->comp, raw->p, raw->len, body,
+		                                  bound);
+	if (stored > 0 && stored < raw->len) {
+		flags |= TK_CHUNK_DEFLATE;
+	} else {
+		memcpy(body, raw->p, raw->len);
+		stored = raw->len;
+	}
+	if (w->nev > 0 && w->chunk_sorted)
+		flags |= TK_CHUNK_SORTED;
+	flags |= extra_flags;
+
+	int64_t watermark = w->opt.sorted ? w->last_ts : w->watermark;
+	if (flags & TK_CHUNK_END)
+		watermark = INT64_MAX; /* nothing follows in this trace */
+	memset(h, 0, TKP_CHUNK_HEADER_SIZE);
+	memcpy(h, TKP_CHUNK_MAGIC, 4);
+	tkp_le32(h + 4, TKP_CHUNK_HEADER_SIZE);
+	tkp_le32(h + 8, flags);
+	tkp_le32(h + 12, (uint32_t)stored);
+	tkp_le32(h + 16, (uint32_t)raw->len);
+	tkp_le32(h + 20, w->nev);
+	tkp_le64(h + 24, (uint64_t)(w->nev ? w->t_min : 0));
+	tkp_le64(h + 32, (uint64_t)(w->nev ? w->t_max : 0));
+	tkp_le64(h + 40, (uint64_t)watermark);
+	/* 48: reserved, zero */
+	uint32_t crc = tkp_crc32(0, h, 52);
+	crc = tkp_crc32(crc, body, stored);
+	tkp_le32(h + 52, crc);
+
+	size_t total = TKP_CHUNK_HEADER_SIZE + stored;
+	if (tkp_write_all(w->fd, h, total) < 0)
+		return fail(w, TK_EIO, errno, "%s", strerror(errno));
+	w->offset += total;
+	reset_chunk(w);
+	return TK_OK;
+}
+
+static int
+seal(struct tk_writer *w)
+{
+	return seal_chunk(w, 0);
+}
+
+TK_PUBLIC int
+tk_writer_flush(struct tk_writer *w)
+{
+	if (!w)
+		return TK_EINVAL;
+	if (check_open(w))
+		return w->err;
+	return seal(w);
+}
+
+TK_PUBLIC int
+tk_writer_close(struct tk_writer *w)
+{
+	if (!w)
+		return TK_EINVAL;
+	int rc = w->err;
+	if (w->open && !rc)
+		rc = seal_chunk(w, TK_CHUNK_END);
+	w->open = 0;
+	if (w->own_fd && w->fd >= 0 && close(w->fd) < 0 && rc == TK_OK)
+		rc = fail(w, TK_EIO, errno, "%s", strerror(errno));
+	if (w->own_fd)
+		w->fd = -1;
+	w->own_fd = 0;
+	return rc;
+}
+
+TK_PUBLIC const char *
+tk_writer_error(const struct tk_writer *w)
+{
+	return w && w->errmsg[0] ? w->errmsg : "no error";
+}
+
+TK_PUBLIC int
+tk_writer_errno(const struct tk_writer *w)
+{
+	return w ? w->err_no : 0;
+}
+
+TK_PUBLIC uint64_t
+tk_writer_offset(const struct tk_writer *w)
+{
+	return w ? w->offset : 0;
+}
+
+TK_PUBLIC uint64_t
+tk_writer_events(const struct tk_writer *w)
+{
+	return w ? w->events : 0;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Run every test of a build and end with one line "N passed, N failed".
+# Usage: O=build tests/run-tests.sh      (TK_VALGRIND=1: commands under valgrind)
+set -u
+cd "$(dirname "$0")/.."
+O=${O:-build}
+top=$PWD
+export TK_BUILD=$top/$O TK_SRC=$top
+export TK_SHARED=${TK_SHARED:-$top/../shared}
+export PATH="$TK_BUILD/bin:$TK_BUILD/tests/tools:$PATH"
+export LC_ALL=C
+
+if [ "${TK_VALGRIND:-0}" = 1 ]; then
+	# Every trace-* command runs under valgrind; a leak or an error
+	# makes it exit 99, which fails the test that ran it.
+	vg=$TK_BUILD/valgrind-bin
+	rm -rf "$vg" && mkdir -p "$vg"
+	for b in "$TK_BUILD"/bin/trace-*; do
+		n=$(basename "$b")
+		printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=no "%s" "$@"\n' "$b" > "$vg/$n"
+		chmod +x "$vg/$n"
+	done
+	export PATH="$vg:$PATH"
+	export TK_UNDER_VALGRIND=1
+fi
+
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# count TAP lines from a file; print failures
+tally() {
+	local p f s
+	p=$(grep -cE '^ok [0-9]+' "$log" | head -1)
+	s=$(grep -cE '^ok [0-9]+.*# (skip|SKIP)' "$log" | head -1)
+	f=$(grep -cE '^not ok [0-9]+' "$log" | head -1)
+	passed=$((passed + p - s))
+	skipped=$((skipped + s))
+	failed=$((failed + f))
+	if [ "$f" -gt 0 ]; then
+		grep -E '^not ok|^#' "$log" | head -40
+	fi
+}
+
+section() { printf '%-40s' "$1"; }
+
+if [ "${TK_VALGRIND:-0}" != 1 ]; then
+	for t in "$TK_BUILD"/tests/unit/test_*; do
+		[ -x "$t" ] || continue
+		section "unit/$(basename "$t")"
+		"$t" >"$log" 2>&1
+		rc=$?
+		grep -q '^1\.\.' "$log" || { echo "not ok 1 - $(basename "$t") crashed (rc $rc)" >>"$log"; }
+		tally
+		echo " $(grep -cE '^ok' "$log") ok"
+	done
+	for t in "$TK_BUILD"/tests/fuzz/*-replay; do
+		[ -x "$t" ] || continue
+		n=$(basename "$t" -replay)
+		section "fuzz corpus/$n"
+		"$t" tests/fuzz/corpus/"$n" >"$log" 2>&1
+		rc=$?
+		grep -q '^1\.\.' "$log" || echo "not ok 1 - $n replay crashed (rc $rc)" >>"$log"
+		tally
+		echo " $(grep -cE '^ok' "$log") ok"
+	done
+fi
+
+for f in tests/cli/*.bats; do
+	[ -f "$f" ] || continue
+	section "cli/$(basename "$f")"
+	bats --tap "$f" >"$log" 2>&1
+	grep -q '^1\.\.' "$log" || echo "not ok 1 - $f did not run" >>"$log"
+	tally
+	echo " $(grep -cE '^ok' "$log") ok"
+done
+
+[ "$skipped" -gt 0 ] && echo "$skipped skipped (each says why above or in its test output)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader against damaged and unusual input: truncation at every byte
+ * offset, every single-bit flip, concatenated traces, records and
+ * columns it does not know, newer versions; the writer against bad calls
+ * and failing output.  Byte layouts here are written from
+ * tracekit-format(5), and checksums come from zlib rather than the
+ * library's own CRC code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <zlib.h>
+
+#include "helpers.h"
+#include "tap.h"
+
+static void
+small_trace(struct mem_trace *m, int events, uint32_t chunk_bytes)
+{
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.chunk_bytes = chunk_bytes;
+	struct tk_writer *w = mem_open(m, &o);
+	struct tk_thread th = { 0, 7, "main" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	tk_writer_meta(w, "k", "v");
+	for (int i = 0; i < events; i++) {
+		struct tk_event e = { .kind = i % 3 ? TK_API : TK_RANGE, .track = t,
+		                      .ts = 1000 + i * 37, .dur = i % 11,
+		                      .name = i % 2 ? "cudaLaunchKernel" : "step" };
+		if (e.kind == TK_API)
+			e.u.api.correlation = (uint64_t)i;
+		if (tk_writer_event(w, &e) != TK_OK)
+			abort();
+	}
+	mem_finish(m, 1);
+}
+
+static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* Cut at every byte: exactly the events of the complete chunks before
+ * the cut come out, then a "truncated" error; only the whole input
+ * ends cleanly. */
+TEST(truncation_every_offset)
+{
+	struct mem_trace m;
+	small_trace(&m, 1200, 1024);
+	/* walk the chunks by the spec: 36-byte header, then chunks */
+	size_t ends[256];
+	uint64_t counts[256];
+	int nchunks = 0;
+	uint64_t total = 0;
+	for (size_t pos = 36; pos < m.len; nchunks++) {
+		CHECK(memcmp(m.buf + pos, "\x89TKC", 4) == 0);
+		uint32_t hs = le32(m.buf + pos + 4), stored = le32(m.buf + pos + 12);
+		total += le32(m.buf + pos + 20);
+		pos += hs + stored;
+		ends[nchunks] = pos;
+		counts[nchunks] = total;
+	}
+	CHECK(nchunks >= 4);
+	CHECK_EQ_INT(total, 1200);
+	int bad = 0;
+	for (size_t cut = 0; cut <= m.len; cut++) {
+		uint64_t n, want = 0;
+		for (int c = 0; c < nchunks; c++)
+			if (ends[c] <= cut)
+				want = counts[c];
+		int rc = count_events(m.buf, cut, &n);
+		int want_rc = cut == m.len ? TK_EOF : cut == 0 ? TK_EFORMAT : TK_ETRUNC;
+		if (n != want || rc != want_rc) {
+			if (bad++ < 5)
+				fprintf(stderr, "# cut %zu: %llu events rc %d, want %llu rc %d\n",
+				        cut, (unsigned long long)n, rc,
+				        (unsigned long long)want, want_rc);
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+	mem_free(&m);
+}
+
+/* The message names the chunk's offset. */
+TEST(truncation_message)
+{
+	struct mem_trace m;
+	small_trace(&m, 400, 1024);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	CHECK(tk_reader_open_mem(r, m.buf, m.len - 10, "t") == TK_OK);
+	int rc;
+	while ((rc = tk_reader_next_event(r, &e)) == TK_OK)
+		;
+	CHECK_EQ_INT(rc, TK_ETRUNC);
+	CHECK(strncmp(tk_reader_error(r), "truncated chunk at byte ", 24) == 0);
+	/* the error sticks */
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_ETRUNC);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
+/* Any single flipped bit is an error, never a clean end. */
+TEST(every_bit_flip_detected)
+{
+	struct mem_trace m;
+	small_trace(&m, 120, 1024);
+	int undetected = 0;
+	for (size_t i = 0; i < m.len * 8; i++) {
+		m.buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		uint64_t n;
+		int rc = count_events(m.buf, m.len, &n);
+		if (rc >= 0 && undetected++ < 5)
+			fprintf(stderr, "# flip of bit %zu not detected\n", i);
+		m.buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+	}
+	CHECK_EQ_INT(undetected, 0);
+	mem_free(&m);
+}
+
+/* `cat a.tkt b.tkt`: both traces, each with its own definitions. */
+TEST(concatenation)
+{
+	struct mem_trace a, b;
+	small_trace(&a, 50, 1024);
+	struct tk_writer *w = mem_open(&b, NULL);
+	struct tk_process p = { "h", 5, 1, 0, 0, NULL, "" };
+	uint32_t pt = tk_writer_process(w, 0, &p);
+	struct tk_event e = { .kind = TK_MARK, .track = pt, .ts = 5, .name = "other" };
+	tk_writer_event(w, &e);
+	tk_writer_meta(w, "k", "second");
+	mem_finish(&b, 1);
+	size_t len = a.len + b.len;
+	uint8_t *buf = malloc(len);
+	memcpy(buf, a.buf, a.len);
+	memcpy(buf + a.len, b.buf, b.len);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	CHECK(tk_reader_open_mem(r, buf, len, "cat") == TK_OK);
+	int events = 0, scopes = 0, rc;
+	const char *last_name = NULL;
+	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
+		if (rec.type == TK_REC_SCOPE) {
+			scopes++;
+			CHECK_EQ_INT(events, 50);
+			CHECK(tk_reader_meta_get(r, "k") == NULL); /* definitions reset */
+		}
+		if (rec.type == TK_REC_EVENT) {
+			events++;
+			last_name = rec.u.event->name;
+			if (events == 51) {
+				CHECK_STR(last_name, "other");
+				CHECK(rec.u.event->trk->type == TK_TRACK_PROCESS);
+			}
+		}
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(scopes, 1);
+	CHECK_EQ_INT(events, 51);
+	CHECK_EQ_INT(tk_reader_scope(r), 2);
+	CHECK_STR(tk_reader_meta_get(r, "k"), "second");
+	tk_reader_free(r);
+	free(buf);
+	mem_free(&a);
+	mem_free(&b);
+}
+
+/* ---- hand-made streams ------------------------------------------------------ */
+
+struct bytes {
+	uint8_t p[4096];
+	size_t n;
+};
+
+static void put(struct bytes *b, const void *s, size_t n) { memcpy(b->p + b->n, s, n); b->n += n; }
+static void put8(struct bytes *b, unsigned v) { b->p[b->n++] = (uint8_t)v; }
+static void put16(struct bytes *b, unsigned v) { put8(b, v & 0xff); put8(b, v >> 8); }
+static void put32(struct bytes *b, uint32_t v) { for (int i = 0; i < 4; i++) put8(b, (v >> (8 * i)) & 0xff); }
+static void put64(struct bytes *b, uint64_t v) { for (int i = 0; i < 8; i++) put8(b, (unsigned)(v >> (8 * i)) & 0xff); }
+static void putv(struct bytes *b, uint64_t v) { while (v >= 0x80) { put8(b, (unsigned)(v & 0x7f) | 0x80); v >>= 7; } put8(b, (unsigned)v); }
+static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* File header per the spec; extra bytes before the CRC if hsize > 36. */
+static void
+file_header(struct bytes *b, unsigned major, unsigned minor, uint32_t hsize,
+            uint64_t incompat)
+{
+	size_t start = b->n;
+	put(b, "\x89TKT\r\n\x1a\n", 8);
+	put16(b, major);
+	put16(b, minor);
+	put32(b, hsize);
+	put64(b, incompat);
+	put64(b, 0);
+	while (b->n - start < hsize - 4)
+		put8(b, 0xab);
+	put32(b, (uint32_t)crc32(0, b->p + start, (uInt)(hsize - 4)));
+}
+
+static void
+chunk(struct bytes *b, uint32_t flags, uint32_t nev, const struct bytes *payload)
+{
+	size_t start = b->n;
+	put(b, "\x89TKC", 4);
+	put32(b, 56);
+	put32(b, flags);
+	put32(b, (uint32_t)payload->n);
+	put32(b, (uint32_t)payload->n);
+	put32(b, nev);
+	put64(b, 0);
+	put64(b, 0);
+	put64(b, (uint64_t)INT64_MIN);
+	put32(b, 0);
+	uLong crc = crc32(0, b->p + start, 52);
+	crc = crc32(crc, payload->p, (uInt)payload->n);
+	put32(b, (uint32_t)crc);
+	put(b, payload->p, payload->n);
+}
+
+static void
+column(struct bytes *b, unsigned kind, unsigned attr, const struct bytes *data)
+{
+	putv(b, kind);
+	putv(b, attr);
+	putv(b, data->n);
+	put(b, data->p, data->n);
+}
+
+/* A chunk a newer writer could produce: an unknown definition type, an
+ * event of an unknown kind, unknown columns. */
+static void
+future_chunk(struct bytes *out, uint32_t flags)
+{
+	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
+	putv(&rec, 1); put(&rec, "foo", 3);                    /* string 1 */
+	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	rec.n = 0; put(&rec, "\x01\x02\x03", 3);                 /* unknown def */
+	putv(&defs, 99); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	rec.n = 0; putv(&rec, 1); putv(&rec, 0); putv(&rec, zz(5)); putv(&rec, 1);
+	putv(&rec, 12345);                                        /* extra field */
+	putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n); /* thread 1 */
+	putv(&pl, defs.n);
+	put(&pl, defs.p, defs.n);
+	col.n = 0; put8(&col, 200); put8(&col, 5); put8(&col, 5);    /* kinds */
+	column(&pl, 0, 1, &col);
+	col.n = 0; putv(&col, 1); putv(&col, 1); putv(&col, 1);      /* tracks */
+	column(&pl, 0, 2, &col);
+	col.n = 0; putv(&col, zz(1000)); putv(&col, zz(10)); putv(&col, zz(-4));
+	column(&pl, 0, 3, &col);                                      /* ts */
+	col.n = 0; putv(&col, 7); putv(&col, 5); putv(&col, 6);
+	column(&pl, 0, 4, &col);                                      /* dur */
+	col.n = 0; putv(&col, 1); putv(&col, 1); putv(&col, 0);
+	column(&pl, 0, 5, &col);                                      /* names */
+	col.n = 0; putv(&col, zz(42)); putv(&col, zz(1));
+	column(&pl, 5, 1, &col);                   /* kernel correlation */
+	col.n = 0; put(&col, "xyz", 3);
+	column(&pl, 5, 40, &col);                  /* unknown kernel attribute */
+	col.n = 0; putv(&col, 9);
+	column(&pl, 200, 1, &col);                 /* column of the unknown kind */
+	col.n = 0; putv(&col, 7); putv(&col, 7); putv(&col, 7);
+	column(&pl, 0, 9, &col);                   /* unknown common column */
+	chunk(out, flags, 3, &pl);
+}
+
+static void
+end_chunk(struct bytes *out)
+{
+	struct bytes pl = { .n = 0 };
+	putv(&pl, 0);
+	chunk(out, 0x4, 0, &pl);
+}
+
+TEST(unknown_records_skipped)
+{
+	struct bytes b = { .n = 0 };
+	file_header(&b, 1, 9, 44, 0);      /* newer minor, longer header */
+	future_chunk(&b, 0x10000);         /* unknown compatible flag */
+	end_chunk(&b);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "future"), TK_OK);
+	unsigned major, minor;
+	tk_reader_version(r, &major, &minor);
+	CHECK(major == 1 && minor == 9);
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_OK);
+	CHECK_EQ_INT(e->kind, TK_KERNEL);
+	CHECK_STR(e->name, "foo");
+	/* the unknown event came first at 1000; this one is 10 after it */
+	CHECK_EQ_INT(e->ts, 1010);
+	CHECK_EQ_INT(e->dur, 5);
+	CHECK_EQ_INT(e->u.kernel.correlation, 42);
+	CHECK(e->trk->type == TK_TRACK_THREAD && e->trk->u.thread.tid == 5);
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_OK);
+	CHECK_EQ_INT(e->ts, 1006);
+	CHECK_EQ_INT(e->dur, 6);
+	CHECK_STR(e->name, "");
+	CHECK_EQ_INT(e->u.kernel.correlation, 43);
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_EOF);
+	CHECK_EQ_INT(tk_reader_skipped(r), 1);
+	tk_reader_free(r);
+}
+
+static int
+open_bytes(const struct bytes *b, char *msg, size_t n)
+{
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	int rc = tk_reader_open_mem(r, b->p, b->n, "x");
+	while (rc == TK_OK)
+		rc = tk_reader_next_event(r, &e);
+	snprintf(msg, n, "%s", tk_reader_error(r));
+	tk_reader_free(r);
+	return rc;
+}
+
+TEST(versions_and_features)
+{
+	char msg[512];
+	struct bytes b = { .n = 0 };
+	file_header(&b, 2, 0, 36, 0);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EVERSION);
+	CHECK_STR(msg, "unsupported format version 2.0 at byte 0 (this reader reads 1.x)");
+
+	b.n = 0;
+	file_header(&b, 1, 0, 36, 1);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EVERSION);
+
+	b.n = 0;
+	file_header(&b, 1, 0, 36, 0);
+	future_chunk(&b, 0x8); /* unknown incompatible chunk flag */
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EVERSION);
+	CHECK(strstr(msg, "at byte 36") != NULL);
+
+	b.n = 0;
+	file_header(&b, 1, 0, 36, 0);
+	end_chunk(&b);
+	future_chunk(&b, 0);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_ECORRUPT);
+
+	b.n = 0;
+	file_header(&b, 1, 0, 36, 0);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_ETRUNC); /* no end */
+	end_chunk(&b);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EOF);    /* empty trace */
+
+	b.n = 0;
+	put(&b, "{\"traceEvents\":[]}", 18);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EFORMAT);
+	CHECK_STR(msg, "not a tracekit trace (bad magic at byte 0)");
+
+	b.n = 0;
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EFORMAT);
+	CHECK_STR(msg, "empty input (not a trace)");
+}
+
+/* ---- the writer's contract ---------------------------------------------------- */
+
+TEST(writer_rejects_bad_events)
+{
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, NULL);
+	struct tk_thread th = { 0, 1, "" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	struct tk_event e = { .kind = TK_RANGE, .track = t, .ts = 1, .dur = -1 };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	e.dur = 5;
+	e.ts = INT64_MAX - 2;
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	tk_writer_free(w);
+	m.w = NULL;
+	fclose(m.f);
+
+	w = mem_open(&m, NULL);
+	e = (struct tk_event){ .kind = TK_RANGE, .track = 3, .ts = 1 };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	CHECK(strstr(tk_writer_error(w), "undefined track") != NULL);
+	tk_writer_free(w);
+	fclose(m.f);
+
+	w = mem_open(&m, NULL);
+	e = (struct tk_event){ .kind = 99, .ts = 1 };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	tk_writer_free(w);
+	fclose(m.f);
+
+	w = mem_open(&m, NULL);
+	struct tk_thread bad = { 0, 1, "" };
+	CHECK(tk_writer_thread(w, 5, &bad) == 0); /* redefine a missing one */
+	tk_writer_free(w);
+	fclose(m.f);
+
+	tk_writer_free(NULL);
+	tk_reader_free(NULL);
+}
+
+TEST(writer_reports_output_errors)
+{
+	int fd = open("/dev/full", O_WRONLY);
+	CHECK(fd >= 0);
+	struct tk_writer *w = tk_writer_new();
+	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "/dev/full", NULL), TK_EIO);
+	CHECK_EQ_INT(tk_writer_errno(w), ENOSPC);
+	close(fd);
+
+	int p[2];
+	CHECK(pipe(p) == 0);
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_EQ_INT(tk_writer_open_fd(w, p[1], "pipe", NULL), TK_OK);
+	close(p[0]);
+	struct tk_thread th = { 0, 1, "" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	struct tk_event e = { .kind = TK_MARK, .track = t, .ts = 1, .name = "x" };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK);
+	CHECK_EQ_INT(tk_writer_flush(w), TK_EIO);
+	CHECK_EQ_INT(tk_writer_errno(w), EPIPE);
+	close(p[1]);
+	tk_writer_free(w);
+}
+
+TEST(reader_misuse)
+{
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	CHECK_EQ_INT(tk_reader_next(r, &rec), TK_EINVAL);
+	CHECK_EQ_INT(tk_reader_open_path(r, "/nonexistent/trace.tkt"), TK_EIO);
+	CHECK_EQ_INT(tk_reader_errno(r), ENOENT);
+	CHECK_STR(tk_reader_error(r), "No such file or directory");
+	CHECK_EQ_INT(tk_reader_open_path(r, "/"), TK_EIO);
+	CHECK_EQ_INT(tk_reader_errno(r), EISDIR);
+	CHECK(tk_reader_track(r, 1) == NULL);
+	CHECK_STR(tk_reader_string(r, 0), "");
+	tk_reader_free(r);
+	CHECK_STR(tk_strerror(TK_ETRUNC), "truncated trace");
+	CHECK_STR(tk_kind_name(TK_KERNEL), "kernel");
+	CHECK(tk_kind_name(99) == NULL);
+	CHECK_EQ_INT(tk_kind_from_name("memcpy"), TK_MEMCPY);
+	CHECK_STR(tk_copy_kind_name(TK_COPY_DTOD), "DtoD");
+	CHECK_STR(tk_copy_kind_name(1000), "Unknown");
+}
+
+int
+main(void)
+{
+	RUN(truncation_every_offset);
+	RUN(truncation_message);
+	RUN(every_bit_flip_detected);
+	RUN(concatenation);
+	RUN(unknown_records_skipped);
+	RUN(versions_and_features);
+	RUN(writer_rejects_bad_events);
+	RUN(writer_reports_output_errors);
+	RUN(reader_misuse);
+	return tap_done();
+}

@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Write → read equality: every event kind with every attribute set to
+ * random values (extremes included), every definition type, at several
+ * compression levels and chunk sizes.  Fields are compared one by one,
+ * written out here rather than taken from the library's schema table, so
+ * that a wrong table entry is caught.
+ */
+#include <math.h>
+
+#include "helpers.h"
+#include "tap.h"
+
+#define NAMES 40
+#define EVENTS 6000
+
+static char *names[NAMES];
+
+static void
+make_names(void)
+{
+	for (int i = 0; i < NAMES; i++) {
+		size_t len = i == 0 ? 0 : i == 1 ? 3000 : 1 + rnd_below(60);
+		names[i] = malloc(len + 1);
+		for (size_t j = 0; j < len; j++)
+			names[i][j] = (char)(' ' + rnd_below(95));
+		names[i][len] = 0;
+	}
+	free(names[2]);
+	names[2] = strdup("void at::native::kernel<float, 4>(int, float*)");
+	free(names[3]);
+	names[3] = strdup("\xe2\x9c\x93 unicode \xce\xbb");
+}
+
+struct tracks {
+	uint32_t proc[2], thread[3], stream[3], counter[2];
+	uint32_t dev[2];
+};
+
+static struct tracks
+define_all(struct tk_writer *w)
+{
+	struct tracks t;
+	const char *argv0[] = { "python3", "train.py", "--lr", "3e-4", "" };
+	const char *argv1[] = { "bash" };
+	struct tk_process p = { "node-a", 1234, 1, 1700000000000000000ll, 5, argv0, "rank0" };
+	t.proc[0] = tk_writer_process(w, 0, &p);
+	p = (struct tk_process){ "node-b", 99, 1234, -5, 1, argv1, "" };
+	t.proc[1] = tk_writer_process(w, 0, &p);
+	struct tk_thread th = { t.proc[0], 1234, "main" };
+	t.thread[0] = tk_writer_thread(w, 0, &th);
+	th = (struct tk_thread){ t.proc[0], 1240, "" };
+	t.thread[1] = tk_writer_thread(w, 0, &th);
+	th = (struct tk_thread){ t.proc[1], 99, "worker" };
+	t.thread[2] = tk_writer_thread(w, 0, &th);
+	struct tk_device d = { 0, "node-a", 0, "NVIDIA H100 80GB HBM3", { 1, 2, 3 },
+	                       132, 85520809984ull, 9, 0 };
+	t.dev[0] = tk_writer_device(w, 0, &d);
+	d.index = 1;
+	d.uuid[15] = 0xff;
+	d.name = "NVIDIA A100-SXM4-40GB";
+	t.dev[1] = tk_writer_device(w, 0, &d);
+	for (int i = 0; i < 3; i++) {
+		struct tk_stream s = { t.proc[0], t.dev[i % 2], 77, (uint64_t)7 + i, i ? "" : "compute" };
+		t.stream[i] = tk_writer_stream(w, 0, &s);
+	}
+	struct tk_counter c = { "rss", "bytes", t.proc[0], 0 };
+	t.counter[0] = tk_writer_counter(w, 0, &c);
+	c = (struct tk_counter){ "device memory", "bytes", 0, t.dev[1] };
+	t.counter[1] = tk_writer_counter(w, 0, &c);
+	tk_writer_meta(w, "command", "python3 train.py");
+	tk_writer_meta(w, "label", "before");
+	tk_writer_meta(w, "label", "after");
+	tk_writer_category(w, "my_domain", 3, "io");
+	return t;
+}
+
+static uint32_t
+pick_track(const struct tracks *t, unsigned kind)
+{
+	switch (kind) {
+	case TK_KERNEL: case TK_MEMCPY: case TK_MEMSET: case TK_MEMORY:
+		return t->stream[rnd_below(3)];
+	case TK_COUNTER:
+		return t->counter[rnd_below(2)];
+	case TK_PROCESS: case TK_RUN:
+		return t->proc[rnd_below(2)];
+	default:
+		return t->thread[rnd_below(3)];
+	}
+}
+
+static uint64_t
+rnd_value(void)
+{
+	switch (rnd_below(4)) {
+	case 0: return 0;
+	case 1: return rnd_below(10);
+	case 2: return UINT64_MAX - rnd_below(3);
+	default: return rnd();
+	}
+}
+
+static uint32_t rnd_u32(void) { return (uint32_t)rnd_value(); }
+
+static void
+random_event(struct tk_event *e, const struct tracks *t)
+{
+	memset(e, 0, sizeof(*e));
+	e->kind = 1 + (uint32_t)rnd_below(TK_KIND_MAX);
+	e->track = pick_track(t, e->kind);
+	switch (rnd_below(5)) {
+	case 0: e->ts = (int64_t)(rnd() >> 2) - (INT64_MAX >> 2); break;
+	case 1: e->ts = INT64_MIN + 1; break;
+	default: e->ts = 1700000000000000000ll + (int64_t)rnd_below(1000000000000ll); break;
+	}
+	e->dur = rnd_below(3) ? (int64_t)rnd_below(1ull << 40) : 0;
+	if (rnd_below(50) == 0) {
+		e->dur = INT64_MAX / 2;
+		e->ts = INT64_MAX - e->dur;
+	}
+	e->name = names[rnd_below(NAMES)];
+	if (rnd_below(8) == 0) {
+		static const char *args[] = { "{\"a\":1}", "{\"External id\":123,\"x\":[1,2]}", "{}" };
+		e->args = args[rnd_below(3)];
+		e->args_len = (uint32_t)strlen(e->args);
+	}
+	switch (e->kind) {
+	case TK_RANGE: case TK_ASYNC_RANGE: case TK_MARK:
+		e->u.range.domain = names[rnd_below(NAMES)];
+		e->u.range.category = rnd_u32();
+		e->u.range.color = rnd_u32();
+		e->u.range.payload_type = (uint32_t)rnd_below(4);
+		e->u.range.payload.u = rnd_value();
+		e->u.range.id = rnd_value();
+		e->u.range.end_track = t->thread[rnd_below(3)];
+		break;
+	case TK_API:
+		e->u.api.domain = (uint32_t)rnd_below(4);
+		e->u.api.cbid = rnd_u32();
+		e->u.api.correlation = rnd_value();
+		e->u.api.result = (int32_t)rnd_u32();
+		break;
+	case TK_KERNEL:
+		e->u.kernel.correlation = rnd_value();
+		for (int i = 0; i < 3; i++) {
+			/* few configurations, as in real runs */
+			e->u.kernel.grid[i] = (uint32_t)(rnd_below(3) ? rnd_below(4) : rnd_value());
+			e->u.kernel.block[i] = (uint32_t)rnd_below(3);
+			e->u.kernel.cluster[i] = (uint32_t)rnd_below(2);
+		}
+		e->u.kernel.static_smem = rnd_u32();
+		e->u.kernel.dynamic_smem = (uint32_t)rnd_below(2);
+		e->u.kernel.registers = (uint32_t)rnd_below(256);
+		e->u.kernel.graph_id = rnd_u32();
+		e->u.kernel.graph_node = rnd_value();
+		e->u.kernel.mangled = rnd_below(2) ? names[rnd_below(NAMES)] : "";
+		break;
+	case TK_MEMCPY:
+		e->u.memcpy.correlation = rnd_value();
+		e->u.memcpy.bytes = rnd_value();
+		e->u.memcpy.copy_kind = (uint32_t)rnd_below(11);
+		e->u.memcpy.src_kind = (uint32_t)rnd_below(8);
+		e->u.memcpy.dst_kind = (uint32_t)rnd_below(8);
+		e->u.memcpy.src_device = rnd_u32();
+		e->u.memcpy.dst_device = rnd_u32();
+		e->u.memcpy.flags = rnd_u32();
+		break;
+	case TK_MEMSET:
+		e->u.memset.correlation = rnd_value();
+		e->u.memset.bytes = rnd_value();
+		e->u.memset.value = rnd_u32();
+		e->u.memset.mem_kind = rnd_u32();
+		e->u.memset.flags = rnd_u32();
+		break;
+	case TK_SYNC:
+		e->u.sync.correlation = rnd_value();
+		e->u.sync.type = rnd_u32();
+		break;
+	case TK_OVERHEAD:
+		e->u.overhead.type = rnd_u32();
+		break;
+	case TK_COUNTER: {
+		uint64_t bits = rnd_value();
+		memcpy(&e->u.counter.value, &bits, 8);
+		if (rnd_below(2))
+			e->u.counter.value = (double)rnd_below(1ull << 40);
+		break;
+	}
+	case TK_MEMORY:
+		e->u.memory.correlation = rnd_value();
+		e->u.memory.op = rnd_u32();
+		e->u.memory.mem_kind = rnd_u32();
+		e->u.memory.address = rnd_value();
+		e->u.memory.bytes = rnd_value();
+		break;
+	case TK_PROCESS:
+		e->u.process.exit = rnd_u32();
+		e->u.process.exit_code = (int32_t)rnd_u32();
+		e->u.process.signal = rnd_u32();
+		e->u.process.utime = (int64_t)rnd_value();
+		e->u.process.stime = (int64_t)rnd_value();
+		e->u.process.max_rss = rnd_value();
+		e->u.process.minflt = rnd_value();
+		e->u.process.majflt = rnd_value();
+		e->u.process.nvcsw = rnd_value();
+		e->u.process.nivcsw = rnd_value();
+		break;
+	case TK_RUN:
+		e->u.run.index = rnd_u32();
+		e->u.run.exit = rnd_u32();
+		e->u.run.exit_code = (int32_t)rnd_u32();
+		e->u.run.signal = rnd_u32();
+		break;
+	case TK_DROPPED:
+		e->u.dropped.count = rnd_value();
+		e->u.dropped.reason = names[rnd_below(NAMES)];
+		break;
+	case TK_FLOW:
+		e->u.flow.id = rnd_value();
+		e->u.flow.phase = rnd_u32();
+		e->u.flow.category = names[rnd_below(NAMES)];
+		break;
+	}
+}
+
+#define SAME(f) same &= (a->f == b->f)
+#define SAME_STR(f) same &= (strcmp(a->f, b->f) == 0)
+
+/* Compare what was written (a) with what was read (b). */
+static int
+same_event(const struct tk_event *a, const struct tk_event *b)
+{
+	int same = 1;
+	SAME(kind); SAME(track); SAME(ts); SAME(dur);
+	SAME_STR(name);
+	same &= (a->args_len == b->args_len);
+	if (a->args_len && b->args)
+		same &= memcmp(a->args, b->args, a->args_len) == 0;
+	same &= (a->args_len == 0) == (b->args == NULL);
+	switch (a->kind) {
+	case TK_RANGE: case TK_ASYNC_RANGE: case TK_MARK:
+		SAME_STR(u.range.domain); SAME(u.range.category); SAME(u.range.color);
+		SAME(u.range.payload_type); SAME(u.range.payload.u); SAME(u.range.id);
+		SAME(u.range.end_track);
+		break;
+	case TK_API:
+		SAME(u.api.domain); SAME(u.api.cbid); SAME(u.api.correlation);
+		SAME(u.api.result);
+		break;
+	case TK_KERNEL:
+		SAME(u.kernel.correlation);
+		for (int i = 0; i < 3; i++) {
+			SAME(u.kernel.grid[i]); SAME(u.kernel.block[i]);
+			SAME(u.kernel.cluster[i]);
+		}
+		SAME(u.kernel.static_smem); SAME(u.kernel.dynamic_smem);
+		SAME(u.kernel.registers); SAME(u.kernel.graph_id);
+		SAME(u.kernel.graph_node); SAME_STR(u.kernel.mangled);
+		break;
+	case TK_MEMCPY:
+		SAME(u.memcpy.correlation); SAME(u.memcpy.bytes);
+		SAME(u.memcpy.copy_kind); SAME(u.memcpy.src_kind);
+		SAME(u.memcpy.dst_kind); SAME(u.memcpy.src_device);
+		SAME(u.memcpy.dst_device); SAME(u.memcpy.flags);
+		break;
+	case TK_MEMSET:
+		SAME(u.memset.correlation); SAME(u.memset.bytes); SAME(u.memset.value);
+		SAME(u.memset.mem_kind); SAME(u.memset.flags);
+		break;
+	case TK_SYNC:
+		SAME(u.sync.correlation); SAME(u.sync.type);
+		break;
+	case TK_OVERHEAD:
+		SAME(u.overhead.type);
+		break;
+	case TK_COUNTER:
+		same &= memcmp(&a->u.counter.value, &b->u.counter.value, 8) == 0;
+		break;
+	case TK_MEMORY:
+		SAME(u.memory.correlation); SAME(u.memory.op); SAME(u.memory.mem_kind);
+		SAME(u.memory.address); SAME(u.memory.bytes);
+		break;
+	case TK_PROCESS:
+		SAME(u.process.exit); SAME(u.process.exit_code); SAME(u.process.signal);
+		SAME(u.process.utime); SAME(u.process.stime); SAME(u.process.max_rss);
+		SAME(u.process.minflt); SAME(u.process.majflt); SAME(u.process.nvcsw);
+		SAME(u.process.nivcsw);
+		break;
+	case TK_RUN:
+		SAME(u.run.index); SAME(u.run.exit); SAME(u.run.exit_code);
+		SAME(u.run.signal);
+		break;
+	case TK_DROPPED:
+		SAME(u.dropped.count); SAME_STR(u.dropped.reason);
+		break;
+	case TK_FLOW:
+		SAME(u.flow.id); SAME(u.flow.phase); SAME_STR(u.flow.category);
+		break;
+	}
+	return same;
+}
+
+static void
+check_defs(struct tk_reader *r, const struct tracks *t)
+{
+	const struct tk_track *p = tk_reader_track(r, t->proc[0]);
+	CHECK(p && p->type == TK_TRACK_PROCESS);
+	if (p && p->type == TK_TRACK_PROCESS) {
+		CHECK_STR(p->u.process.host, "node-a");
+		CHECK_EQ_INT(p->u.process.pid, 1234);
+		CHECK_EQ_INT(p->u.process.ppid, 1);
+		CHECK_EQ_INT(p->u.process.start, 1700000000000000000ll);
+		CHECK_EQ_INT(p->u.process.argc, 5);
+		CHECK_STR(p->u.process.argv[3], "3e-4");
+		CHECK_STR(p->u.process.argv[4], "");
+		CHECK_STR(p->u.process.label, "rank0");
+	}
+	p = tk_reader_track(r, t->proc[1]);
+	CHECK(p && p->u.process.start == -5 && p->u.process.argc == 1);
+	const struct tk_track *th = tk_reader_track(r, t->thread[2]);
+	CHECK(th && th->type == TK_TRACK_THREAD && th->u.thread.tid == 99 &&
+	      th->u.thread.process == t->proc[1]);
+	const struct tk_track *s = tk_reader_track(r, t->stream[0]);
+	CHECK(s && s->type == TK_TRACK_STREAM && s->u.stream.stream == 7 &&
+	      s->u.stream.context == 77 && s->u.stream.device == t->dev[0]);
+	if (s)
+		CHECK_STR(s->u.stream.name, "compute");
+	const struct tk_track *c = tk_reader_track(r, t->counter[1]);
+	CHECK(c && c->type == TK_TRACK_COUNTER && c->u.counter.device == t->dev[1]);
+	const struct tk_device *d = tk_reader_device(r, t->dev[1]);
+	CHECK(d && d->index == 1 && d->sm_count == 132 &&
+	      d->memory == 85520809984ull && d->cc_major == 9 && d->uuid[0] == 1 &&
+	      d->uuid[15] == 0xff);
+	if (d)
+		CHECK_STR(d->name, "NVIDIA A100-SXM4-40GB");
+	CHECK_STR(tk_reader_meta_get(r, "label"), "after");
+	CHECK_STR(tk_reader_meta(r, 1)->value, "before");
+	CHECK(tk_reader_meta(r, 3) == NULL);
+}
+
+static void
+roundtrip(int level, uint32_t chunk_bytes)
+{
+	static struct tk_event events[EVENTS];
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.level = level;
+	o.chunk_bytes = chunk_bytes;
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, &o);
+	struct tracks t = define_all(w);
+	for (int i = 0; i < EVENTS; i++) {
+		random_event(&events[i], &t);
+		if (tk_writer_event(w, &events[i]) != TK_OK) {
+			fprintf(stderr, "# event %d: %s\n", i, tk_writer_error(w));
+			CHECK(0);
+			return;
+		}
+		if (i == EVENTS / 2) {
+			/* rename a thread midway */
+			struct tk_thread th = { t.proc[0], 1240, "renamed" };
+			CHECK(tk_writer_thread(w, t.thread[1], &th) == t.thread[1]);
+		}
+	}
+	CHECK_EQ_INT(tk_writer_events(w), EVENTS);
+	mem_finish(&m, 1);
+
+	struct tk_reader *r = tk_reader_new();
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	struct tk_record rec;
+	int rc, i = 0, mismatches = 0, tracks = 0, devices = 0, metas = 0, cats = 0;
+	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
+		switch (rec.type) {
+		case TK_REC_EVENT:
+			if (i < EVENTS && !same_event(&events[i], rec.u.event)) {
+				if (mismatches++ < 3)
+					fprintf(stderr, "# event %d (%s) differs\n", i,
+					        tk_kind_name(events[i].kind));
+			}
+			if (i == 0)
+				check_defs(r, &t);
+			i++;
+			break;
+		case TK_REC_TRACK: tracks++; break;
+		case TK_REC_DEVICE: devices++; break;
+		case TK_REC_META: metas++; break;
+		case TK_REC_CATEGORY:
+			cats++;
+			CHECK_STR(rec.u.category->domain, "my_domain");
+			CHECK_STR(rec.u.category->name, "io");
+			CHECK_EQ_INT(rec.u.category->category, 3);
+			break;
+		default: CHECK(0);
+		}
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(i, EVENTS);
+	CHECK_EQ_INT(mismatches, 0);
+	CHECK_EQ_INT(tracks, 2 + 3 + 3 + 2 + 1); /* + the rename */
+	CHECK_EQ_INT(devices, 2);
+	CHECK_EQ_INT(metas, 3);
+	CHECK_EQ_INT(cats, 1);
+	const struct tk_track *th = tk_reader_track(r, t.thread[1]);
+	CHECK(th && strcmp(th->u.thread.name, "renamed") == 0);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
+TEST(roundtrip_default) { roundtrip(6, 256 * 1024); }
+TEST(roundtrip_stored) { roundtrip(0, 256 * 1024); }
+TEST(roundtrip_small_chunks_level1) { roundtrip(1, 2048); }
+TEST(roundtrip_level12) { roundtrip(12, 64 * 1024); }
+
+/* A sorted writer checks order and promises it in each watermark. */
+TEST(sorted_writer)
+{
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.sorted = 1;
+	o.chunk_bytes = 1024;
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, &o);
+	struct tk_thread th = { 0, 1, "t" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	struct tk_event e = { .kind = TK_MARK, .track = t, .name = "m" };
+	for (int i = 0; i < 2000; i++) {
+		e.ts = 1000 + i * 10;
+		CHECK(tk_writer_event(w, &e) == TK_OK);
+	}
+	e.ts = 5;
+	CHECK(tk_writer_event(w, &e) == TK_EINVAL);
+	mem_finish(&m, 1);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *ev;
+	/* every event begins at or after the previous chunk's watermark */
+	int64_t bound = INT64_MIN, this_watermark = INT64_MIN;
+	uint64_t chunk = UINT64_MAX;
+	int n = 0, chunks = 0;
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	while (tk_reader_next_event(r, &ev) == TK_OK) {
+		const struct tk_chunk_info *ci = tk_reader_chunk(r);
+		if (ci->offset != chunk) {
+			bound = this_watermark;
+			this_watermark = ci->watermark;
+			chunk = ci->offset;
+			chunks++;
+		}
+		CHECK(ci->flags & TK_CHUNK_SORTED);
+		CHECK(ev->ts >= bound);
+		n++;
+	}
+	CHECK_EQ_INT(n, 2000);
+	CHECK(chunks > 3);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
+/* Many distinct strings and launch configurations: definitions alone
+ * fill chunks, and ids stay right across them. */
+TEST(many_definitions)
+{
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.chunk_bytes = 4096;
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, &o);
+	struct tk_thread th = { 0, 1, "t" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	char name[64];
+	for (int i = 0; i < 30000; i++) {
+		snprintf(name, sizeof(name), "kernel_%d_%d", i, i * 7919);
+		struct tk_event e = { .kind = TK_KERNEL, .track = t, .ts = i, .dur = 1,
+		                      .name = name };
+		e.u.kernel.grid[0] = (uint32_t)i;
+		CHECK(tk_writer_event(w, &e) == TK_OK);
+	}
+	mem_finish(&m, 1);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *ev;
+	int i = 0, bad = 0;
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	while (tk_reader_next_event(r, &ev) == TK_OK) {
+		snprintf(name, sizeof(name), "kernel_%d_%d", i, i * 7919);
+		bad += strcmp(ev->name, name) != 0 || ev->u.kernel.grid[0] != (uint32_t)i ||
+		       ev->ts != i;
+		i++;
+	}
+	CHECK_EQ_INT(i, 30000);
+	CHECK_EQ_INT(bad, 0);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
+/* Interning: equal strings, equal ids; the empty string is an id too. */
+TEST(string_ids)
+{
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, NULL);
+	uint32_t a = tk_writer_cstring(w, "abc");
+	uint32_t b = tk_writer_string(w, "abcdef", 3);
+	uint32_t c = tk_writer_cstring(w, "abd");
+	uint32_t e = tk_writer_cstring(w, "");
+	CHECK(a && a == b && c != a && e && e != a);
+	CHECK(tk_writer_string(w, "x\0y", 3) != tk_writer_string(w, "x\0z", 3));
+	mem_finish(&m, 1);
+	mem_free(&m);
+}
+
+int
+main(void)
+{
+	make_names();
+	RUN(roundtrip_default);
+	RUN(roundtrip_stored);
+	RUN(roundtrip_small_chunks_level1);
+	RUN(roundtrip_level12);
+	RUN(sorted_writer);
+	RUN(many_definitions);
+	RUN(string_ids);
+	for (int i = 0; i < NAMES; i++)
+		free(names[i]);
+	return tap_done();
+}
