@@ -171,10 +171,14 @@ free_track(struct tk_track *t)
 static void
 clear_defs(struct tk_reader *r)
 {
-	for (uint32_t i = 1; i <= r->ntracks; i++)
+	for (uint32_t i = 1; i <= r->ntracks; i++) {
 		free_track(r->tracks[i]);
-	for (uint32_t i = 1; i <= r->ndevices; i++)
+		r->tracks[i] = NULL;
+	}
+	for (uint32_t i = 1; i <= r->ndevices; i++) {
 		free(r->devices[i]);
+		r->devices[i] = NULL;
+	}
 	for (size_t i = 0; i < r->nmeta; i++)
 		free(r->meta[i]);
 	for (size_t i = 0; i < r->ncats; i++)

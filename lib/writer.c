@@ -657,7 +657,7 @@ col_put_bytes(struct tk_writer *w, struct column *c, const char *p, uint32_t n)
 		return TK_OK;
 	}
 	if (!c->nonzero) {
-		if (tkp_buf_reserve(&c->buf, c->zeros) < 0)
+		if (tkp_buf_reserve(&c->buf, (size_t)c->zeros + n + TKP_VARINT_MAX) < 0)
 			return nomem(w);
 		memset(c->buf.p + c->buf.len, 0, c->zeros);
 		c->buf.len += c->zeros;

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# Loaded by every tests/cli/*.bats file: `load helpers`.
+# tests/run-tests.sh puts the build's bin/ and tests/tools/ first in PATH,
+# so commands are called by name (and under valgrind with check-valgrind).
+
+bats_require_minimum_version 1.5.0
+
+: "${TK_SRC:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}"
+: "${TK_BUILD:=$TK_SRC/build}"
+: "${TK_SHARED:=$TK_SRC/../shared}"
+case ":$PATH:" in
+*":$TK_BUILD/bin:"*) ;;
+*) PATH="$TK_BUILD/bin:$TK_BUILD/tests/tools:$PATH" ;;
+esac
+
+# Path of a real trace from ../shared/testdata, or skip the test.
+shared_data() {
+	local f="$TK_SHARED/testdata/$1"
+	[ -e "$f" ] || skip "real test data not found: $f (see ../shared/testdata/SOURCES.md)"
+	printf '%s\n' "$f"
+}
+
+# A synthetic trace in the test's temporary directory: synth_trace NAME [synth options]
+synth_trace() {
+	local name=$1
+	shift
+	synth "$@" -o "$BATS_TEST_TMPDIR/$name" || return 1
+	printf '%s\n' "$BATS_TEST_TMPDIR/$name"
+}
+
+# Commands are slow under valgrind; tests that scale can ask.
+under_valgrind() { [ "${TK_UNDER_VALGRIND:-0}" = 1 ]; }
+
+# Fail with a message unless "$1" equals "$2".
+assert_eq() {
+	if [ "$1" != "$2" ]; then
+		printf 'expected: %s\n     got: %s\n' "$2" "$1" >&2
+		return 1
+	fi
+}
