@@ -65,6 +65,11 @@ struct tk_reader {
 	char *name;
 	uint8_t *ibuf;
 	size_t ibuf_len, ibuf_pos;
+	int feed;                /* tk_reader_open_feed() */
+	int feed_ended;
+	int need_header;         /* feed mode: first header not read yet */
+	struct tkp_buf fbuf;     /* fed bytes; fpos consumed */
+	size_t fpos;
 	uint64_t offset;
 	int is_open;
 
@@ -216,6 +221,7 @@ tk_reader_free(struct tk_reader *r)
 	free(r->cats);
 	tkp_buf_free(&r->stored);
 	tkp_buf_free(&r->raw_buf);
+	tkp_buf_free(&r->fbuf);
 	free(r->pending);
 	free(r->kinds);
 	free(r->trackv);
@@ -288,6 +294,16 @@ input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 {
 	uint8_t *d = dst;
 	*got = 0;
+	if (r->feed) {
+		size_t left = r->fbuf.len - r->fpos;
+		size_t k = n < left ? n : left;
+		if (k)
+			memcpy(d, r->fbuf.p + r->fpos, k);
+		r->fpos += k;
+		*got = k;
+		r->offset += k;
+		return TK_OK;
+	}
 	if (r->mem) {
 		size_t left = r->mem_len - r->mem_pos;
 		size_t k = n < left ? n : left;
@@ -369,6 +385,9 @@ reset_input(struct tk_reader *r)
 	r->skipped = 0;
 	r->ibuf_len = r->ibuf_pos = 0;
 	r->mem_len = r->mem_pos = 0;
+	r->feed = r->feed_ended = r->need_header = 0;
+	r->fbuf.len = 0;
+	r->fpos = 0;
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
 	r->is_open = 0;
@@ -442,6 +461,70 @@ tk_reader_open_mem(struct tk_reader *r, const void *buf, size_t len,
 	r->mem = buf ? buf : empty;
 	r->mem_len = len;
 	return open_common(r);
+}
+
+TK_PUBLIC int
+tk_reader_open_feed(struct tk_reader *r, const char *name)
+{
+	if (!r)
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	r->feed = 1;
+	r->need_header = 1;
+	r->is_open = 1;
+	return TK_OK;
+}
+
+TK_PUBLIC int
+tk_reader_feed(struct tk_reader *r, const void *buf, size_t len)
+{
+	if (!r || !r->feed || r->feed_ended || (!buf && len))
+		return TK_EINVAL;
+	/* drop what was consumed once it is most of the buffer */
+	if (r->fpos > 0 && r->fpos >= r->fbuf.len / 2) {
+		memmove(r->fbuf.p, r->fbuf.p + r->fpos, r->fbuf.len - r->fpos);
+		r->fbuf.len -= r->fpos;
+		r->fpos = 0;
+	}
+	if (tkp_buf_put(&r->fbuf, buf, len) < 0)
+		return nomem(r);
+	return TK_OK;
+}
+
+TK_PUBLIC void
+tk_reader_feed_end(struct tk_reader *r)
+{
+	if (r && r->feed)
+		r->feed_ended = 1;
+}
+
+/* Feed mode: is the next header or chunk here in full?  Nothing is
+ * consumed; malformed sizes are left for the normal path to report. */
+static int
+feed_ready(const struct tk_reader *r)
+{
+	if (r->feed_ended)
+		return 1;
+	const uint8_t *p = r->fbuf.p + r->fpos;
+	size_t avail = r->fbuf.len - r->fpos;
+	if (avail < 16)
+		return 0;
+	if (memcmp(p, TKP_MAGIC, 8) == 0) {
+		uint32_t hs = tkp_get32(p + 12);
+		return hs > TKP_HEADER_MAX || avail >= hs;
+	}
+	if (memcmp(p, TKP_CHUNK_MAGIC, 4) == 0) {
+		uint32_t hs = tkp_get32(p + 4);
+		if (hs < 16 || hs > TKP_HEADER_MAX)
+			return 1;
+		uint32_t stored = tkp_get32(p + 12);
+		if (stored > TKP_CHUNK_STORED_MAX)
+			return 1;
+		return avail >= (size_t)hs + stored;
+	}
+	return 1;
 }
 
 void
@@ -1303,6 +1386,15 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			rec->u.event = &r->ev;
 			return TK_OK;
 		}
+		if (r->feed && !feed_ready(r))
+			return TK_AGAIN;
+		if (r->need_header) {
+			int rc = read_header(r, NULL, 0);
+			if (rc)
+				return rc;
+			r->need_header = 0;
+			continue;
+		}
 		uint8_t magic[4];
 		size_t got;
 		int rc = input_read(r, magic, 4, &got);
@@ -1352,6 +1444,12 @@ tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 }
 
 /* ---- accessors ------------------------------------------------------------------------ */
+
+TK_PUBLIC const char *
+tk_reader_name(const struct tk_reader *r)
+{
+	return r && r->name ? r->name : "";
+}
 
 TK_PUBLIC const char *
 tk_reader_error(const struct tk_reader *r)
