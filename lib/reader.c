@@ -121,6 +121,8 @@ struct tk_reader {
 
 static const struct tk_track unknown_track = { 0, TK_TRACK_UNKNOWN, { { 0 } } };
 
+static int fail(struct tk_reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static int
 fail(struct tk_reader *r, int code, const char *fmt, ...)
 {

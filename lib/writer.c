@@ -71,6 +71,8 @@ struct tk_writer {
 	struct tkp_buf scratch;
 };
 
+static int fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 static int
 fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
 {
@@ -84,6 +86,8 @@ fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
 }
 
 /* A bad call: say why, but the writer stays usable. */
+static int reject(struct tk_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static int
 reject(struct tk_writer *w, const char *fmt, ...)
 {
