@@ -78,7 +78,7 @@ SHARED_LIB := $(O)/lib/libtracekit.so.$(SOVERSION)
 .PHONY: all check check-valgrind demo install uninstall clean bench fuzz \
         fuzz-smoke lint-man help tests
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS) $(O)/tracekit.pc
+all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS)
 
 # ---- library ----------------------------------------------------------------
 
@@ -94,12 +94,6 @@ $(SHARED_LIB): $(LIB_OBJ)
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
 		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
 	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
-
-$(O)/tracekit.pc: tracekit.pc.in Makefile
-	@mkdir -p $(@D)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-		$< > $@
 
 # ---- commands ---------------------------------------------------------------
 # Commands link the static library: no rpath or LD_LIBRARY_PATH games.
@@ -184,7 +178,9 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)
 	ln -sf libtracekit.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracekit.so
 	install -m 644 lib/tracekit.h $(DESTDIR)$(INCLUDEDIR)
-	install -m 644 $(O)/tracekit.pc $(DESTDIR)$(PKGCONFIGDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		tracekit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
 	for m in $(MANS); do install -m 644 $$m \
 		$(DESTDIR)$(MANDIR)/man$${m##*.}; done
 
