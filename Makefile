@@ -23,6 +23,8 @@ endif
 comma := ,
 
 CFLAGS ?= -O2 -g
+# The library is the hot path of every command: optimise it harder.
+LIB_CFLAGS ?= -O3
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
         -Wno-missing-field-initializers
@@ -84,7 +86,7 @@ all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS)
 
 $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
 
 $(STATIC_LIB): $(LIB_OBJ)
 	$(Q)rm -f $@
@@ -132,10 +134,10 @@ $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(O)/
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
 check: tests
-	$(Q)O=$(O) tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) tests/run-tests.sh
 
 check-valgrind: tests
-	$(Q)O=$(O) TK_VALGRIND=1 tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) TK_VALGRIND=1 tests/run-tests.sh
 
 # libFuzzer builds (clang), separate from the check builds.
 FUZZ_O := build-fuzz

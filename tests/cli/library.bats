@@ -33,7 +33,9 @@ setup_file() {
 @test "the example of tracekit(3) builds against the installed library and is right" {
 	sed -n '/^#include <stdio.h>/,/^\.Ed/p' "$TK_SRC/man/tracekit.3" | sed 's/\\e/\\/g' | grep -v '^\.Ed' > "$BATS_TEST_TMPDIR/total.c"
 	export PKG_CONFIG_PATH=$DEST/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$DEST
-	cc -std=c11 -o "$BATS_TEST_TMPDIR/total" "$BATS_TEST_TMPDIR/total.c" \
+	# a library built with sanitizers needs them in the program too
+	san=${SAN:+-fsanitize=$SAN}
+	cc -std=c11 $san -o "$BATS_TEST_TMPDIR/total" "$BATS_TEST_TMPDIR/total.c" \
 		$(pkg-config --cflags --libs tracekit)
 	T=$(synth_trace t.tkt -n 3000)
 	want=$(trace-dump --csv -k kernel "$T" | awk -F, 'NR > 1 { s += $3 } END { print s " ns in kernels" }')
