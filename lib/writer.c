@@ -747,7 +747,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	uint32_t name = ev->name_id;
 	if (!name && ev->name && ev->name[0] && !w->opt.raw_ids &&
 	    !(name = intern_string(w, ev->name, strlen(ev->name))))
-		return w->err;
+		return w->err ? w->err : TK_EINVAL; /* a rejected string */
 	const struct tkp_kind_schema *ks = &tkp_schema[kind];
 	struct per_kind *pk = &w->per_kind[kind];
 	uint32_t j = w->kind_count[kind];
@@ -771,7 +771,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 		const char *s;
 		memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
 		if (!id && s && s[0] && !(id = intern_string(w, s, strlen(s))))
-			return w->err;
+			return w->err ? w->err : TK_EINVAL;
 		memcpy(attrs + (a->off - TKP_UNION_OFF), &id, 4);
 	}
 

@@ -415,6 +415,27 @@ TEST(writer_rejects_bad_events)
 	tk_writer_free(w);
 	fclose(m.f);
 
+	/* a name too long to intern: refused, and said so */
+	w = mem_open(&m, NULL);
+	th = (struct tk_thread){ 0, 1, "" };
+	t = tk_writer_thread(w, 0, &th);
+	size_t huge = 40u << 20;
+	char *big = malloc(huge + 1);
+	memset(big, 'k', huge);
+	big[huge] = 0;
+	e = (struct tk_event){ .kind = TK_RANGE, .track = t, .ts = 1, .name = big };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	CHECK(strstr(tk_writer_error(w), "too long") != NULL);
+	e = (struct tk_event){ .kind = TK_KERNEL, .track = t, .ts = 1, .name = "k" };
+	e.u.kernel.mangled = big;
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	e.u.kernel.mangled = "";
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK); /* still usable */
+	CHECK_EQ_INT(tk_writer_events(w), 1);
+	free(big);
+	tk_writer_free(w);
+	fclose(m.f);
+
 	w = mem_open(&m, NULL);
 	struct tk_thread bad = { 0, 1, "" };
 	CHECK(tk_writer_thread(w, 5, &bad) == 0); /* redefine a missing one */
