@@ -174,7 +174,7 @@ lint-man:
 # layouts of CUPTI 13.0, so it is built only with those headers.  Its unit
 # test links libcupti when present (no GPU or driver needed) to walk real
 # buffers; otherwise it tests the records alone, and without CUPTI headers
-# it is a single skipped test.
+# it is a single skipped test.  tests/bench/cupti-convert times it.
 HAVE_CUPTI_CONVERT := $(if $(HAVE_CUPTI),$(shell grep -Eqs \
 	'define CUPTI_API_VERSION 1300[0-9][0-9]' \
 	$(CUDA_HOME)/include/cupti_version.h && echo 1))
@@ -185,6 +185,7 @@ CUPTI_LIBS := $(if $(CUPTI_LIB),-L$(dir $(CUPTI_LIB)) \
 	-Wl$(comma)-rpath$(comma)$(dir $(CUPTI_LIB)) \
 	-Wl$(comma)--push-state$(comma)--no-as-needed -lcupti -Wl$(comma)--pop-state) -ldl
 CUPTI_CONVERT_OBJ :=
+CUPTI_BENCH := $(O)/tests/bench/cupti-convert-bench
 
 ifneq ($(MAKECMDGOALS),clean)
 ifneq ($(HAVE_CUPTI),)
@@ -216,6 +217,15 @@ $(O)/tests/unit/test_cupti_convert: tests/unit/test_cupti_convert.c \
 	$(Q)$(CC) $(ALL_CFLAGS) -DTK_HAVE_CUPTI $(CUPTI_CFLAGS) -Itests/unit \
 		$(ALL_LDFLAGS) -o $@ $< $(CUPTI_CONVERT_OBJ) $(STATIC_LIB) \
 		$(DEPS_LIBS) $(CUPTI_LIBS)
+
+$(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
+		$(STATIC_LIB) $(O)/cmd/libcmd.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
+		$(CUPTI_CONVERT_OBJ) $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS) \
+		$(CUPTI_LIBS)
+
+tests bench: $(CUPTI_BENCH)
 endif
 
 $(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
