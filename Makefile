@@ -174,7 +174,8 @@ lint-man:
 # layouts of CUPTI 13.0, so it is built only with those headers.  Its unit
 # test links libcupti when present (no GPU or driver needed) to walk real
 # buffers; otherwise it tests the records alone, and without CUPTI headers
-# it is a single skipped test.  tests/bench/cupti-convert times it.
+# it is a single skipped test.  nvcc, when present, builds the CUDA sample
+# that tests/gpu/run.sh (`make check-gpu`) records on a machine with a GPU.
 HAVE_CUPTI_CONVERT := $(if $(HAVE_CUPTI),$(shell grep -Eqs \
 	'define CUPTI_API_VERSION 1300[0-9][0-9]' \
 	$(CUDA_HOME)/include/cupti_version.h && echo 1))
@@ -186,6 +187,7 @@ CUPTI_LIBS := $(if $(CUPTI_LIB),-L$(dir $(CUPTI_LIB)) \
 	-Wl$(comma)--push-state$(comma)--no-as-needed -lcupti -Wl$(comma)--pop-state) -ldl
 CUPTI_CONVERT_OBJ :=
 CUPTI_BENCH := $(O)/tests/bench/cupti-convert-bench
+CUDA_SAMPLE := $(O)/tests/apps/cuda_sample
 
 ifneq ($(MAKECMDGOALS),clean)
 ifneq ($(HAVE_CUPTI),)
@@ -228,9 +230,21 @@ $(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
 tests bench: $(CUPTI_BENCH)
 endif
 
+ifneq ($(NVCC),)
+$(CUDA_SAMPLE): tests/apps/cuda_sample.cu
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -lineinfo -Werror all-warnings \
+		-Xcompiler -Wall,-Wextra -o $@ $< -ldl
+
+tests: $(CUDA_SAMPLE)
+endif
+
 $(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
 
-.PHONY: FORCE
+check-gpu: tests
+	$(Q)O=$(O) tests/gpu/run.sh
+
+.PHONY: check-gpu FORCE
 
 # ---- demo -------------------------------------------------------------------
 
