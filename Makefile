@@ -23,6 +23,8 @@ endif
 comma := ,
 
 CFLAGS ?= -O2 -g
+# The library is the hot path of every command: optimise it harder.
+LIB_CFLAGS ?= -O3
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
         -Wno-missing-field-initializers
@@ -78,13 +80,13 @@ SHARED_LIB := $(O)/lib/libtracekit.so.$(SOVERSION)
 .PHONY: all check check-valgrind demo install uninstall clean bench fuzz \
         fuzz-smoke lint-man help tests
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS) $(O)/tracekit.pc
+all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS)
 
 # ---- library ----------------------------------------------------------------
 
 $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
 
 $(STATIC_LIB): $(LIB_OBJ)
 	$(Q)rm -f $@
@@ -94,12 +96,6 @@ $(SHARED_LIB): $(LIB_OBJ)
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
 		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
 	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
-
-$(O)/tracekit.pc: tracekit.pc.in Makefile
-	@mkdir -p $(@D)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-		$< > $@
 
 # ---- commands ---------------------------------------------------------------
 # Commands link the static library: no rpath or LD_LIBRARY_PATH games.
@@ -138,10 +134,10 @@ $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(O)/
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
 check: tests
-	$(Q)O=$(O) tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) tests/run-tests.sh
 
 check-valgrind: tests
-	$(Q)O=$(O) TK_VALGRIND=1 tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) TK_VALGRIND=1 tests/run-tests.sh
 
 # libFuzzer builds (clang), separate from the check builds.
 FUZZ_O := build-fuzz
@@ -263,7 +259,9 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)
 	ln -sf libtracekit.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracekit.so
 	install -m 644 lib/tracekit.h $(DESTDIR)$(INCLUDEDIR)
-	install -m 644 $(O)/tracekit.pc $(DESTDIR)$(PKGCONFIGDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		tracekit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
 	for m in $(MANS); do install -m 644 $$m \
 		$(DESTDIR)$(MANDIR)/man$${m##*.}; done
 

@@ -19,6 +19,8 @@ cmd_init(const char *name)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+static void vwarn(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static void
 vwarn(const char *fmt, va_list ap)
 {
