@@ -17,10 +17,12 @@
  *    (gettid()), the id NVTX and process events use.  With CUPTI's
  *    default type it would be pthread_self() cut to 32 bits.
  *  - Clock: on Linux x86_64 and aarch64 CUPTI's timestamps are
- *    CLOCK_REALTIME ns (cupti_activity.h, cuptiActivityRegisterTimestampCallback),
- *    the clock of tracekit recordings, so the default offset 0 is right.
- *    A host that registers its own timestamp callback, or measured an
- *    offset, says so through `clock` / `clock_offset`.
+ *    CLOCK_REALTIME ns (cupti_activity.h, at
+ *    cuptiActivityRegisterTimestampCallback; cuptiGetTimestamp() matches
+ *    clock_gettime(CLOCK_REALTIME) here), the clock of tracekit
+ *    recordings, so the default offset 0 is right.  A host that
+ *    registers its own timestamp callback, or measured an offset, says
+ *    so through `clock` / `clock_offset`.
  *  - Record layouts are those of the CUPTI headers the converter was
  *    compiled with (CUDA 13.0).  libcupti writes the layouts of its own
  *    version, so the host must refuse a libcupti of another version:
@@ -144,8 +146,9 @@ int cupti_convert_dropped(struct cupti_convert *c, uint64_t count,
 
 /* End of recording (or before the writer is closed): write events still
  * held back (synchronisations waiting for the API call that tells their
- * thread), report records lost since the last report, and record the
- * kinds that were skipped as metadata "cupti.ignored".  The converter
+ * thread), report records lost since the last report, and name the
+ * kinds that were skipped in metadata "cupti.ignored" ("KIND:COUNT ...",
+ * CUpti_ActivityKind numbers, ">=63:N" for larger ones).  The converter
  * stays usable. */
 int cupti_convert_finish(struct cupti_convert *c);
 
