@@ -114,10 +114,10 @@ $(O)/bin/%: $(O)/cmd/%.o $(O)/cmd/libcmd.a $(STATIC_LIB)
 
 # ---- tests ------------------------------------------------------------------
 
-$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB)
+$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(O)/cmd/libcmd.a
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
-		$(STATIC_LIB) $(DEPS_LIBS)
+		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
 
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(O)/cmd/libcmd.a
 	@mkdir -p $(@D)

@@ -1106,12 +1106,6 @@ decode_args(struct tk_reader *r, const struct colloc *c, struct kind_cols *k)
 	return TK_OK;
 }
 
-static inline int
-is_stream_track(const struct tk_reader *r, uint32_t track)
-{
-	return !r->raw && track <= r->ntracks && r->stream_track[track];
-}
-
 static int
 decode_times(struct tk_reader *r, const struct colloc *tsc,
              const struct colloc *durc, uint32_t max_track)

