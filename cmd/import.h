@@ -36,6 +36,26 @@
 
 /* Largest event (or other top-level value) held in memory at once. */
 #define IMP_MAX_ITEM (64u << 20)
+/* Warnings printed about single events; the rest are counted. */
+#define IMP_MAX_WARNINGS 10
+
+/* Nonzero: no warnings on stderr (the fuzz target). */
+extern int imp_quiet;
+
+/* ---- import_run.c --------------------------------------------------------- */
+
+struct imp_input;
+struct imp_options {
+	size_t memory;             /* for sorting before temporary files */
+	const char *tmpdir;        /* NULL: $TMPDIR or /tmp */
+	int threads;               /* parse in a second thread */
+	int verbose;               /* the summary on stderr */
+};
+
+/* Import `in` into `w` (open; the caller closes it).  Returns 0, 1 if
+ * the input could not be read completely (warned; the rest is written),
+ * or 2 if the output or a temporary file could not be written. */
+int imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o);
 
 /* ---- import_input.c ------------------------------------------------------- */
 
@@ -197,6 +217,9 @@ int imp_tracks_id(struct imp_tracks *t, json_t *v, struct imp_id *id,
                   char *msg, size_t msgsz);
 /* Host name stored with processes and devices; set before any track. */
 void imp_tracks_set_host(struct imp_tracks *t, const char *host);
+/* At the end: the host of processes that have none (the trace's "host"
+ * metadata, as trace-to-chrome keeps it). */
+void imp_tracks_default_host(struct imp_tracks *t, const char *host);
 
 /* Track indexes (>= 1) for events. */
 uint32_t imp_process(struct imp_tracks *t, const struct imp_id *pid);
@@ -221,7 +244,8 @@ uint32_t imp_lane_track(struct imp_tracks *t, const struct imp_id *pid,
                         const struct imp_id *tid);
 /* GPU device index of a Chrome pid known to be a GPU lane, or -1. */
 int64_t imp_lane_device(struct imp_tracks *t, const struct imp_id *pid);
-/* Remember that CPU work runs in this process (owner of the streams). */
+/* A process that calls the CUDA API: the first one owns the streams
+ * (else the first process with a thread does). */
 void imp_cpu_process(struct imp_tracks *t, const struct imp_id *pid);
 /* Process and thread for a track index (0 if it has none). */
 uint32_t imp_track_process(struct imp_tracks *t, uint32_t idx);
@@ -331,6 +355,7 @@ struct imp {
 	uint32_t meta_keys;
 	size_t meta_bytes;
 
+	int fatal;                 /* writing failed: stop reading */
 	uint64_t bad_events;
 	uint64_t warnings;
 	uint64_t unclosed;
@@ -361,6 +386,8 @@ struct imp_x {
 	struct imp_id pid, tid;
 	int64_t ts, dur;
 	int scope;                 /* instants: 't', 'p' or 'g' */
+	int more;                  /* another event from the same input
+	                              event: not counted again */
 	/* the args as written, used (without white space) unless changed */
 	const char *args_text;
 	uint32_t args_len;

@@ -25,9 +25,6 @@
 #include "import.h"
 #include "util.h"
 
-/* Warnings printed about single events; the rest are only counted. */
-#define MAX_WARNINGS 10
-
 /* An open B slice, or an open async range. */
 struct imp_open {
 	struct imp_open *next;     /* hash chain; the newest comes first */
@@ -88,7 +85,7 @@ void
 imp_event_warn(struct imp *im, const char *fmt, ...)
 {
 	im->warnings++;
-	if (im->warnings > MAX_WARNINGS)
+	if (im->warnings > IMP_MAX_WARNINGS || imp_quiet)
 		return;
 	char msg[512];
 	va_list ap;
@@ -217,9 +214,14 @@ imp_emit(struct imp *im, struct tk_event *ev, const struct imp_x *x)
 		im->t_min = ev->ts;
 	if (ev->ts + ev->dur > im->t_max)
 		im->t_max = ev->ts + ev->dur;
-	imp_summary_add(im->sum, x->phs, x->cat, ev->kind);
+	if (!x->more)
+		imp_summary_add(im->sum, x->phs, x->cat, ev->kind);
+	else
+		imp_summary_note(im->sum, ev->kind == TK_COUNTER
+		                 ? "counter samples besides the first of an event"
+		                 : "events made besides the first of an event", 1);
 	if (imp_sort_add(im->sort, ev) < 0) {
-		cmd_warn("%s: %s", im->name, imp_sort_error(im->sort));
+		im->fatal = 1;     /* imp_run() says why */
 		return -1;
 	}
 	return 0;
@@ -307,8 +309,6 @@ complete(struct imp *im, struct imp_x *x)
 	if (x->ph == 'X') {
 		ev.kind = TK_RANGE;
 		ev.dur = x->dur;
-		if (!x->pid.str && imp_lane_device(im->tracks, &x->pid) < 0)
-			imp_cpu_process(im->tracks, &x->pid);
 	} else {
 		ev.kind = TK_MARK;
 	}
@@ -774,6 +774,7 @@ counter(struct imp *im, struct imp_x *x, json_t *id)
 		ev.u.counter.value = d;
 		struct imp_x nx = *x;
 		nx.args = NULL;
+		nx.more = wrote;
 		if (imp_emit(im, &ev, &nx) < 0)
 			return -1;
 		wrote = 1;
@@ -849,6 +850,8 @@ field_slot(struct fields *f, const char *k)
 int
 imp_event(struct imp *im, json_t *ev, const struct imp_item *it)
 {
+	if (im->fatal)
+		return -1;
 	im->offset = it->offset;
 	if (!json_is_object(ev)) {
 		imp_event_warn(im, "not an object");

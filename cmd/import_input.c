@@ -158,8 +158,9 @@ imp_input_read(struct imp_input *in, void *buf, size_t n)
 			if (rc == 0) {
 				if (in->zs_live == 2)  /* between members: the end */
 					break;
-				fail(in, "truncated gzip data");
-				return -1;
+				if (want - in->zs.avail_out > 0)
+					break;  /* hand out what came; fail next time */
+				return fail(in, "truncated gzip data");
 			}
 		}
 		if (in->zs_live == 2) {

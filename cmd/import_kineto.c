@@ -492,6 +492,7 @@ kineto_memory(struct imp *im, struct imp_x *x, struct tk_event *ev)
 		struct tk_event c = { 0 };
 		c.kind = TK_COUNTER;
 		c.ts = x->ts;
+		c.name = totals[i];    /* says which, in listings of events */
 		c.track = imp_counter(im->tracks, totals[i], "bytes",
 		                      device ? 0 : process, device);
 		/* a total holds until it changes: samples that repeat it are
@@ -500,6 +501,7 @@ kineto_memory(struct imp *im, struct imp_x *x, struct tk_event *ev)
 		c.u.counter.value = json_number_value(v);
 		struct imp_x cx = *x;
 		cx.args = NULL;
+		cx.more = 1;
 		if (imp_emit(im, &c, &cx) < 0)
 			return -1;
 		drop(x, totals[i]);

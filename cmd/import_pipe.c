@@ -28,7 +28,7 @@
 #include "util.h"
 
 #define BATCH_TEXT (64u * 1024u)
-#define ARENA_BLOCK (256u * 1024u)
+#define ARENA_BLOCK (128u * 1024u)
 #define HDR 16                   /* keeps the blocks 16-byte aligned */
 #define TAG_HEAP 0x68656170u
 #define TAG_ARENA 0x6172656eu
@@ -104,7 +104,7 @@ arena_reset(struct imp_arena *a)
 	unsigned kept = 0;
 	for (; b; b = n) {
 		n = b->next;
-		if (kept < 8) {
+		if (kept < 4) {
 			b->used = 0;
 			b->next = keep;
 			keep = b;

@@ -100,7 +100,7 @@ more(struct imp_scan *s)
 	}
 	long n = imp_input_read(s->in, s->buf + s->end, s->cap - s->end);
 	if (n < 0) {
-		snprintf(s->errmsg, sizeof(s->errmsg), "%s (at byte %llu of the JSON)",
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s after byte %llu of the JSON",
 		         s->in->errmsg, (unsigned long long)(s->base + s->end));
 		s->state = S_FAILED;
 		return -1;
@@ -392,7 +392,9 @@ imp_scan_next(struct imp_scan *s, struct imp_item *it)
 				s->events_arrays++;
 				s->state = S_ARR_FIRST;
 			} else if (c == -1) {
-				return expected(s, c, "the input is empty");
+				snprintf(s->errmsg, sizeof(s->errmsg), "the input is empty");
+				s->state = S_FAILED;
+				return -1;
 			} else {
 				return expected(s, c, "not JSON: expected '{' or '['");
 			}

@@ -65,6 +65,7 @@ struct imp_sort {
 	char *tmpdir;
 	struct rec *recs;
 	size_t n, cap, max_recs;
+	size_t block;            /* arena block size */
 	uint32_t *idx;
 	struct block *blocks;
 	size_t arena_bytes;
@@ -77,6 +78,7 @@ struct imp_sort {
 	uint32_t nmap;
 	double *last;            /* output: last value of each counter */
 	uint64_t repeats;
+	int failed;              /* a temporary file failed: no more */
 	char errmsg[512];
 };
 
@@ -90,10 +92,13 @@ imp_sort_new(struct imp_tracks *t, size_t memory, const char *tmpdir)
 	s->limit = memory;
 	/* half the memory for the events, half for their strings */
 	s->max_recs = memory / 2 / (sizeof(struct rec) + sizeof(uint32_t));
-	if (s->max_recs < 1024)
-		s->max_recs = 1024;
+	if (s->max_recs < 16)
+		s->max_recs = 16;
 	if (s->max_recs > UINT32_MAX)
 		s->max_recs = UINT32_MAX;
+	s->block = memory / 32 < BLOCK_SIZE ? memory / 32 : BLOCK_SIZE;
+	if (s->block < 1024)
+		s->block = 1024;
 	if (!tmpdir || !*tmpdir)
 		tmpdir = getenv("TMPDIR");
 	if (!tmpdir || !*tmpdir)
@@ -176,13 +181,13 @@ arena_alloc(struct imp_sort *s, size_t n)
 {
 	struct block *b = s->blocks;
 	if (!b || b->size - b->used < n) {
-		size_t size = n > BLOCK_SIZE / 4 ? n : BLOCK_SIZE;
+		size_t size = n > s->block / 4 ? n : s->block;
 		struct block *nb = malloc(sizeof(*nb) + size);
 		if (!nb)
 			cmd_die(EXIT_USAGE, "out of memory");
 		nb->size = size;
 		nb->used = 0;
-		if (b && n > BLOCK_SIZE / 4) {
+		if (b && n > s->block / 4) {
 			/* a big one: behind the current block, which stays */
 			nb->next = b->next;
 			b->next = nb;
@@ -215,7 +220,7 @@ intern(struct imp_sort *s, const char *str)
 		return "";
 	size_t n = strlen(str);
 	if ((s->nstrs + 1) * 2 > s->capstrs) {
-		size_t cap = s->capstrs ? s->capstrs * 2 : 1024;
+		size_t cap = s->capstrs ? s->capstrs * 2 : 64;
 		struct istr *t = calloc(cap, sizeof(*t));
 		if (!t)
 			cmd_die(EXIT_USAGE, "out of memory");
@@ -549,6 +554,8 @@ spill(struct imp_sort *s)
 int
 imp_sort_add(struct imp_sort *s, const struct tk_event *ev)
 {
+	if (s->failed)
+		return -1;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 4096;
 		if (cap > s->max_recs)
@@ -601,8 +608,10 @@ imp_sort_add(struct imp_sort *s, const struct tk_event *ev)
 	imp_track_used(s->t, ev->track);
 	if (ev->kind == TK_ASYNC_RANGE)
 		imp_track_used(s->t, ev->u.range.end_track);
-	if (full(s) && spill(s) < 0)
+	if (full(s) && spill(s) < 0) {
+		s->failed = 1;
 		return -1;
+	}
 	return 0;
 }
 
@@ -610,8 +619,20 @@ int
 imp_sort_finish(struct imp_sort *s, struct tk_writer *out, int64_t offset,
                 int (*meta_fn)(void *arg, struct tk_writer *w), void *meta_arg)
 {
+	if (s->failed)
+		return -1;
 	if (s->n && s->nruns && spill(s) < 0)
 		return -1;
+	if (s->nruns) {
+		/* the merge needs the memory, not the empty buffer */
+		free(s->recs);
+		free(s->idx);
+		free(s->strs);
+		s->recs = NULL;
+		s->idx = NULL;
+		s->strs = NULL;
+		s->cap = s->capstrs = 0;
+	}
 	/* the definitions, final and once: metadata, devices, tracks */
 	reset_maps(s);
 	if (!(s->last = malloc(s->nmap * sizeof(*s->last))))

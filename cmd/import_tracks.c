@@ -74,7 +74,8 @@ struct imp_tracks {
 	char **names;            /* index 0 unused */
 	uint32_t nnames, capnames;
 	char *host;
-	uint32_t cpu_owner;      /* first process with CPU work */
+	uint32_t cpu_owner;      /* first process with a thread */
+	uint32_t api_owner;      /* first process that called CUDA */
 	uint32_t nstrids;        /* string ids handed out */
 };
 
@@ -268,6 +269,15 @@ imp_tracks_id(struct imp_tracks *t, json_t *v, struct imp_id *id, char *msg,
 }
 
 void
+imp_tracks_default_host(struct imp_tracks *t, const char *host)
+{
+	if (*t->host)
+		return;
+	free(t->host);
+	t->host = xstrdup(host);
+}
+
+void
 imp_tracks_set_host(struct imp_tracks *t, const char *host)
 {
 	if (t->ntrk > 1 || t->ndev > 1)
@@ -310,6 +320,8 @@ imp_thread(struct imp_tracks *t, const struct imp_id *pid, const struct imp_id *
 	if (i)
 		return i;
 	uint32_t p = imp_process(t, pid);
+	if (!t->cpu_owner && !pid->str && !get(t, K_GPU_PID, (uint64_t)pid->v, 0))
+		t->cpu_owner = p;
 	i = new_track(t, T_THREAD);
 	t->trk[i].pid = pid->v;
 	t->trk[i].tid = tid->v;
@@ -356,7 +368,6 @@ imp_stream(struct imp_tracks *t, uint32_t device_index, uint64_t stream,
 		k->device = d;
 		k->stream = stream;
 		k->context = context;
-		k->process = t->cpu_owner;
 		k->pid = pid->v;
 		k->tid = tid->v;
 		put(t, K_STREAM, device_index, stream, i);
@@ -414,8 +425,18 @@ imp_lane_track(struct imp_tracks *t, const struct imp_id *pid,
 		return i;
 	uint32_t gpu = get(t, K_GPU_PID, (uint64_t)pid->v, 0);
 	if (gpu) {
-		/* a GPU lane's tids are streams */
-		return imp_stream(t, gpu - 1, (uint64_t)tid->v, 0, pid, tid);
+		/* a GPU lane's tids are streams; trace-to-chrome gives a
+		 * stream id that is too large a made-up tid, and says the
+		 * stream in the track's name */
+		uint64_t stream = (uint64_t)tid->v;
+		uint32_t n = get(t, K_TNAME, (uint64_t)pid->v, (uint64_t)tid->v);
+		if (n && strncmp(t->names[n], "stream ", 7) == 0) {
+			const char *d = t->names[n] + 7;
+			uint64_t v;
+			if (imp_parse_u64(d, strspn(d, "0123456789"), &v) == 0)
+				stream = v;
+		}
+		return imp_stream(t, gpu - 1, stream, 0, pid, tid);
 	}
 	return imp_thread(t, pid, tid);
 }
@@ -430,8 +451,8 @@ imp_lane_device(struct imp_tracks *t, const struct imp_id *pid)
 void
 imp_cpu_process(struct imp_tracks *t, const struct imp_id *pid)
 {
-	if (!t->cpu_owner && !get(t, K_GPU_PID, (uint64_t)pid->v, 0) && !pid->str)
-		t->cpu_owner = imp_process(t, pid);
+	if (!t->api_owner && !get(t, K_GPU_PID, (uint64_t)pid->v, 0) && !pid->str)
+		t->api_owner = imp_process(t, pid);
 }
 
 uint32_t
@@ -553,6 +574,8 @@ imp_label_process(struct imp_tracks *t, const struct imp_id *pid, const char *la
 		mark_gpu_lane(t, pid, gi);   /* Kineto: "GPU 0" */
 		return;
 	}
+	if (get(t, K_GPU_PID, (uint64_t)pid->v, 0))
+		return;   /* trace-to-chrome: a GPU lane's labels are its host */
 	if (strcmp(labels, "CPU") == 0)
 		return;                      /* Kineto's, says nothing more */
 	set_name(t, K_PLABEL, pid->v, 0, labels);
@@ -670,7 +693,12 @@ imp_define_track(struct imp_tracks *t, struct tk_writer *w, uint32_t idx,
 		return map[idx];
 	struct imp_trk *k = &t->trk[idx];
 	uint32_t proc = 0, id = 0;
-	if (k->process && !(proc = imp_define_track(t, w, k->process, map, dmap)))
+	/* a stream belongs to the process that did CPU work: known by now
+	 * (a Chrome trace does not say which process owns a GPU lane) */
+	uint32_t owner = k->process;
+	if (k->type == T_STREAM && !owner)
+		owner = t->api_owner ? t->api_owner : t->cpu_owner;
+	if (owner && !(proc = imp_define_track(t, w, owner, map, dmap)))
 		return 0;
 	switch (k->type) {
 	case T_PROCESS: {
