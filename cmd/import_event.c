@@ -468,6 +468,16 @@ async_key(const struct imp_x *x, json_t *id, json_t *id2, json_t *scope,
 	return k;
 }
 
+/* end - begin without overflow; 0 when the end comes first. */
+static int64_t
+span_ns(int64_t begin, int64_t end)
+{
+	if (end <= begin)
+		return 0;
+	uint64_t d = (uint64_t)end - (uint64_t)begin;
+	return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
 /* E's args join B's (the spec merges them). */
 static json_t *
 merged_args(json_t *b, json_t *e)
@@ -487,11 +497,9 @@ end_slice(struct imp *im, struct imp_open *o, int64_t end, json_t *end_args,
 	struct imp_x x = o->x;
 	x.ph = 'X';
 	x.phs = "B";
-	x.dur = end - x.ts;
-	if (x.dur < 0) {
+	if (end < x.ts)
 		imp_summary_note(im->sum, "E before its B: duration set to 0", 1);
-		x.dur = 0;
-	}
+	x.dur = span_ns(x.ts, end);
 	if (!*x.name && end_name)
 		x.name = end_name;
 	x.args = merged_args(x.args, end_args);
@@ -509,11 +517,9 @@ end_async(struct imp *im, struct imp_open *o, int64_t end, uint32_t end_track,
 	struct tk_event ev = { 0 };
 	ev.kind = TK_ASYNC_RANGE;
 	ev.ts = x.ts;
-	ev.dur = end - x.ts;
-	if (ev.dur < 0) {
+	if (end < x.ts)
 		imp_summary_note(im->sum, "async end before its begin: duration set to 0", 1);
-		ev.dur = 0;
-	}
+	ev.dur = span_ns(x.ts, end);
 	ev.name = x.name;
 	ev.track = imp_x_track(im, &x);
 	ev.u.range.domain = domain_of(x.cat);
@@ -705,7 +711,8 @@ metadata(struct imp *im, struct imp_x *x)
 		imp_topkey(im, key, s);
 		json_decref(s);
 	}
-	imp_summary_add(im->sum, x->phs, x->cat, IMP_OUT_METADATA);
+	/* metadata rows of the summary go by the metadata's name */
+	imp_summary_add(im->sum, x->phs, what, IMP_OUT_METADATA);
 	return 0;
 }
 
@@ -868,9 +875,13 @@ imp_event(struct imp *im, json_t *ev, const struct imp_item *it)
 		}
 		if (!f.extra && !(f.extra = json_object()))
 			cmd_die(EXIT_USAGE, "out of memory");
-		char k[300];
-		snprintf(k, sizeof(k), "chrome.%s", key);
+		size_t kn = strlen(key) + 8;
+		char *k = malloc(kn);
+		if (!k)
+			cmd_die(EXIT_USAGE, "out of memory");
+		snprintf(k, kn, "chrome.%s", key);
 		json_object_set(f.extra, k, v);
+		free(k);
 	}
 	int rc = -1;
 	struct imp_x x = { 0 };

@@ -515,6 +515,8 @@ kineto_memory(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	            : json_is_integer(type) && json_integer_value(type) == 0
 	            ? TK_MEM_PAGEABLE : TK_MEM_UNKNOWN;
 	drop(x, "Bytes");
+	if (m->mem_kind != TK_MEM_UNKNOWN)
+		drop(x, "Device Type");  /* the memory kind says it */
 	take_u64(x, "Addr", &m->address);
 	return imp_emit(im, ev, x) < 0 ? -1 : 1;
 }
@@ -530,7 +532,10 @@ memory_event(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	ev->kind = TK_MEMORY;
 	ev->track = imp_x_track(im, x);
 	m->op = strcmp(op, "free") == 0 ? TK_MEM_FREE : TK_MEM_ALLOC;
-	drop(x, "operation");
+	/* "alloc"/"free" were the names given to unnamed events */
+	if (strcmp(x->name, op) == 0)
+		ev->name = "";
+	drop(x, "operation");  /* op is freed with it */
 	take_u64(x, "bytes", &m->bytes);
 	take_u64(x, "address", &m->address);
 	take_correlation(im, x, &m->correlation);
@@ -539,9 +544,6 @@ memory_event(struct imp *im, struct imp_x *x, struct tk_event *ev)
 		m->mem_kind = mem_kind(k, strlen(k));
 		drop(x, "memory kind");
 	}
-	/* "alloc"/"free" were the names given to unnamed events */
-	if (strcmp(x->name, op) == 0)
-		ev->name = "";
 	return imp_emit(im, ev, x) < 0 ? -1 : 1;
 }
 

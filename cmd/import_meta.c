@@ -37,12 +37,24 @@ add(struct imp *im, const char *key, const char *value)
 		                 "or 1 MiB)", 1);
 		return;
 	}
-	json_t *arr = json_object_get(im->meta, key);
+	/* keys were read as bytes (the splitter's): make them text */
+	size_t kn;
+	const char *k = cmd_utf8(key, strlen(key), &kn);
+	char *kc = strndup(k, kn);
+	if (!kc)
+		cmd_die(EXIT_USAGE, "out of memory");
+	json_t *arr = json_object_get(im->meta, kc);
 	if (!arr) {
 		arr = json_array();
-		if (!arr || json_object_set_new(im->meta, key, arr) < 0)
+		if (!arr)
 			cmd_die(EXIT_USAGE, "out of memory");
+		if (json_object_set_new(im->meta, kc, arr) < 0) {
+			free(kc);
+			imp_summary_note(im->sum, "metadata keys that cannot be kept", 1);
+			return;
+		}
 	}
+	free(kc);
 	json_array_append_new(arr, json_string(value));
 	im->meta_keys++;
 	im->meta_bytes += n;

