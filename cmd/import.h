@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The parts of trace-import, one job per file:
+ *   import_run.c     one import from start to end (trace-import.c has the
+ *                    options; the fuzz target calls this too)
  *   import_input.c   the input bytes: plain or gzip, told apart by content
  *   import_scan.c    the splitter: walks the top-level JSON and hands out
  *                    each event's bytes (and each other top-level value)
  *                    without parsing them; tracks strings, escapes and
  *                    nesting only
- *   import_num.c     numbers from their decimal text: microseconds to
- *                    integer nanoseconds, exact
+ *   import_pipe.c    jansson parses batches of events in a second thread,
+ *                    its allocations in an arena per batch
  *   import_parse.c   one event's bytes to a jansson value, repairing what
  *                    jansson refuses but a trace may hold (invalid UTF-8,
  *                    integers above 64 bits)
+ *   import_num.c     numbers from their decimal text: microseconds to
+ *                    integer nanoseconds, exact
  *   import_event.c   Chrome phases: complete, begin/end, instants,
  *                    counters, async, flows, metadata
  *   import_kineto.c  PyTorch profiler (Kineto) and trace-to-chrome
@@ -19,9 +23,8 @@
  *                    their names, and their definitions in a writer
  *   import_meta.c    top-level keys: run metadata and device properties
  *   import_sort.c    time order in bounded memory: sorted runs in memory,
- *                    spilled to temporary files and merged by tk_merge
- *   import_summary.c what was mapped to what, for -v
- * trace-import.c drives them.
+ *                    spilled to temporary files and merged
+ *   import_summary.c what became of each kind of event, for -v
  */
 #ifndef TK_CMD_IMPORT_H
 #define TK_CMD_IMPORT_H
@@ -206,7 +209,6 @@ struct imp_id {
 	const char *str;           /* the original string, or NULL */
 };
 
-struct imp_trk;                /* one track */
 struct imp_tracks;
 
 struct imp_tracks *imp_tracks_new(void);
@@ -247,8 +249,6 @@ int64_t imp_lane_device(struct imp_tracks *t, const struct imp_id *pid);
 /* A process that calls the CUDA API: the first one owns the streams
  * (else the first process with a thread does). */
 void imp_cpu_process(struct imp_tracks *t, const struct imp_id *pid);
-/* Process and thread for a track index (0 if it has none). */
-uint32_t imp_track_process(struct imp_tracks *t, uint32_t idx);
 
 /* Metadata events. */
 void imp_name_process(struct imp_tracks *t, const struct imp_id *pid,

@@ -339,8 +339,10 @@ id_value(json_t *v)
 {
 	if (json_is_integer(v))
 		return (uint64_t)json_integer_value(v);
-	if (json_is_real(v))
-		return (uint64_t)(int64_t)json_real_value(v);
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		return d > -9.2e18 && d < 9.2e18 ? (uint64_t)(int64_t)d : 0;
+	}
 	if (json_is_string(v)) {
 		uint64_t u;
 		const char *s = json_string_value(v);

@@ -445,8 +445,9 @@ process_event(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	int64_t *t[] = { &p->utime, &p->stime };
 	for (int i = 0; i < 2; i++) {
 		json_t *v = json_object_get(x->args, ms[i]);
-		if (json_is_number(v)) {
-			*t[i] = llround(num(v) * 1e6);
+		double ns = num(v) * 1e6;
+		if (json_is_number(v) && ns > -9.2e18 && ns < 9.2e18) {
+			*t[i] = llround(ns);
 			drop(x, ms[i]);
 		}
 	}

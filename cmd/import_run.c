@@ -5,6 +5,7 @@
  * them, close what was left open, and write the trace in time order with
  * its definitions and run metadata.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +206,9 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	imp_summary_note(r.sum, "sorted runs in temporary files", imp_sort_runs(r.sort));
 	if (imp_sort_finish(r.sort, w, r.im.has_base ? r.im.base_ns : 0, write_meta,
 	                    &r.im) < 0) {
+		/* the reader of the output went away (| head): quietly */
+		if (tk_writer_errno(w) == EPIPE)
+			goto out;
 		warn(in->name, imp_sort_error(r.sort));
 		status = EXIT_USAGE;
 	}

@@ -241,7 +241,7 @@ imp_tracks_id(struct imp_tracks *t, json_t *v, struct imp_id *id, char *msg,
 	}
 	if (json_is_real(v)) {
 		double d = json_real_value(v);
-		if (d == (double)(int64_t)d && d > -9e18 && d < 9e18) {
+		if (d > -9e18 && d < 9e18 && d == (double)(int64_t)d) {
 			id->v = (int64_t)d;
 			return 0;
 		}
@@ -453,14 +453,6 @@ imp_cpu_process(struct imp_tracks *t, const struct imp_id *pid)
 {
 	if (!t->api_owner && !get(t, K_GPU_PID, (uint64_t)pid->v, 0) && !pid->str)
 		t->api_owner = imp_process(t, pid);
-}
-
-uint32_t
-imp_track_process(struct imp_tracks *t, uint32_t idx)
-{
-	if (!idx || idx >= t->ntrk)
-		return 0;
-	return t->trk[idx].type == T_PROCESS ? idx : t->trk[idx].process;
 }
 
 void

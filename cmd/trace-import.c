@@ -148,6 +148,8 @@ main(int argc, char **argv)
 	int out_status = 0;
 	if (status == EXIT_USAGE) {
 		out_status = EXIT_USAGE;
+	} else if (tk_writer_errno(w) == EPIPE) {
+		status = 0;    /* the reader went away (| head): quietly */
 	} else if (tk_writer_close(w) != TK_OK) {
 		if (tk_writer_errno(w) != EPIPE) {   /* EPIPE: the reader left */
 			cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output,

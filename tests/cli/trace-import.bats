@@ -131,10 +131,14 @@ for line in sys.stdin:
 	printf '[{"ph":"X","name":"a","ts":1,"dur":2}]' > "$D/a.json"
 	run -2 --separate-stderr trace-import -o "$D/no/such/dir/x.tkt" "$D/a.json"
 	assert_eq "$stderr" "trace-import: $D/no/such/dir/x.tkt: No such file or directory"
-	S=$(synth_trace s.tkt -n 20000)
-	command -v trace-to-chrome >/dev/null || skip "trace-to-chrome not built yet"
-	trace-to-chrome "$S" > "$D/s.json"
-	run -0 --separate-stderr bash -c "trace-import '$D/s.json' | head -c 100 | wc -c"
+	under_valgrind && skip "100000 events are slow under valgrind"
+	# names that do not compress: the output is several chunks, and the
+	# pipe closes while the sorted runs are being merged into it
+	python3 -c '
+import json, os
+print(json.dumps([{"ph": "X", "name": os.urandom(12).hex(), "ts": i, "dur": 1}
+                  for i in range(100000)]))' > "$D/big.json"
+	run -0 --separate-stderr bash -c "trace-import -m 1M '$D/big.json' | head -c 100 | wc -c"
 	assert_eq "$stderr" ""
 	assert_eq "$output" 100
 }
