@@ -22,7 +22,7 @@
 #include "merge_source.h"
 #include "util.h"
 
-#define FANIN_MAX 256           /* inputs of one merge (memory per input) */
+#define FANIN_MAX 128           /* inputs of one merge: ~2 MB of buffers each */
 #define FD_RESERVE 20           /* for spill files, the output, stdio */
 #define TEMP_NAME "(temporary file)"
 

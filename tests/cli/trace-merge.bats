@@ -335,6 +335,10 @@ processes() {
 	check_merge "$D/out.tkt" "${specs[@]}"
 	assert_eq "$(processes "$D/out.tkt" | wc -l)" "$n"
 	assert_eq "$(ls -A "$D/tmp")" ""
+	# the same output as in one pass, event for event
+	trace-merge -L "${files[@]}" > "$D/one.tkt"
+	cmp <(trace-dump --csv "$D/out.tkt") <(trace-dump --csv "$D/one.tkt")
+	cmp <(owners "$D/out.tkt") <(owners "$D/one.tkt")
 }
 
 @test "the output cannot be an input, nor a terminal" {
