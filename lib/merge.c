@@ -126,6 +126,8 @@ struct tk_merge {
 	struct tk_merge_stats stats;
 };
 
+static int merge_fail(struct tk_merge *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static int
 merge_fail(struct tk_merge *m, int code, const char *fmt, ...)
 {

@@ -540,14 +540,14 @@ struct tk_writer;
 
 struct tk_writer_options {
 	int level;            /* deflate level 0-12; 0 = store; default 6 */
-	uint32_t chunk_bytes; /* target uncompressed chunk size; default 256 KiB */
+	uint32_t chunk_bytes; /* target uncompressed chunk size; default 512 KiB */
 	int sorted;           /* 1: caller writes events in begin order; the
 	                         writer checks it and promises it to readers
 	                         in each chunk's watermark */
 	int raw_ids;          /* 1: ids are used as given and no definitions
 	                         are written (for temporary spill files) */
 };
-#define TK_WRITER_OPTIONS_INIT { 6, 256u * 1024u, 0, 0 }
+#define TK_WRITER_OPTIONS_INIT { 6, 512u * 1024u, 0, 0 }
 
 TK_PUBLIC struct tk_writer *tk_writer_new(void);
 TK_PUBLIC void tk_writer_free(struct tk_writer *w);
