@@ -22,8 +22,8 @@
 #include "merge_source.h"
 #include "util.h"
 
-#define FANIN_MAX 128           /* inputs of one merge: ~2 MB of buffers each */
-#define FD_RESERVE 20           /* for spill files, the output, stdio */
+#define FANIN_MAX 64            /* inputs of one merge: ~5 MB of buffers each */
+#define FD_RESERVE 8            /* for spill files, the output, stdio */
 #define TEMP_NAME "(temporary file)"
 
 enum align { ALIGN_NONE, ALIGN_START, ALIGN_RANGE };
@@ -373,7 +373,10 @@ fd_cost(const struct item *items, size_t n)
 }
 
 /* Merge every item into the output; in passes when they are too many
- * to be open at once. */
+ * to be open at once.  Groups of inputs go to temporary files, which
+ * stay open: a group and the files of the groups before it share the
+ * descriptors, half and half, and when the files fill their half they
+ * are merged into one. */
 static void
 merge_all(void)
 {
@@ -383,38 +386,26 @@ merge_all(void)
 		merge_items(items, n, run.out);
 		return;
 	}
+	size_t half = budget / 2 < FANIN_MAX ? budget / 2 : FANIN_MAX;
+	if (half < 2)
+		cmd_die(EXIT_USAGE, "too few file descriptors to merge "
+		        "(raise the limit: ulimit -n)");
 	struct item *temps = NULL;
 	size_t ntemps = 0, i = 0;
 	while (i < n) {
-		/* room for this group's files, next to the pass files open
-		 * so far and the one it writes */
-		size_t room = budget > ntemps + 1 ? budget - ntemps - 1 : 0;
-		if (room < 2 && ntemps >= 2) {
-			size_t k = ntemps < FANIN_MAX ? ntemps : FANIN_MAX;
-			struct item t = merge_to_temp(temps + ntemps - k, k);
-			ntemps -= k;
+		if (ntemps >= half) {
+			struct item t = merge_to_temp(temps, ntemps);
+			ntemps = 0;
 			temps = push(temps, &ntemps, sizeof(*temps));
-			temps[ntemps - 1] = t;
-			continue;
+			temps[0] = t;
 		}
-		if (room < 1)
-			cmd_die(EXIT_USAGE, "too few file descriptors to merge "
-			        "(raise the limit: ulimit -n)");
 		size_t k = 1;
-		while (i + k < n && k < FANIN_MAX &&
-		       fd_cost(items + i, k + 1) <= room)
+		while (i + k < n && k < half && fd_cost(items + i, k + 1) <= half)
 			k++;
 		struct item t = merge_to_temp(items + i, k);
 		i += k;
 		temps = push(temps, &ntemps, sizeof(*temps));
 		temps[ntemps - 1] = t;
-	}
-	while (ntemps > FANIN_MAX) {
-		struct item t = merge_to_temp(temps, FANIN_MAX);
-		memmove(temps, temps + FANIN_MAX,
-		        (ntemps - FANIN_MAX) * sizeof(*temps));
-		ntemps -= FANIN_MAX;
-		temps[ntemps++] = t;
 	}
 	merge_items(temps, ntemps, run.out);
 	for (size_t t = 0; t < ntemps; t++)
