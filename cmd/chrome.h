@@ -249,8 +249,10 @@ struct chrome_slab {
 };
 
 struct chrome_reorder {
-	struct chrome_entry *heap;
+	struct chrome_entry *heap;       /* entries that came out of order */
 	size_t n, cap;
+	struct chrome_entry *fifo;       /* a ring of entries that came in order */
+	size_t fhead, flen, fcap;
 	struct chrome_slab *slabs;
 	uint32_t nslabs, capslabs, cur;
 	uint32_t *free_slabs;

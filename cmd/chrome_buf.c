@@ -36,15 +36,29 @@ sb_free(struct sbuf *b)
 	b->len = b->cap = 0;
 }
 
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
 void
 sb_u64(struct sbuf *b, uint64_t v)
 {
+	/* two digits per division: integers are most of the output */
 	char tmp[24];
 	int i = sizeof(tmp);
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		tmp[--i] = digit_pairs[d + 1];
+		tmp[--i] = digit_pairs[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = digit_pairs[v * 2 + 1];
+		tmp[--i] = digit_pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
 	sb_mem(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 

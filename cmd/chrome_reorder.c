@@ -15,6 +15,10 @@
  * go early.  A slice that then arrives too late for its track is placed
  * on an extra track (chrome_layout.c), never out of nesting.
  *
+ * Entries that arrive in order (each not before the previous one) need
+ * no heap: they queue in a ring, and the heap holds only the others.
+ * Sorted input never touches the heap.
+ *
  * Text lives in slabs of 1 MiB, each counting the entries that use it,
  * so that memory comes back as soon as a slab's entries are written.
  */
@@ -42,6 +46,7 @@ chrome_reorder_free(struct chrome_reorder *ro)
 	free(ro->slabs);
 	free(ro->free_slabs);
 	free(ro->heap);
+	free(ro->fifo);
 	memset(ro, 0, sizeof(*ro));
 }
 
@@ -100,7 +105,7 @@ drop_slab(struct chrome_reorder *ro, uint32_t i)
 {
 	struct chrome_slab *s = &ro->slabs[i];
 	ro->held -= s->size;
-	if (s->size == SLAB_SIZE && ro->nfree < 8) {
+	if (s->size == SLAB_SIZE && ro->nfree < 32) {
 		ro->free_slabs[ro->nfree++] = i;
 		return;
 	}
@@ -137,6 +142,22 @@ chrome_reorder_push(struct chrome_reorder *ro, struct chrome_entry *e,
 	sl->live++;
 	e->seq = ro->seq++;
 
+	if (!ro->flen || !before(e, &ro->fifo[(ro->fhead + ro->flen - 1) % ro->fcap])) {
+		if (ro->flen == ro->fcap) {
+			size_t n = ro->fcap ? ro->fcap * 2 : 4096;
+			struct chrome_entry *f = malloc(n * sizeof(*f));
+			if (!f)
+				cmd_die(EXIT_USAGE, "out of memory");
+			for (size_t k = 0; k < ro->flen; k++)
+				f[k] = ro->fifo[(ro->fhead + k) % ro->fcap];
+			free(ro->fifo);
+			ro->fifo = f;
+			ro->fcap = n;
+			ro->fhead = 0;
+		}
+		ro->fifo[(ro->fhead + ro->flen++) % ro->fcap] = *e;
+		return;
+	}
 	if (ro->n == ro->cap) {
 		size_t n = ro->cap ? ro->cap * 2 : 4096;
 		struct chrome_entry *h = realloc(ro->heap, n * sizeof(*h));
@@ -160,6 +181,16 @@ int
 chrome_reorder_pop(struct chrome_reorder *ro, int64_t bound,
                    struct chrome_entry *e, const char **text)
 {
+	const struct chrome_entry *f = ro->flen ? &ro->fifo[ro->fhead] : NULL;
+	if (f && (!ro->n || before(f, &ro->heap[0]))) {
+		if (f->ts >= bound)
+			return 0;
+		*e = *f;
+		ro->fhead = (ro->fhead + 1) % ro->fcap;
+		ro->flen--;
+		*text = ro->slabs[e->slab].mem + e->off;
+		return 1;
+	}
 	if (!ro->n || ro->heap[0].ts >= bound)
 		return 0;
 	*e = ro->heap[0];

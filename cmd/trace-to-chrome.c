@@ -389,6 +389,38 @@ tid_ts(struct sbuf *o, const struct chrome_track *t, int64_t ts)
 	sb_us(o, ts - C.base);
 }
 
+/* The duration of a slice.  Exact decimals are what Perfetto reads (it
+ * rounds ts * 1000 to integer ns), but JavaScript viewers (DevTools,
+ * chrome://tracing) add ts + dur as doubles, and 0.1 + 0.2 > 0.3: a
+ * child that ends with its parent, or a slice that begins when the one
+ * before ends, would seem to overlap and be dropped.  So when the double
+ * sum misses the double of the exact end, dur is written as the double
+ * that makes it hit (still the same nanoseconds once rounded). */
+static void
+write_dur(struct sbuf *o, int64_t rel_ts, int64_t dur)
+{
+	double ts = (double)rel_ts / 1000, end = (double)(rel_ts + dur) / 1000;
+	double d = (double)dur / 1000;
+	if (ts + d == end) {
+		sb_us(o, dur);
+		return;
+	}
+	d = end - ts;
+	for (int i = 0; i < 4 && ts + d != end; i++)
+		d = nextafter(d, ts + d < end ? INFINITY : 0);
+	if (ts + d != end || llround(d * 1000) != dur) {
+		sb_us(o, dur);
+		return;
+	}
+	char num[32];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(num, sizeof(num), "%.*g", prec, d);
+		if (strtod(num, NULL) == d)
+			break;
+	}
+	sb_mem(o, num, strlen(num));
+}
+
 static void
 write_slice(const struct chrome_entry *e, const char *text)
 {
@@ -429,7 +461,7 @@ write_slice(const struct chrome_entry *e, const char *text)
 	sb_mem(o, head, e->head_len);
 	tid_ts(o, tr, e->ts);
 	sb_lit(o, ",\"dur\":");
-	sb_us(o, e->end - e->ts);
+	write_dur(o, e->ts - C.base, e->end - e->ts);
 	if (e->args_len) {
 		sb_ch(o, ',');
 		sb_mem(o, args, e->args_len);
