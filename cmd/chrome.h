@@ -72,6 +72,7 @@ struct chrome_out {
 	FILE *f;                 /* plain output */
 	void *gz;                /* gzFile when compressing */
 	const char *path;        /* NULL = standard output */
+	int regular;             /* path is a regular file (removed on errors) */
 	uint64_t bytes;          /* uncompressed bytes written */
 };
 

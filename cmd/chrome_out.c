@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -24,7 +25,7 @@ fail(struct chrome_out *o, int err)
 		exit(0);  /* the reader went away, as with `| head` */
 	cmd_warn("%s: write error: %s", o->path ? o->path : "(stdout)",
 	         strerror(err ? err : EIO));
-	if (o->path)
+	if (o->regular)
 		unlink(o->path);  /* no half-written file left behind */
 	exit(EXIT_USAGE);
 }
@@ -39,6 +40,10 @@ chrome_out_open(struct chrome_out *o, const char *path, int gzip)
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (fd < 0)
 			cmd_die(EXIT_USAGE, "%s: %s", path, strerror(errno));
+		/* only a regular file is removed after a failure: never a
+		 * device such as /dev/full, nor a named pipe */
+		struct stat st;
+		o->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	}
 	if (gzip) {
 		/* level 1: JSON still shrinks about tenfold, at several

@@ -56,8 +56,9 @@ static struct conv {
 	struct tk_category *cats; /* NVTX category names of the scope */
 	size_t ncats;
 	uint64_t async_id;
-	const char *args_keys[32];/* keys written for the current event */
-	unsigned nargs;
+	const char *args_keys[32];/* our keys in the current event's args */
+	unsigned nkeys;
+	unsigned nargs;           /* all keys, imported ones too */
 	json_t *meta, *devices, *inputs, *errors;
 	/* counts for otherData */
 	uint64_t events_read, events_written, filtered, async_fallback;
@@ -121,7 +122,7 @@ sb_fixed2(struct sbuf *b, double v)
 static void
 args_open(struct sbuf *b)
 {
-	C.nargs = 0;
+	C.nargs = C.nkeys = 0;
 	sb_lit(b, "\"args\":{");
 }
 
@@ -130,8 +131,8 @@ key(struct sbuf *b, const char *k)
 {
 	if (C.nargs)
 		sb_ch(b, ',');
-	if (C.nargs < sizeof(C.args_keys) / sizeof(C.args_keys[0]))
-		C.args_keys[C.nargs] = k;
+	if (C.nkeys < sizeof(C.args_keys) / sizeof(C.args_keys[0]))
+		C.args_keys[C.nkeys++] = k;
 	C.nargs++;
 	sb_ch(b, '"');
 	sb_mem(b, k, strlen(k));
@@ -170,8 +171,7 @@ key_dims(struct sbuf *b, const char *k, const uint32_t v[3])
 static int
 key_seen(const char *k)
 {
-	unsigned n = C.nargs < 32 ? C.nargs : 32;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < C.nkeys; i++)
 		if (strcmp(C.args_keys[i], k) == 0)
 			return 1;
 	return 0;
@@ -1219,7 +1219,10 @@ cleanup(void)
 	chrome_strings_free(&C.str);
 	sb_free(&C.ev);
 	free(C.name_ok);
-	new_scope();
+	for (size_t i = 0; i < C.ncats; i++) {
+		free((char *)C.cats[i].domain);
+		free((char *)C.cats[i].name);
+	}
 	free(C.cats);
 	json_decref(C.meta);
 	json_decref(C.devices);

@@ -62,15 +62,22 @@ def unpaired_flows:
   | group_by([.cat, .name, .id])
   | map(select((map(.ph) | sort) != ["f", "s"]) | .[0].id);
 
-# Flow ends with no complete event on their track enclosing them.
+# Flow ends with no complete event on their track enclosing them.  Per
+# track, sweep intervals and flow points in time order: a point is
+# enclosed when some interval that began at or before it ends at or
+# after it, i.e. when the largest end so far reaches it.
 def unbound_flows:
-  ( [ .traceEvents[] | select(.ph == "X")
-      | {k: "\(.pid)/\(.tid)", b: (.ts | ns), e: ((.ts | ns) + (.dur | ns))} ]
-    | group_by(.k) | map({key: .[0].k, value: .}) | from_entries ) as $x
-  | [ .traceEvents[] | select(.ph == "s" or .ph == "f")
-      | (.ts | ns) as $t | "\(.pid)/\(.tid)" as $k
-      | select([ ($x[$k] // [])[] | select(.b <= $t and $t <= .e) ] | length == 0)
-      | .id ];
+  [ .traceEvents[]
+    | select(.ph == "X" or .ph == "s" or .ph == "t" or .ph == "f")
+    | {k: "\(.pid)/\(.tid)", t: (.ts | ns), x: (.ph == "X"),
+       e: (if .ph == "X" then (.ts | ns) + (.dur | ns) else null end), id} ]
+  | group_by(.k)
+  | map(sort_by(.t, (if .x then 0 else 1 end))
+        | reduce .[] as $i ({max: null, bad: []};
+            if $i.x then .max = ([.max, $i.e] | max)
+            elif .max == null or .max < $i.t then .bad += [$i.id]
+            else . end)
+        | .bad[]);
 
 # Async begin/end events that do not pair up by (cat, name, id).
 def unpaired_async:

@@ -7,9 +7,17 @@
 // another on its thread without nesting, so the two counts differ then.
 //
 // Usage: node devtools-check.mjs TRACE.json[.gz]
+// The package is looked for in $TK_NODE_MODULES, else in node_modules/
+// beside this file (npm ci --prefix tests/cli/chrome-parser).
 import fs from 'node:fs';
+import path from 'node:path';
+import url from 'node:url';
 import zlib from 'node:zlib';
-import * as Trace from '@paulirish/trace_engine/models/trace/trace.js';
+
+const modules = process.env.TK_NODE_MODULES ||
+    path.join(path.dirname(url.fileURLToPath(import.meta.url)), 'node_modules');
+const Trace = await import(url.pathToFileURL(
+    path.join(modules, '@paulirish/trace_engine/models/trace/trace.js')).href);
 
 // The engine runs in browsers; this is all it needs from one in node.
 globalThis.DOMRect ??= class DOMRect {
