@@ -208,6 +208,9 @@ const struct chrome_tkmap *chrome_layout_map(struct chrome_layout *l,
  * the first time they are used. */
 void chrome_layout_announce(struct chrome_layout *l, struct sbuf *out,
                             uint32_t ctrack, int *first);
+/* The same for a lane alone (counters). */
+void chrome_layout_announce_lane(struct chrome_layout *l, struct sbuf *out,
+                                 uint32_t lane, int *first);
 /* Place slice [begin, end] on base track `ctrack` or one of its extra
  * tracks, keeping every track strictly nested.  Returns the track used,
  * or 0 when all max_overflow extra tracks are taken. */

@@ -468,11 +468,10 @@ meta_head(struct sbuf *out, int *first, const char *what, int64_t pid, int64_t t
 }
 
 void
-chrome_layout_announce(struct chrome_layout *l, struct sbuf *out,
-                       uint32_t ctrack, int *first)
+chrome_layout_announce_lane(struct chrome_layout *l, struct sbuf *out,
+                            uint32_t lane, int *first)
 {
-	struct chrome_track *t = &l->tracks[ctrack];
-	struct chrome_lane *ln = &l->lanes[t->lane];
+	struct chrome_lane *ln = &l->lanes[lane];
 	if (!ln->announced) {
 		ln->announced = 1;
 		meta_head(out, first, "process_name", ln->pid, 0);
@@ -490,6 +489,15 @@ chrome_layout_announce(struct chrome_layout *l, struct sbuf *out,
 			sb_lit(out, "}}");
 		}
 	}
+}
+
+void
+chrome_layout_announce(struct chrome_layout *l, struct sbuf *out,
+                       uint32_t ctrack, int *first)
+{
+	struct chrome_track *t = &l->tracks[ctrack];
+	struct chrome_lane *ln = &l->lanes[t->lane];
+	chrome_layout_announce_lane(l, out, t->lane, first);
 	if (!t->announced) {
 		t->announced = 1;
 		meta_head(out, first, "thread_name", ln->pid, t->tid);

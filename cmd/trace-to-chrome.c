@@ -62,7 +62,7 @@ static struct conv {
 	json_t *meta, *devices, *inputs, *errors;
 	/* counts for otherData */
 	uint64_t events_read, events_written, filtered, async_fallback;
-	uint64_t released_early, flows, flow_events, dropped, nonfinite;
+	uint64_t released_early, flows, flow_events, dropped, nonfinite, bad_times;
 } C;
 
 static void
@@ -902,23 +902,9 @@ counter(const struct tk_event *e, const struct chrome_tkmap *m)
 		C.nonfinite++;
 		return;
 	}
-	struct chrome_lane *ln = &C.lay.lanes[m->lane];
-	if (!ln->announced) {
-		/* a lane holding only counters still needs its name */
-		ln->announced = 1;
-		sep(o);
-		sb_lit(o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-		sb_i64(o, ln->pid);
-		sb_lit(o, ",\"tid\":0,\"args\":{\"name\":");
-		chrome_escape(o, ln->name, strlen(ln->name));
-		sb_lit(o, "}}");
-		sep(o);
-		sb_lit(o, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
-		sb_i64(o, ln->pid);
-		sb_lit(o, ",\"tid\":0,\"args\":{\"sort_index\":");
-		sb_i64(o, ln->sort);
-		sb_lit(o, "}}");
-	}
+	/* a lane may hold only counters: it still needs its name */
+	chrome_layout_announce_lane(&C.lay, o, m->lane, &C.first);
+	const struct chrome_lane *ln = &C.lay.lanes[m->lane];
 	sep(o);
 	sb_lit(o, "{\"ph\":\"C\",\"name\":");
 	if (m->counter_name)
@@ -985,6 +971,16 @@ convert_event(const struct tk_reader *r, const struct tk_event *e)
 	if (!C.have_base)
 		set_base(r);
 	C.events_read++;
+	/* times that cannot be shown relative to the start (a damaged or
+	 * hostile file can hold any int64) are counted, not written */
+	int64_t end, rel, rel_end;
+	if (__builtin_add_overflow(e->ts, e->dur, &end) ||
+	    __builtin_sub_overflow(e->ts, C.base, &rel) ||
+	    __builtin_sub_overflow(end, C.base, &rel_end) ||
+	    rel < -(INT64_C(1) << 62) || rel_end > (INT64_C(1) << 62)) {
+		C.bad_times++;
+		goto skip;
+	}
 	if (e->kind == TK_DROPPED)
 		C.dropped += e->u.dropped.count;
 	if (e->kind == TK_COUNTER && !C.opt.counters)
@@ -994,8 +990,7 @@ convert_event(const struct tk_reader *r, const struct tk_event *e)
 	if (C.opt.has_name && e->kind != TK_COUNTER && e->kind != TK_DROPPED &&
 	    !name_selected(e))
 		goto skip;
-	int64_t rel = e->ts - C.base;
-	if (C.opt.has_from && rel + e->dur < C.opt.from)
+	if (C.opt.has_from && rel_end < C.opt.from)
 		goto skip;
 	if (C.opt.to >= 0 && rel > C.opt.to)
 		goto skip;
@@ -1167,6 +1162,9 @@ finish_output(void)
 	if (C.nonfinite)
 		json_object_set_new(tk, "nonfinite_counter_samples_skipped",
 		                    json_integer((json_int_t)C.nonfinite));
+	if (C.bad_times)
+		json_object_set_new(tk, "events_with_impossible_times_skipped",
+		                    json_integer((json_int_t)C.bad_times));
 	json_object_set_new(tk, "errors", C.errors);
 	C.inputs = C.errors = NULL;
 	json_object_set_new(C.meta, "tracekit", tk);

@@ -277,6 +277,19 @@ EOF
 	          "$(printf 'café "quoted" \\ back\tslash')"
 }
 
+@test "impossible times are counted, not written" {
+	F=$(fixture times.tkt <<'EOF'
+{"def":"process","ref":"p","pid":1,"host":"h","argv":["x"]}
+{"def":"thread","ref":"t","process":"p","tid":1,"name":"main"}
+{"kind":"range","track":"t","ts":1000,"dur":5,"name":"fine"}
+{"kind":"range","track":"t","ts":9223372036854775000,"dur":50,"name":"past the end of time"}
+EOF
+)
+	run -0 trace-to-chrome "$F"
+	assert_eq "$(jq -c '[[.traceEvents[] | select(.ph == "X") | .name], .otherData.tracekit.events_with_impossible_times_skipped]' <<< "$output")" \
+	          '[["fine"],1]'
+}
+
 @test "an empty trace gives valid JSON" {
 	F=$(fixture empty.tkt < /dev/null)
 	run -0 trace-to-chrome "$F"
