@@ -32,7 +32,10 @@ chrome_flows_init(struct chrome_flows *f, uint32_t cap, chrome_flow_emit *emit,
 	f->bucket = calloc(f->nbuckets, sizeof(*f->bucket));
 	if (!f->slot || !f->bucket)
 		cmd_die(EXIT_USAGE, "out of memory");
-	f->next_id = 1;
+	/* above the ids of imported flows (below 2^52, trace-to-chrome.c),
+	 * below 2^53 for JavaScript: an imported "ac2g" flow cannot take
+	 * one of these arrows' ids */
+	f->next_id = UINT64_C(1) << 52;
 	f->emit = emit;
 	f->ctx = ctx;
 }

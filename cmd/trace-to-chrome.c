@@ -947,9 +947,10 @@ flow(const struct tk_event *e, const struct chrome_tkmap *m)
 	sb_lit(b, ",\"pid\":");
 	sb_i64(b, C.lay.lanes[m->lane].pid);
 	sb_ch(b, ',');
-	/* ids of different traces must not meet: the scope goes above bit 40,
-	 * still below 2^53 for JavaScript viewers */
-	uint64_t id = ((uint64_t)(C.scope - 1) << 40) | (f->id & ((1ull << 40) - 1));
+	/* ids of different traces must not meet: the scope goes above bit
+	 * 40, below bit 52 (arrows made here start at 2^52, chrome_flows.c) */
+	uint64_t id = ((uint64_t)((C.scope - 1) & 0xfff) << 40) |
+	              (f->id & ((1ull << 40) - 1));
 	struct tk_event z = *e;
 	z.dur = 0;
 	queue(&z, m->ctrack, b->len, (int)f->phase, id, CE_FLOW);
