@@ -53,6 +53,7 @@ struct kind_cols {
 	uint32_t pos;              /* next one to deliver */
 	uint32_t cap;              /* events the arrays hold */
 	uint8_t *attrs;            /* count structs of the kind's size */
+	uint32_t *tracks;          /* the track of each, for per-track deltas */
 	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
@@ -121,6 +122,9 @@ struct tk_reader {
 	struct kind_cols kc[TK_KIND_MAX + 1];
 	int64_t *pred;
 	uint32_t pred_cap;
+	uint64_t *dprev;         /* per track, for D columns */
+	uint32_t *dprev_gen;
+	uint32_t dprev_cap, dprev_alloc, dgen;
 
 	struct tk_event ev;
 };
@@ -240,12 +244,15 @@ tk_reader_free(struct tk_reader *r)
 	free(r->namev);
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		free(r->kc[k].attrs);
+		free(r->kc[k].tracks);
 		free(r->kc[k].scratch);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
 	}
 	free(r->stream_track);
 	free(r->pred);
+	free(r->dprev);
+	free(r->dprev_gen);
 	free(r);
 }
 
@@ -1013,6 +1020,8 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 	k->attrs = p;
 	if (!(p = realloc(k->scratch, cap * sizeof(*k->scratch)))) return nomem(r);
 	k->scratch = p;
+	if (!(p = realloc(k->tracks, cap * sizeof(*k->tracks)))) return nomem(r);
+	k->tracks = p;
 	if (!(p = realloc(k->args, cap * sizeof(*k->args)))) return nomem(r);
 	k->args = p;
 	if (!(p = realloc(k->args_len, cap * sizeof(*k->args_len)))) return nomem(r);
@@ -1087,9 +1096,38 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 	return max ? corrupt(r, what) : TK_OK;
 }
 
+/* D columns: differences per track (see the writer's gather()). */
+static int
+undelta(struct tk_reader *r, const uint32_t *tracks, uint32_t n, uint64_t *v)
+{
+	if (++r->dgen == 0) {
+		memset(r->dprev_gen, 0, r->dprev_cap * sizeof(*r->dprev_gen));
+		r->dgen = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = tracks[i];
+		if (t >= r->dprev_cap &&
+		    grow((void **)&r->dprev_gen, &r->dprev_cap, sizeof(*r->dprev_gen), t))
+			return nomem(r);
+		if (t >= r->dprev_alloc) {
+			uint64_t *p = realloc(r->dprev, r->dprev_cap * sizeof(*p));
+			if (!p)
+				return nomem(r);
+			r->dprev = p;
+			r->dprev_alloc = r->dprev_cap;
+		}
+		uint64_t prev = r->dprev_gen[t] == r->dgen ? r->dprev[t] : 0;
+		v[i] = prev + (uint64_t)tkp_unzigzag(v[i]);
+		r->dprev[t] = v[i];
+		r->dprev_gen[t] = r->dgen;
+	}
+	return TK_OK;
+}
+
 static int
 decode_attr(struct tk_reader *r, const struct tkp_attr *a,
-            const struct colloc *c, uint32_t n, uint64_t *out)
+            const struct colloc *c, const uint32_t *tracks, uint32_t n,
+            uint64_t *out)
 {
 	int rc = decode_planes(r, c, n, out);
 	if (rc)
@@ -1099,12 +1137,10 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 		for (uint32_t i = 0; i < n; i++)
 			out[i] = (uint64_t)tkp_unzigzag(out[i]);
 		break;
-	case TKP_ENC_D: {
-		uint64_t prev = 0;
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = prev += (uint64_t)tkp_unzigzag(out[i]);
+	case TKP_ENC_D:
+		if ((rc = undelta(r, tracks, n, out)))
+			return rc;
 		break;
-	}
 	case TKP_ENC_STR:
 		if (r->raw)
 			break;
@@ -1270,7 +1306,8 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 		const struct tkp_attr *at = &ks->attrs[a];
 		const struct colloc *c = &cols[at->attr];
 		if (c->present) {
-			if ((rc = decode_attr(r, at, c, k->count, k->scratch)))
+			if ((rc = decode_attr(r, at, c, k->tracks, k->count,
+			                      k->scratch)))
 				return rc;
 		} else if (at->enc == TKP_ENC_STR) {
 			memset(k->scratch, 0, k->count * sizeof(*k->scratch));
@@ -1353,6 +1390,18 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	for (uint32_t i = 0; i < n; i++)
 		if (r->trackv[i] > max_track)
 			max_track = r->trackv[i];
+	/* each kind's tracks, for per-track differences */
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (r->kc[k].count &&
+		    (rc = ensure_kind_arrays(r, &r->kc[k], tkp_schema[k].size)))
+			return rc;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t k = r->kinds[i];
+		if (k <= TK_KIND_MAX)
+			r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
+	}
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		r->kc[k].pos = 0;
 	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
 	                       max_track)))
 		return rc;
