@@ -1595,6 +1595,11 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			continue;
 		}
 		if (memcmp(magic, TKP_MAGIC, 4) == 0) {
+			if (!r->ended)
+				return fail(r, TK_ETRUNC,
+				            "truncated at byte %llu (a new trace starts "
+				            "there before the end of the previous one)",
+				            (unsigned long long)(r->offset - 4));
 			if ((rc = read_header(r, magic, 4)))
 				return rc;
 			rec->type = TK_REC_SCOPE;
