@@ -46,6 +46,7 @@ struct trk {
 struct dev_scope {
 	struct busy busy;
 	struct pairbuf mem;      /* (ts, +bytes / -bytes) */
+	int64_t in_use;          /* allocated and not freed in this scope */
 	int active;
 };
 
@@ -569,9 +570,9 @@ device_memory_release(struct device *d, int64_t w)
 {
 	size_t n = pairbuf_ready(&d->cur.mem, w);
 	for (size_t i = 0; i < n; i++) {
-		d->pub.in_use += d->cur.mem.v[i].b;
-		if (d->pub.in_use > d->pub.peak)
-			d->pub.peak = d->pub.in_use;
+		d->cur.in_use += d->cur.mem.v[i].b;
+		if (d->cur.in_use > d->pub.peak)
+			d->pub.peak = d->cur.in_use;
 	}
 	pairbuf_drop(&d->cur.mem, n);
 }
@@ -626,8 +627,10 @@ end_scope(struct agg *a)
 		}
 		busy_free(b);
 		pairbuf_free(&d->cur.mem);
-		/* allocations are counted within each trace */
-		d->pub.in_use = 0;
+		/* allocations are counted within each trace: the peak is the
+		 * highest of any, what was not freed adds up */
+		d->pub.in_use += d->cur.in_use;
+		d->cur.in_use = 0;
 		d->cur.active = 0;
 	}
 	if (a->per)
@@ -1007,7 +1010,8 @@ agg_finish(struct agg *a)
 		dist_summary(&a->groups[i].dur, &a->groups[i].s);
 	for (size_t i = 0; i < a->ndevs; i++) {
 		struct device *d = &a->devs[i];
-		qsort(d->segs, d->nsegs, sizeof(*d->segs), cmp_segment);
+		if (d->nsegs > 1)
+			qsort(d->segs, d->nsegs, sizeof(*d->segs), cmp_segment);
 		int64_t last = INT64_MIN;
 		for (size_t s = 0; s < d->nsegs; s++) {
 			if (d->segs[s].first < last)

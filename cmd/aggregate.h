@@ -69,7 +69,11 @@ struct agg_device {
 	int has_counter;
 	double counter_max;
 	uint64_t allocs, frees, alloc_bytes;
-	int64_t in_use, peak;    /* bytes allocated and not freed; its maximum */
+	int64_t in_use;          /* bytes allocated and not freed at the end
+	                            of each trace, added up (negative when the
+	                            window holds frees of earlier allocations) */
+	int64_t peak;            /* highest allocated-and-not-freed, counting
+	                            from 0 at the start of each trace */
 };
 
 struct agg_process {

@@ -402,7 +402,8 @@ perinst_finish(struct perinst *p)
 	for (size_t i = 0; i < p->capcells; i++)
 		if (p->cells[i].key != UINT64_MAX)
 			p->cells[n++] = p->cells[i];
-	qsort(p->cells, n, sizeof(*p->cells), cmp_cell);
+	if (n > 1)
+		qsort(p->cells, n, sizeof(*p->cells), cmp_cell);
 	size_t ngroups = 0;
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || p->cells[i].key >> 32 != p->cells[i - 1].key >> 32)

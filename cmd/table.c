@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,15 @@ table_print(const struct table *t, FILE *f, const char *indent)
 	for (size_t c = 0; c < t->ncols; c++)
 		if (used[c])
 			last = c;
+	/* room left for the last column */
+	size_t room = SIZE_MAX;
+	if (t->max_width && t->cols[last].left) {
+		size_t before = width(indent);
+		for (size_t c = 0; c < last; c++)
+			if (used[c])
+				before += w[c] + 2;
+		room = t->max_width > before + 30 ? t->max_width - before : 30;
+	}
 	for (size_t r = 0; r <= t->nrows; r++) {
 		fputs(indent, f);
 		int first = 1;
@@ -97,6 +107,17 @@ table_print(const struct table *t, FILE *f, const char *indent)
 				fputs("  ", f);
 			first = 0;
 			size_t sw = width(s);
+			if (c == last && sw > room) {
+				/* cut at a character boundary */
+				size_t cols = 0, i = 0;
+				for (; s[i]; i++) {
+					if (((unsigned char)s[i] & 0xc0) != 0x80 && cols++ == room - 3)
+						break;
+				}
+				fwrite(s, 1, i, f);
+				fputs("...", f);
+				continue;
+			}
 			if (t->cols[c].left) {
 				fputs(s, f);
 				if (c != last)

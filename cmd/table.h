@@ -20,6 +20,7 @@ struct table_col {
 struct table {
 	const struct table_col *cols;
 	size_t ncols;
+	size_t max_width;        /* cut the last column to fit; 0 = never */
 	char **cells;            /* row-major; NULL = empty */
 	size_t nrows, caprows;
 };
@@ -31,7 +32,9 @@ void table_row(struct table *t);
 void table_set(struct table *t, size_t col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Print: a title row, then the rows, each line starting with `indent`.
- * Columns whose cells are all empty are left out. */
+ * Columns whose cells are all empty are left out.  With max_width, a
+ * last text column too long for the line is cut, ending in "...", but
+ * never to fewer than 30 columns. */
 void table_print(const struct table *t, FILE *f, const char *indent);
 void table_free(struct table *t);
 

@@ -7,6 +7,7 @@
  * names, integer nanoseconds) for programs.  The figures come from
  * aggregate.c; this file chooses, orders and prints them.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -48,7 +49,7 @@ struct options {
 	const char *unit_name;
 	int findings;
 	int full_names;
-	size_t name_width;
+	size_t line_width;       /* text tables are cut to this; 0 = never */
 	struct agg_options agg;
 };
 
@@ -144,11 +145,12 @@ pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0;
 }
 
-/* A name for a text table: a kernel's return type and parameter list
- * are dropped when it is a template (the parameters repeat the template
- * arguments), then the rest is cut to the width. */
+/* A name for people: a kernel's return type and parameter list are
+ * dropped when it is a template (the parameters repeat the template
+ * arguments); tables then cut what does not fit the line.  `max` > 0
+ * cuts here (findings).  Returns a buffer valid until the next call. */
 static const char *
-display_name(const char *name)
+short_name(const char *name, size_t max)
 {
 	static char *buf;
 	static size_t cap;
@@ -178,8 +180,8 @@ display_name(const char *name)
 		if (i < n && i > 0 && memchr(s, '<', i) && s[i - 1] == '>')
 			n = i;
 	}
-	if (opt.name_width && n > opt.name_width) {
-		size_t keep = opt.name_width > 3 ? opt.name_width - 3 : 0;
+	if (max && n > max) {
+		size_t keep = max - 3;
 		/* do not cut inside a UTF-8 sequence */
 		while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
 			keep--;
@@ -190,6 +192,19 @@ display_name(const char *name)
 	memcpy(buf, s, n);
 	buf[n] = 0;
 	return buf;
+}
+
+static const char *
+display_name(const char *name)
+{
+	return short_name(name, 0);
+}
+
+/* Names in the one-line findings. */
+static const char *
+finding_name(const char *name)
+{
+	return short_name(name, 60);
 }
 
 static const char *
@@ -433,7 +448,7 @@ table_findings(struct agg *a, enum agg_table t)
 			listed++;
 			add_finding(p >= 50 ? "bottleneck" : "hotspot", table_keys[t],
 			            g->name, p, "%s takes %.1f%% of %s (%s)",
-			            display_name(g->name), p, table_nouns[t],
+			            finding_name(g->name), p, table_nouns[t],
 			            fmt_time(b1, sizeof(b1), (double)g->s.total));
 		}
 	}
@@ -461,7 +476,7 @@ table_findings(struct agg *a, enum agg_table t)
 		listed++;
 		add_finding("variance", table_keys[t], g->name, cv,
 		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
-		            display_name(g->name),
+		            finding_name(g->name),
 		            isinf(ratio) ? "inf" : (snprintf(b2, sizeof(b2), "%.1f", ratio), b2),
 		            cv, fmt_time(b1, sizeof(b1), (double)g->s.min),
 		            fmt_time((char[32]){ 0 }, 32, (double)g->s.max));
@@ -482,7 +497,7 @@ table_findings(struct agg *a, enum agg_table t)
 		double x = (double)g->first_dur / g->s.p50;
 		add_finding("warmup", table_keys[t], g->name, x,
 		            "%s: the first instance took %s, %.1fx the median %s",
-		            display_name(g->name),
+		            finding_name(g->name),
 		            fmt_time(b1, sizeof(b1), (double)g->first_dur), x,
 		            fmt_time(b2, sizeof(b2), g->s.p50));
 	}
@@ -528,7 +543,9 @@ compute_findings(struct agg *a)
 		for (size_t i = 0; i < p->nchildren && listed < FINDINGS_PER_TABLE; i++) {
 			const struct perinst_child *c = &p->children[order[i]];
 			struct child_desc d = child_desc(a, c);
-			if (d.rank != 0)
+			/* ranges and API calls: what the thread spends each
+			 * instance on (GPU work runs beside it) */
+			if (d.rank != 0 && d.rank != 5)
 				continue;
 			double share = pct((double)c->time.total, inst_total);
 			if (share < 20 || share > 99.5)
@@ -536,7 +553,7 @@ compute_findings(struct agg *a)
 			listed++;
 			add_finding(share >= 50 ? "bottleneck" : "hotspot", "per",
 			            d.name, share, "%s takes %.1f%% of each %s",
-			            display_name(d.name), share, opt.agg.per);
+			            finding_name(d.name), share, opt.agg.per);
 		}
 		free(order);
 	}
@@ -544,10 +561,13 @@ compute_findings(struct agg *a)
 
 /* ---- text ---------------------------------------------------------------------- */
 
+static int printed_section;
+
+/* A section title, after a blank line unless it comes first. */
 static void
 text_section(const char *title)
 {
-	printf("\n%s\n", title);
+	printf("%s%s\n", printed_section++ ? "\n" : "", title);
 }
 
 static void
@@ -555,7 +575,7 @@ text_run(struct agg *a, char **files, int nfiles)
 {
 	const struct agg_run *run = agg_run(a);
 	char b[64];
-	printf("Run\n");
+	text_section("Run");
 	printf("  %-10s", nfiles > 1 ? "inputs" : "input");
 	for (int i = 0; i < nfiles; i++)
 		printf("%s%s", i ? ", " : "", cmd_display_path(files[i]));
@@ -670,15 +690,19 @@ text_ops(struct agg *a, enum agg_table t, int force)
 {
 	struct rows r = table_rows(a, t);
 	char b[64];
+	char title[160];
 	if (!r.n) {
-		if (force)
-			printf("\n%s: none\n", table_titles[t]);
+		if (force) {
+			snprintf(title, sizeof(title), "%s: none", table_titles[t]);
+			text_section(title);
+		}
 		free(r.v);
 		return;
 	}
-	printf("\n%s: %" PRIu64 " in %zu group%s, %s in all\n", table_titles[t],
-	       r.count, r.n, r.n == 1 ? "" : "s",
-	       fmt_time(b, sizeof(b), (double)r.total));
+	snprintf(title, sizeof(title), "%s: %" PRIu64 " in %zu group%s, %s in all",
+	         table_titles[t], r.count, r.n, r.n == 1 ? "" : "s",
+	         fmt_time(b, sizeof(b), (double)r.total));
+	text_section(title);
 	struct table_col cols[C_NCOLS] = {
 		{ "Time %", 0 }, { time_title("Total"), 0 }, { "Count", 0 },
 		{ time_title("Mean"), 0 }, { time_title("StdDev"), 0 },
@@ -716,6 +740,7 @@ text_ops(struct agg *a, enum agg_table t, int force)
 			table_set(&tb, C_DOMAIN, "%s", *g->domain ? g->domain : "-");
 		table_set(&tb, C_NAME, "%s", display_name(g->name));
 	}
+	tb.max_width = opt.line_width;
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	if (r.shown < r.n) {
@@ -772,6 +797,7 @@ text_processes(struct agg *a)
 		table_set(&tb, 10, "%s", *p->command ? p->command : p->name);
 	}
 	text_section("Processes");
+	tb.max_width = opt.line_width;
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 }
@@ -821,6 +847,7 @@ text_gpus(struct agg *a)
 		return;
 	}
 	text_section("GPU time (busy: the union of the intervals with work on the GPU)");
+	tb.max_width = opt.line_width;
 	table_print(&tb, stdout, "  ");
 	if (inexact)
 		printf("  * several traces overlap in time on this GPU: their busy "
@@ -879,7 +906,8 @@ text_memory(struct agg *a)
 	}
 	if (tb.nrows) {
 		text_section("Memory peaks");
-		table_print(&tb, stdout, "  ");
+		tb.max_width = opt.line_width;
+	table_print(&tb, stdout, "  ");
 	}
 	table_free(&tb);
 }
@@ -895,11 +923,13 @@ text_per(struct agg *a)
 	struct summary s;
 	dist_summary(&dur, &s);
 	int64_t span = p->last > p->first ? p->last - p->first : 0;
-	printf("\nPer instance of range \"%s\": %" PRIu64 " instance%s", opt.agg.per,
-	       s.count, s.count == 1 ? "" : "s");
-	if (span > 0 && s.count)
-		printf(", %.3f per second", (double)s.count * 1e9 / (double)span);
-	putchar('\n');
+	char title[512];
+	int n = snprintf(title, sizeof(title), "Per instance of range \"%s\": %" PRIu64
+	                 " instance%s", opt.agg.per, s.count, s.count == 1 ? "" : "s");
+	if (span > 0 && s.count && n > 0 && (size_t)n < sizeof(title))
+		snprintf(title + n, sizeof(title) - (size_t)n, ", %.3f per second",
+		         (double)s.count * 1e9 / (double)span);
+	text_section(title);
 	if (!s.count) {
 		printf("  (no such range)\n");
 		return;
@@ -954,7 +984,8 @@ text_per(struct agg *a)
 			table_set(&tb, 10, "%s", display_name(d.name));
 	}
 	if (tb.nrows)
-		table_print(&tb, stdout, "  ");
+		tb.max_width = opt.line_width;
+	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	free(order);
 	if (p->gpu_outside)
@@ -969,7 +1000,7 @@ text_per(struct agg *a)
 static void
 text_findings(void)
 {
-	printf("\nFindings\n");
+	text_section("Findings");
 	if (!nfindings) {
 		printf("  none\n");
 		return;
@@ -1579,6 +1610,21 @@ json_findings(void)
 	return arr;
 }
 
+/* Write and flush, reporting a failure by the errno of the write itself
+ * (a large fwrite bypasses the buffer, so flushing again later would
+ * not tell why it failed). */
+static void
+emit(const char *s, size_t n)
+{
+	errno = 0;
+	if (fwrite(s, 1, n, stdout) == n && fflush(stdout) == 0)
+		return;
+	int e = errno;
+	if (e == EPIPE)
+		exit(0);
+	cmd_die(EXIT_USAGE, "write error: %s", strerror(e ? e : EIO));
+}
+
 /* ---- options ------------------------------------------------------------------------------ */
 
 static size_t
@@ -1647,9 +1693,9 @@ compile_regex(regex_t *re, const char *pattern, const char *what)
 	}
 }
 
-/* Width left for names in text tables. */
+/* Width of text lines: the terminal's, else $COLUMNS, else 200. */
 static size_t
-name_width(void)
+line_width(void)
 {
 	struct winsize ws;
 	const char *c = getenv("COLUMNS");
@@ -1658,10 +1704,7 @@ name_width(void)
 		cols = ws.ws_col;
 	else if (c && *c)
 		cols = strtol(c, NULL, 10);
-	if (cols <= 0)
-		return 80;
-	/* the numeric columns before the name take about 100 columns */
-	return cols - 100 > 40 ? (size_t)(cols - 100) : 40;
+	return cols > 0 ? (size_t)cols : 200;
 }
 
 /* Which reports have something to show. */
@@ -1820,7 +1863,7 @@ main(int argc, char **argv)
 	}
 	if (opt.agg.to <= opt.agg.from)
 		cmd_usage_error("--to must be later than --from");
-	opt.name_width = opt.full_names ? 0 : name_width();
+	opt.line_width = opt.full_names ? 0 : line_width();
 
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
@@ -1832,6 +1875,18 @@ main(int argc, char **argv)
 	for (int i = 0; i < nfiles; i++)
 		status |= agg_read(a, files[i]);
 	agg_finish(a);
+	if (status && agg_run(a)->events_read == 0) {
+		/* nothing could be read: the messages say it all */
+		agg_free(a);
+		free(pids);
+		free(devices);
+		free(streams);
+		if (opt.agg.name)
+			regfree(&name_re);
+		if (opt.agg.exclude)
+			regfree(&exclude_re);
+		return cmd_finish(status);
+	}
 
 	unsigned data = reports_with_data(a);
 	unsigned reports = opt.reports ? opt.reports : data;
@@ -1893,9 +1948,12 @@ main(int argc, char **argv)
 		if (reports & 1u << R_MEMORY) jset(o, "memory", json_memory(a));
 		if (agg_per(a)) jset(o, "per", json_per(a));
 		if (opt.findings) jset(o, "findings", json_findings());
-		if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) < 0)
-			cmd_check_output(stdout);
-		putchar('\n');
+		char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+		if (!text)
+			cmd_die(EXIT_USAGE, "out of memory");
+		emit(text, strlen(text));
+		emit("\n", 1);
+		free(text);
 		json_decref(o);
 		break;
 	}
