@@ -27,11 +27,12 @@ enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
 
 enum report {
 	R_RUN, R_KERNELS, R_MEMOPS, R_API, R_RANGES, R_PROCESSES, R_GPU,
-	R_MEMORY, R_NREPORTS
+	R_MEMORY, R_FINDINGS, R_NREPORTS
 };
 
 static const char *const report_names[R_NREPORTS] = {
 	"run", "kernels", "memops", "api", "ranges", "processes", "gpu", "memory",
+	"findings",
 };
 
 enum sort_key { S_TOTAL, S_COUNT, S_MEAN, S_MEDIAN, S_P95, S_MAX, S_NAME };
@@ -64,8 +65,8 @@ usage(void)
 	       "Output:\n"
 	       "  -c, --csv            CSV; times in integer ns\n"
 	       "  -j, --json           one JSON object; times in integer ns\n"
-	       "  -r, --report LIST    run,kernels,memops,api,ranges,processes,gpu,memory\n"
-	       "                       (default: every report that has data)\n"
+	       "  -r, --report LIST    run,kernels,memops,api,ranges,processes,gpu,memory,\n"
+	       "                       findings (default: every report that has data)\n"
 	       "  -n, --top N          at most N rows per table\n"
 	       "  -s, --sort KEY       total, count, mean, median, p95, max or name\n"
 	       "      --units UNIT     ns, us, ms or s for every time in text\n"
@@ -1673,7 +1674,7 @@ parse_reports(const char *s)
 			cmd_warn("unknown report '%s'", t);
 			free(copy);
 			cmd_usage_error("reports are: run, kernels, memops, api, ranges, "
-			                "processes, gpu, memory, all");
+			                "processes, gpu, memory, findings, all");
 		}
 	}
 	free(copy);
@@ -1888,11 +1889,16 @@ main(int argc, char **argv)
 		return cmd_finish(status);
 	}
 
-	unsigned data = reports_with_data(a);
-	unsigned reports = opt.reports ? opt.reports : data;
-	if (opt.format == FMT_TEXT && opt.findings)
-		compute_findings(a);
-	if (opt.format == FMT_JSON && opt.findings)
+	/* the default: every report with data, and the findings but in CSV,
+	 * which is then the one table of the operations */
+	unsigned ops = (1u << R_KERNELS) | (1u << R_MEMOPS) | (1u << R_API) |
+	               (1u << R_RANGES);
+	unsigned reports = opt.reports ? opt.reports
+	                 : opt.format == FMT_CSV ? ops
+	                 : reports_with_data(a) | 1u << R_FINDINGS;
+	if (!opt.findings)
+		reports &= ~(1u << R_FINDINGS);
+	if (reports & 1u << R_FINDINGS)
 		compute_findings(a);
 
 	switch (opt.format) {
@@ -1907,28 +1913,21 @@ main(int argc, char **argv)
 		if (reports & 1u << R_GPU) text_gpus(a);
 		if (reports & 1u << R_MEMORY) text_memory(a);
 		text_per(a);
-		if (opt.findings)
+		if (reports & 1u << R_FINDINGS)
 			text_findings();
 		break;
 	case FMT_CSV: {
-		/* the operation tables share one header; other reports, asked
-		 * for by name, follow as their own tables after a blank line */
-		unsigned ops = (1u << R_KERNELS) | (1u << R_MEMOPS) | (1u << R_API) |
-		               (1u << R_RANGES);
-		unsigned want = opt.reports ? opt.reports : ops;
+		/* the operation tables share one header; other reports follow
+		 * as their own tables after a blank line */
 		int sections = 0;
 #define SECTION() do { if (sections++) putchar('\n'); } while (0)
-		if (want & ops) { SECTION(); csv_ops(a, want); }
-		if (want & 1u << R_RUN) { SECTION(); csv_run(a); }
-		if (want & 1u << R_PROCESSES) { SECTION(); csv_processes(a); }
-		if (want & 1u << R_GPU) { SECTION(); csv_gpus(a); }
-		if (want & 1u << R_MEMORY) { SECTION(); csv_memory(a); }
+		if (reports & ops) { SECTION(); csv_ops(a, reports); }
+		if (reports & 1u << R_RUN) { SECTION(); csv_run(a); }
+		if (reports & 1u << R_PROCESSES) { SECTION(); csv_processes(a); }
+		if (reports & 1u << R_GPU) { SECTION(); csv_gpus(a); }
+		if (reports & 1u << R_MEMORY) { SECTION(); csv_memory(a); }
 		if (agg_per(a)) { SECTION(); csv_per(a); }
-		if (opt.reports && opt.findings) {
-			compute_findings(a);
-			SECTION();
-			csv_findings();
-		}
+		if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(); }
 #undef SECTION
 		break;
 	}
@@ -1947,7 +1946,7 @@ main(int argc, char **argv)
 		if (reports & 1u << R_GPU) jset(o, "gpus", json_gpus(a));
 		if (reports & 1u << R_MEMORY) jset(o, "memory", json_memory(a));
 		if (agg_per(a)) jset(o, "per", json_per(a));
-		if (opt.findings) jset(o, "findings", json_findings());
+		if (reports & 1u << R_FINDINGS) jset(o, "findings", json_findings());
 		char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 		if (!text)
 			cmd_die(EXIT_USAGE, "out of memory");

@@ -98,7 +98,7 @@ PY
 }
 
 @test "CSV: other reports by name, each with its own header" {
-	run -0 trace-stats --csv --report gpu,processes,memory,run "$T"
+	run -0 trace-stats --csv --report gpu,processes,memory,run,findings "$T"
 	[[ "$output" == *"report,device,name,host,busy_ns,busy_pct,kernel_ns,copy_ns,overlap_ns,idle_ns,idle_pct,ops,first_ns,last_ns,exact"* ]]
 	[[ "$output" == *"report,pid,ppid,host,name,label,command,wall_ns,user_ns,system_ns,cpu_pct,max_rss_bytes,exit,exit_code,signal,rss_peak_bytes"* ]]
 	[[ "$output" == *"report,where,pid,device,source,peak_bytes,allocs,frees,alloc_bytes,not_freed_bytes"* ]]
@@ -347,10 +347,10 @@ PY
 	# a first short run with a slow flash_fwd, then the normal run
 	W=$(synth_trace warm.tkt --steps 1 --layers 2 --slow flash_fwd=6 --start 1699999999000000000)
 	B=$(synth_trace bottle.tkt --steps 6 --layers 2 --slow flash_bwd=30)
-	run -0 trace-stats --report kernels "$W" "$T"
+	run -0 trace-stats --report kernels,findings "$W" "$T"
 	[[ "$output" == *"  warm-up       flash_fwd_kernel<"*": the first instance took "*"x the median "* ]]
 	[[ "$output" == *"  high variance flash_fwd_kernel<"*" varies: max/min "* ]]
-	run -0 trace-stats --report kernels "$B"
+	run -0 trace-stats --report kernels,findings "$B"
 	[[ "$output" == *"  bottleneck    flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<"*" takes "*"% of GPU kernel time ("* ]]
 	run -0 trace-stats --json "$B"
 	share=$(jq -r '.kernels[0].time_pct' <<< "$output")
@@ -364,7 +364,7 @@ PY
 	[[ "$output" != *"Findings"* ]]
 	run -0 trace-stats --json --no-findings "$T"
 	assert_eq "$(jq 'has("findings")' <<< "$output")" false
-	run -0 trace-stats --per step --report run "$B"
+	run -0 trace-stats --per step --report findings "$B"
 	[[ "$output" == *"  bottleneck    cudaStreamSynchronize takes "*"% of each step"* ]]
 }
 
@@ -372,13 +372,20 @@ PY
 	run -0 trace-stats --report gpu "$T"
 	[[ "${lines[0]}" == "GPU time"* ]]
 	[[ "$output" != *"GPU kernels"* ]]
-	run -0 trace-stats --json --report kernels,api --no-findings "$T"
+	run -0 trace-stats --json --report kernels,api "$T"
 	assert_eq "$(jq -c 'keys' <<< "$output")" '["api","approx","kernels","schema"]'
+	run -0 trace-stats --json --report kernels,findings "$T"
+	assert_eq "$(jq -c 'keys' <<< "$output")" '["approx","findings","kernels","schema"]'
+	run -0 trace-stats --report findings "$T"
+	assert_eq "${lines[0]}" "Findings"
+	# one CSV table when one is asked for
+	run -0 trace-stats --csv --report kernels "$T"
+	[ "$(printf '%s\n' "$output" | grep -c '^report,')" -eq 1 ]
 	run -0 trace-stats --report kernels --exclude . "$T"
 	[[ "$output" == *"GPU kernels: none"* ]]
 	run -2 --separate-stderr trace-stats --report kernels,bogus "$T"
 	assert_eq "${stderr_lines[0]}" "trace-stats: unknown report 'bogus'"
-	assert_eq "${stderr_lines[1]}" "trace-stats: reports are: run, kernels, memops, api, ranges, processes, gpu, memory, all"
+	assert_eq "${stderr_lines[1]}" "trace-stats: reports are: run, kernels, memops, api, ranges, processes, gpu, memory, findings, all"
 }
 
 @test "JSON: stable schema, integer nanoseconds" {
