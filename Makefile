@@ -118,12 +118,10 @@ $(O)/bin/%: $(O)/cmd/%.o $(O)/cmd/libcmd.a $(STATIC_LIB)
 
 # ---- tests ------------------------------------------------------------------
 
-# Unit tests also link the commands' shared code (cmd/*.c but trace-*.c),
-# so modules such as cmd/dist.c are tested directly.
-$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(O)/cmd/libcmd.a
+$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
+		$(STATIC_LIB) $(DEPS_LIBS)
 
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(O)/cmd/libcmd.a
 	@mkdir -p $(@D)

@@ -10,11 +10,11 @@
 
 #include "tap.h"
 #include "helpers.h"
-#include "aggregate.h"
-#include "busy.h"
-#include "perinst.h"
-#include "strmap.h"
-#include "util.h"
+#include "../../cmd/aggregate.h"
+#include "../../cmd/busy.h"
+#include "../../cmd/perinst.h"
+#include "../../cmd/strmap.h"
+#include "../../cmd/util.h"
 
 /* ---- busy ---------------------------------------------------------------------- */
 

@@ -9,8 +9,8 @@
 
 #include "tap.h"
 #include "helpers.h"
-#include "dist.h"
-#include "sketch.h"
+#include "../../cmd/dist.h"
+#include "../../cmd/sketch.h"
 
 static int
 cmp_i64(const void *a, const void *b)
