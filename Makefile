@@ -23,6 +23,8 @@ endif
 comma := ,
 
 CFLAGS ?= -O2 -g
+# The library is the hot path of every command: optimise it harder.
+LIB_CFLAGS ?= -O3
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wpointer-arith \
         -Wno-missing-field-initializers
@@ -78,13 +80,13 @@ SHARED_LIB := $(O)/lib/libtracekit.so.$(SOVERSION)
 .PHONY: all check check-valgrind demo install uninstall clean bench fuzz \
         fuzz-smoke lint-man help tests
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS) $(O)/tracekit.pc
+all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS)
 
 # ---- library ----------------------------------------------------------------
 
 $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
 
 $(STATIC_LIB): $(LIB_OBJ)
 	$(Q)rm -f $@
@@ -94,12 +96,6 @@ $(SHARED_LIB): $(LIB_OBJ)
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
 		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
 	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
-
-$(O)/tracekit.pc: tracekit.pc.in Makefile
-	@mkdir -p $(@D)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-		$< > $@
 
 # ---- commands ---------------------------------------------------------------
 # Commands link the static library: no rpath or LD_LIBRARY_PATH games.
@@ -118,10 +114,10 @@ $(O)/bin/%: $(O)/cmd/%.o $(O)/cmd/libcmd.a $(STATIC_LIB)
 
 # ---- tests ------------------------------------------------------------------
 
-$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB)
+$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(O)/cmd/libcmd.a
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
-		$(STATIC_LIB) $(DEPS_LIBS)
+		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
 
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(O)/cmd/libcmd.a
 	@mkdir -p $(@D)
@@ -138,10 +134,10 @@ $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(O)/
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
 check: tests
-	$(Q)O=$(O) tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) tests/run-tests.sh
 
 check-valgrind: tests
-	$(Q)O=$(O) TK_VALGRIND=1 tests/run-tests.sh
+	$(Q)O=$(O) SAN=$(SAN) TK_VALGRIND=1 tests/run-tests.sh
 
 # libFuzzer builds (clang), separate from the check builds.
 FUZZ_O := build-fuzz
@@ -167,6 +163,85 @@ lint-man:
 	$(Q)mandoc -Tlint -Wwarning $(MANS)
 	@echo "man pages: $(words $(MANS)) linted"
 
+# ---- GPU: CUPTI activity converter, CUDA sample ----------------------------
+# lib/inject/cupti_convert.c turns CUPTI activity records into events; the
+# injection library links $(CUPTI_CONVERT_OBJ) (empty when not built) and
+# compiles with $(CUPTI_CFLAGS), links $(CUPTI_LIBS).  It reads the record
+# layouts of CUPTI 13.0, so it is built only with those headers.  Its unit
+# test links libcupti when present (no GPU or driver needed) to walk real
+# buffers; otherwise it tests the records alone, and without CUPTI headers
+# it is a single skipped test.  nvcc, when present, builds the CUDA sample
+# that tests/gpu/run.sh (`make check-gpu`) records on a machine with a GPU.
+HAVE_CUPTI_CONVERT := $(if $(HAVE_CUPTI),$(shell grep -Eqs \
+	'define CUPTI_API_VERSION 1300[0-9][0-9]' \
+	$(CUDA_HOME)/include/cupti_version.h && echo 1))
+CUPTI_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
+	$(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+CUPTI_CFLAGS := -I$(CUDA_HOME)/include -Ilib/inject
+CUPTI_LIBS := $(if $(CUPTI_LIB),-L$(dir $(CUPTI_LIB)) \
+	-Wl$(comma)-rpath$(comma)$(dir $(CUPTI_LIB)) \
+	-Wl$(comma)--push-state$(comma)--no-as-needed -lcupti -Wl$(comma)--pop-state) -ldl
+CUPTI_CONVERT_OBJ :=
+CUPTI_BENCH := $(O)/tests/bench/cupti-convert-bench
+CUDA_SAMPLE := $(O)/tests/apps/cuda_sample
+
+ifneq ($(MAKECMDGOALS),clean)
+ifneq ($(HAVE_CUPTI),)
+ifeq ($(HAVE_CUPTI_CONVERT),)
+$(info tracekit: CUPTI under CUDA_HOME=$(CUDA_HOME) is not 13.0; the CUPTI converter is not built)
+endif
+endif
+endif
+# Rebuild the converter's test when CUDA_HOME or what was found there
+# changes, so that a build without CUPTI really runs the skipped variant.
+CUPTI_STATE := $(O)/.cupti-state
+CUPTI_FOUND := $(CUDA_HOME) $(HAVE_CUPTI_CONVERT) $(CUPTI_LIB)
+$(CUPTI_STATE): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CUPTI_FOUND)' | cmp -s - $@ 2>/dev/null || echo '$(CUPTI_FOUND)' > $@
+FORCE:
+
+ifneq ($(HAVE_CUPTI_CONVERT),)
+CUPTI_CONVERT_OBJ := $(O)/lib/inject/cupti_convert.o
+
+$(CUPTI_CONVERT_OBJ): lib/inject/cupti_convert.c lib/inject/cupti_convert.h \
+		lib/tracekit.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -c -o $@ $<
+
+$(O)/tests/unit/test_cupti_convert: tests/unit/test_cupti_convert.c \
+		tests/unit/tap.h tests/unit/helpers.h $(CUPTI_CONVERT_OBJ) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -DTK_HAVE_CUPTI $(CUPTI_CFLAGS) -Itests/unit \
+		$(ALL_LDFLAGS) -o $@ $< $(CUPTI_CONVERT_OBJ) $(STATIC_LIB) \
+		$(DEPS_LIBS) $(CUPTI_LIBS)
+
+$(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
+		$(STATIC_LIB) $(O)/cmd/libcmd.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
+		$(CUPTI_CONVERT_OBJ) $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS) \
+		$(CUPTI_LIBS)
+
+tests bench: $(CUPTI_BENCH)
+endif
+
+ifneq ($(NVCC),)
+$(CUDA_SAMPLE): tests/apps/cuda_sample.cu
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -lineinfo -Werror all-warnings \
+		-Xcompiler -Wall,-Wextra -o $@ $< -ldl
+
+tests: $(CUDA_SAMPLE)
+endif
+
+$(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
+
+check-gpu: tests
+	$(Q)O=$(O) tests/gpu/run.sh
+
+.PHONY: check-gpu FORCE
+
 # ---- demo -------------------------------------------------------------------
 
 demo:
@@ -184,7 +259,9 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)
 	ln -sf libtracekit.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracekit.so
 	install -m 644 lib/tracekit.h $(DESTDIR)$(INCLUDEDIR)
-	install -m 644 $(O)/tracekit.pc $(DESTDIR)$(PKGCONFIGDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		tracekit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
 	for m in $(MANS); do install -m 644 $$m \
 		$(DESTDIR)$(MANDIR)/man$${m##*.}; done
 

@@ -19,6 +19,8 @@ cmd_init(const char *name)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+static void vwarn(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static void
 vwarn(const char *fmt, va_list ap)
 {
@@ -147,19 +149,31 @@ cmd_parse_uint(const char *s, uint64_t *v)
 	return 0;
 }
 
-int
-cmd_parse_percent(const char *s, double *fraction)
+/* A finite number >= 0 (> 0 when `positive`), optionally followed by
+ * one `suffix` character; 0, or -1 when malformed. */
+static int
+parse_number(const char *s, char suffix, int positive, double *v)
 {
 	if (!s || !*s)
 		return -1;
 	char *end;
 	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	double x = strtod(s, &end);
+	if (end == s || errno || !isfinite(x) || x < 0 || (positive && x == 0))
 		return -1;
-	if (*end == '%')
+	if (*end == suffix || (suffix == 'x' && *end == 'X'))
 		end++;
 	if (*end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int
+cmd_parse_percent(const char *s, double *fraction)
+{
+	double v;
+	if (parse_number(s, '%', 0, &v) < 0)
 		return -1;
 	*fraction = v / 100.0;
 	return 0;
@@ -168,19 +182,7 @@ cmd_parse_percent(const char *s, double *fraction)
 int
 cmd_parse_factor(const char *s, double *v)
 {
-	if (!s || !*s)
-		return -1;
-	char *end;
-	errno = 0;
-	double x = strtod(s, &end);
-	if (end == s || errno || !isfinite(x) || x <= 0)
-		return -1;
-	if (*end == 'x' || *end == 'X')
-		end++;
-	if (*end)
-		return -1;
-	*v = x;
-	return 0;
+	return parse_number(s, 'x', 1, v);
 }
 
 /* ---- units ----------------------------------------------------------------------- */

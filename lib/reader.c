@@ -20,7 +20,6 @@
 #include "tk_private.h"
 
 #define IBUF_SIZE (256u * 1024u)
-#define ATTRS_PER_KIND_MAX 16
 /* A stream may use track ids that a newer writer defined in a way this
  * reader skipped; allow that many beyond the known ones. */
 #define UNKNOWN_TRACKS_MAX 4096u
@@ -46,12 +45,15 @@ struct colloc {
 	int present;
 };
 
+/* The events of one kind in the current chunk: their attribute structs
+ * (the kind's member of tk_event.u), filled column by column when the
+ * chunk is decoded, so that handing out an event is one copy. */
 struct kind_cols {
 	uint32_t count;            /* events of this kind in the chunk */
 	uint32_t pos;              /* next one to deliver */
-	uint64_t *vals[ATTRS_PER_KIND_MAX];
-	uint8_t present[ATTRS_PER_KIND_MAX];
-	uint32_t cap;
+	uint32_t cap;              /* events the arrays hold */
+	uint8_t *attrs;            /* count structs of the kind's size */
+	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
 };
@@ -65,6 +67,11 @@ struct tk_reader {
 	char *name;
 	uint8_t *ibuf;
 	size_t ibuf_len, ibuf_pos;
+	int feed;                /* tk_reader_open_feed() */
+	int feed_ended;
+	int need_header;         /* feed mode: first header not read yet */
+	struct tkp_buf fbuf;     /* fed bytes; fpos consumed */
+	size_t fpos;
 	uint64_t offset;
 	int is_open;
 
@@ -85,6 +92,8 @@ struct tk_reader {
 	uint32_t nstrings, strings_cap;
 	struct tk_track **tracks;
 	uint32_t ntracks, tracks_cap;
+	uint8_t *stream_track;   /* by track id: 1 for GPU streams */
+	uint32_t stream_track_cap;
 	struct tk_device **devices;
 	uint32_t ndevices, devices_cap;
 	struct config *configs;
@@ -115,6 +124,8 @@ struct tk_reader {
 };
 
 static const struct tk_track unknown_track = { 0, TK_TRACK_UNKNOWN, { { 0 } } };
+
+static int fail(struct tk_reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int
 fail(struct tk_reader *r, int code, const char *fmt, ...)
@@ -175,6 +186,8 @@ clear_defs(struct tk_reader *r)
 		free_track(r->tracks[i]);
 		r->tracks[i] = NULL;
 	}
+	if (r->stream_track)
+		memset(r->stream_track, 0, r->stream_track_cap);
 	for (uint32_t i = 1; i <= r->ndevices; i++) {
 		free(r->devices[i]);
 		r->devices[i] = NULL;
@@ -216,6 +229,7 @@ tk_reader_free(struct tk_reader *r)
 	free(r->cats);
 	tkp_buf_free(&r->stored);
 	tkp_buf_free(&r->raw_buf);
+	tkp_buf_free(&r->fbuf);
 	free(r->pending);
 	free(r->kinds);
 	free(r->trackv);
@@ -223,11 +237,12 @@ tk_reader_free(struct tk_reader *r)
 	free(r->durv);
 	free(r->namev);
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
-		for (unsigned a = 0; a < ATTRS_PER_KIND_MAX; a++)
-			free(r->kc[k].vals[a]);
+		free(r->kc[k].attrs);
+		free(r->kc[k].scratch);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
 	}
+	free(r->stream_track);
 	free(r->pred);
 	free(r);
 }
@@ -282,12 +297,24 @@ add_pending(struct tk_reader *r, enum tk_record_type type, const void *ptr)
 
 /* ---- input -------------------------------------------------------------------- */
 
-/* Read up to n bytes into dst; fewer only at the end of the input. */
-static int
+/* Read up to n bytes into dst; fewer only at the end of the input.
+ * Not inlined: gcc -O3 would otherwise warn that the large-read branch
+ * could overflow the small header buffers it is never used for. */
+static __attribute__((noinline)) int
 input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 {
 	uint8_t *d = dst;
 	*got = 0;
+	if (r->feed) {
+		size_t left = r->fbuf.len - r->fpos;
+		size_t k = n < left ? n : left;
+		if (k)
+			memcpy(d, r->fbuf.p + r->fpos, k);
+		r->fpos += k;
+		*got = k;
+		r->offset += k;
+		return TK_OK;
+	}
 	if (r->mem) {
 		size_t left = r->mem_len - r->mem_pos;
 		size_t k = n < left ? n : left;
@@ -369,6 +396,9 @@ reset_input(struct tk_reader *r)
 	r->skipped = 0;
 	r->ibuf_len = r->ibuf_pos = 0;
 	r->mem_len = r->mem_pos = 0;
+	r->feed = r->feed_ended = r->need_header = 0;
+	r->fbuf.len = 0;
+	r->fpos = 0;
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
 	r->is_open = 0;
@@ -442,6 +472,70 @@ tk_reader_open_mem(struct tk_reader *r, const void *buf, size_t len,
 	r->mem = buf ? buf : empty;
 	r->mem_len = len;
 	return open_common(r);
+}
+
+TK_PUBLIC int
+tk_reader_open_feed(struct tk_reader *r, const char *name)
+{
+	if (!r)
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	r->feed = 1;
+	r->need_header = 1;
+	r->is_open = 1;
+	return TK_OK;
+}
+
+TK_PUBLIC int
+tk_reader_feed(struct tk_reader *r, const void *buf, size_t len)
+{
+	if (!r || !r->feed || r->feed_ended || (!buf && len))
+		return TK_EINVAL;
+	/* drop what was consumed once it is most of the buffer */
+	if (r->fpos > 0 && r->fpos >= r->fbuf.len / 2) {
+		memmove(r->fbuf.p, r->fbuf.p + r->fpos, r->fbuf.len - r->fpos);
+		r->fbuf.len -= r->fpos;
+		r->fpos = 0;
+	}
+	if (tkp_buf_put(&r->fbuf, buf, len) < 0)
+		return nomem(r);
+	return TK_OK;
+}
+
+TK_PUBLIC void
+tk_reader_feed_end(struct tk_reader *r)
+{
+	if (r && r->feed)
+		r->feed_ended = 1;
+}
+
+/* Feed mode: is the next header or chunk here in full?  Nothing is
+ * consumed; malformed sizes are left for the normal path to report. */
+static int
+feed_ready(const struct tk_reader *r)
+{
+	if (r->feed_ended)
+		return 1;
+	const uint8_t *p = r->fbuf.p + r->fpos;
+	size_t avail = r->fbuf.len - r->fpos;
+	if (avail < 16)
+		return 0;
+	if (memcmp(p, TKP_MAGIC, 8) == 0) {
+		uint32_t hs = tkp_get32(p + 12);
+		return hs > TKP_HEADER_MAX || avail >= hs;
+	}
+	if (memcmp(p, TKP_CHUNK_MAGIC, 4) == 0) {
+		uint32_t hs = tkp_get32(p + 4);
+		if (hs < 16 || hs > TKP_HEADER_MAX)
+			return 1;
+		uint32_t stored = tkp_get32(p + 12);
+		if (stored > TKP_CHUNK_STORED_MAX)
+			return 1;
+		return avail >= (size_t)hs + stored;
+	}
+	return 1;
 }
 
 void
@@ -622,6 +716,11 @@ track_slot(struct tk_reader *r, uint64_t id, enum tk_track_type type)
 	t->type = type;
 	r->tracks[id] = t;
 	r->ntracks = (uint32_t)id;
+	if (grow((void **)&r->stream_track, &r->stream_track_cap, 1, id)) {
+		nomem(r);
+		return NULL;
+	}
+	r->stream_track[id] = type == TK_TRACK_STREAM;
 	return t;
 }
 
@@ -862,42 +961,69 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 }
 
 static int
-ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned nattrs)
+ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 {
 	if (k->count <= k->cap)
 		return TK_OK;
 	uint32_t cap = k->cap ? k->cap : 256;
 	while (cap < k->count)
 		cap *= 2;
-	for (unsigned a = 0; a < nattrs; a++) {
-		uint64_t *v = realloc(k->vals[a], cap * sizeof(*v));
-		if (!v)
-			return nomem(r);
-		k->vals[a] = v;
-	}
-	const uint8_t **ap = realloc(k->args, cap * sizeof(*ap));
-	if (!ap)
-		return nomem(r);
-	k->args = ap;
-	uint32_t *al = realloc(k->args_len, cap * sizeof(*al));
-	if (!al)
-		return nomem(r);
-	k->args_len = al;
+	void *p;
+	if (!(p = realloc(k->attrs, (size_t)cap * size))) return nomem(r);
+	k->attrs = p;
+	if (!(p = realloc(k->scratch, cap * sizeof(*k->scratch)))) return nomem(r);
+	k->scratch = p;
+	if (!(p = realloc(k->args, cap * sizeof(*k->args)))) return nomem(r);
+	k->args = p;
+	if (!(p = realloc(k->args_len, cap * sizeof(*k->args_len)))) return nomem(r);
+	k->args_len = p;
 	k->cap = cap;
 	return TK_OK;
 }
 
-/* Decode exactly n varints of a column. */
+/* Decode a numeric column of exactly n values: width, first value,
+ * base, planes (see put_planes() in writer.c and tracekit-format(5)). */
 static int
-decode_varints(struct tk_reader *r, const struct colloc *c, uint32_t n,
-               uint64_t *out)
+decode_planes(struct tk_reader *r, const struct colloc *c, uint32_t n,
+              uint64_t *out)
 {
 	const uint8_t *p = c->p, *end = c->p + c->len;
-	for (uint32_t i = 0; i < n; i++)
-		if (tkp_varint_get(&p, end, &out[i]) < 0)
-			return corrupt(r, "short column");
-	if (p != end)
-		return corrupt(r, "long column");
+	uint64_t first, base;
+	if (p >= end || *p > 8)
+		return corrupt(r, "bad column width");
+	unsigned width = *p++;
+	size_t rest = n ? n - 1 : 0;
+	if (tkp_varint_get(&p, end, &first) < 0 ||
+	    tkp_varint_get(&p, end, &base) < 0 ||
+	    (size_t)(end - p) != (size_t)width * rest || n == 0)
+		return corrupt(r, "bad column length");
+	out[0] = first;
+	out++;
+	/* one pass per value, with the width fixed in each loop so that
+	 * the compiler can vectorise it */
+#define PLANES(W)                                                             \
+	for (size_t i = 0; i < rest; i++) {                                   \
+		uint64_t v = 0;                                               \
+		for (unsigned b = 0; b < (W); b++)                            \
+			v |= (uint64_t)p[(size_t)b * rest + i] << (8 * b);    \
+		out[i] = base + v;                                            \
+	}                                                                     \
+	break
+	switch (width) {
+	case 0:
+		for (size_t i = 0; i < rest; i++)
+			out[i] = base;
+		break;
+	case 1: PLANES(1);
+	case 2: PLANES(2);
+	case 3: PLANES(3);
+	case 4: PLANES(4);
+	case 5: PLANES(5);
+	case 6: PLANES(6);
+	case 7: PLANES(7);
+	default: PLANES(8);
+	}
+#undef PLANES
 	return TK_OK;
 }
 
@@ -909,32 +1035,23 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 		memset(out, 0, n * sizeof(*out));
 		return TK_OK;
 	}
-	const uint8_t *p = c->p, *end = c->p + c->len;
+	uint64_t *tmp = (uint64_t *)r->tsv; /* free until decode_times() */
+	int rc = decode_planes(r, c, n, tmp);
+	if (rc)
+		return rc;
+	uint64_t max = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t v;
-		if (tkp_varint_get(&p, end, &v) < 0)
-			return corrupt(r, "short column");
-		if (v > limit)
-			return corrupt(r, what);
-		out[i] = (uint32_t)v;
+		max |= tmp[i] > limit;
+		out[i] = (uint32_t)tmp[i];
 	}
-	if (p != end)
-		return corrupt(r, "long column");
-	return TK_OK;
+	return max ? corrupt(r, what) : TK_OK;
 }
 
 static int
 decode_attr(struct tk_reader *r, const struct tkp_attr *a,
             const struct colloc *c, uint32_t n, uint64_t *out)
 {
-	if (a->enc == TKP_ENC_F64) {
-		if (c->len != (size_t)n * 8)
-			return corrupt(r, "bad column length");
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = tkp_get64(c->p + 8 * (size_t)i);
-		return TK_OK;
-	}
-	int rc = decode_varints(r, c, n, out);
+	int rc = decode_planes(r, c, n, out);
 	if (rc)
 		return rc;
 	switch (a->enc) {
@@ -990,13 +1107,6 @@ decode_args(struct tk_reader *r, const struct colloc *c, struct kind_cols *k)
 }
 
 static int
-is_stream_track(const struct tk_reader *r, uint32_t track)
-{
-	return !r->raw && track <= r->ntracks && track &&
-	       r->tracks[track]->type == TK_TRACK_STREAM;
-}
-
-static int
 decode_times(struct tk_reader *r, const struct colloc *tsc,
              const struct colloc *durc, uint32_t max_track)
 {
@@ -1013,7 +1123,7 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 	}
 	/* durations first: the stream predictor needs them */
 	if (durc->present) {
-		int rc = decode_varints(r, durc, n, (uint64_t *)r->durv);
+		int rc = decode_planes(r, durc, n, (uint64_t *)r->durv);
 		if (rc)
 			return rc;
 		for (uint32_t i = 0; i < n; i++)
@@ -1024,26 +1134,116 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 	}
 	if (!tsc->present)
 		return corrupt(r, "no timestamps");
-	int rc = decode_varints(r, tsc, n, (uint64_t *)r->tsv);
+	int rc = decode_planes(r, tsc, n, (uint64_t *)r->tsv);
 	if (rc)
 		return rc;
+	/* Locals, so the loop does not reload reader fields through the
+	 * stores into pred[]. */
+	int64_t *restrict pred = r->pred;
+	int64_t *restrict tsv = r->tsv;
+	const int64_t *restrict durv = r->durv;
+	const uint32_t *restrict trackv = r->trackv;
+	const uint8_t *stream = r->raw ? NULL : r->stream_track;
+	uint32_t ntracks = r->raw ? 0 : r->ntracks;
 	/* mark every track unseen with a value no timestamp has */
 	for (uint32_t i = 0; i < n; i++)
-		r->pred[r->trackv[i]] = INT64_MIN;
-	int64_t first = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t t = r->trackv[i];
-		int64_t pred = i == 0 ? 0 : r->pred[t] != INT64_MIN ? r->pred[t] : first;
-		int64_t ts = (int64_t)((uint64_t)pred +
-		                       (uint64_t)tkp_unzigzag((uint64_t)r->tsv[i]));
-		int64_t dur = r->durv[i];
-		if (ts > INT64_MAX - dur || ts == INT64_MIN)
-			return corrupt(r, "time out of range");
-		r->tsv[i] = ts;
-		if (i == 0)
-			first = ts;
-		r->pred[t] = is_stream_track(r, t) ? ts + dur : ts;
+		pred[trackv[i]] = INT64_MIN;
+	int64_t first = (int64_t)tkp_unzigzag((uint64_t)tsv[0]);
+	uint64_t bad = first == INT64_MIN || first > INT64_MAX - durv[0];
+	tsv[0] = first;
+	pred[trackv[0]] = stream && trackv[0] <= ntracks && stream[trackv[0]]
+	                  ? first + durv[0] : first;
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t t = trackv[i];
+		int64_t p = pred[t] != INT64_MIN ? pred[t] : first;
+		int64_t ts = (int64_t)((uint64_t)p +
+		                       (uint64_t)tkp_unzigzag((uint64_t)tsv[i]));
+		int64_t dur = durv[i];
+		bad |= (ts > INT64_MAX - dur) | (ts == INT64_MIN);
+		tsv[i] = ts;
+		pred[t] = stream && t <= ntracks && stream[t] ? ts + dur : ts;
 	}
+	if (bad)
+		return corrupt(r, "time out of range");
+	return TK_OK;
+}
+
+/* Store column values into the kind's attribute structs. */
+static void
+store_attr(struct tk_reader *r, const struct tkp_attr *a, struct kind_cols *k,
+           unsigned size)
+{
+	uint8_t *base = k->attrs + (a->off - TKP_UNION_OFF);
+	const uint64_t *v = k->scratch;
+	uint32_t n = k->count;
+	switch (a->enc) {
+	case TKP_ENC_CONFIG:
+		for (uint32_t j = 0; j < n; j++) {
+			struct tk_kernel_attrs *kk =
+				(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
+			if (!v[j])
+				continue;
+			const struct config *c = &r->configs[v[j]];
+			memcpy(kk->grid, c->v, 3 * sizeof(uint32_t));
+			memcpy(kk->block, c->v + 3, 3 * sizeof(uint32_t));
+			memcpy(kk->cluster, c->v + 6, 3 * sizeof(uint32_t));
+			kk->static_smem = c->v[9];
+			kk->dynamic_smem = c->v[10];
+			kk->registers = c->v[11];
+		}
+		return;
+	case TKP_ENC_STR: {
+		uint8_t *sp = k->attrs + (a->str_off - TKP_UNION_OFF);
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t id = (uint32_t)v[j];
+			const char *s = r->raw || !id ? "" : r->strings[id].s;
+			memcpy(base + (size_t)j * size, &id, 4);
+			memcpy(sp + (size_t)j * size, &s, sizeof(s));
+		}
+		return;
+	}
+	default:
+		break;
+	}
+	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t x = (uint32_t)v[j];
+			memcpy(base + (size_t)j * size, &x, 4);
+		}
+	} else {
+		for (uint32_t j = 0; j < n; j++)
+			memcpy(base + (size_t)j * size, &v[j], 8);
+	}
+}
+
+/* Decode the attribute columns of kind k into its structs. */
+static int
+decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
+            const struct colloc *cols)
+{
+	const struct tkp_kind_schema *ks = &tkp_schema[kind];
+	int rc = ensure_kind_arrays(r, k, ks->size);
+	if (rc)
+		return rc;
+	memset(k->attrs, 0, (size_t)k->count * ks->size);
+	for (unsigned a = 0; a < ks->n; a++) {
+		const struct tkp_attr *at = &ks->attrs[a];
+		const struct colloc *c = &cols[at->attr];
+		if (c->present) {
+			if ((rc = decode_attr(r, at, c, k->count, k->scratch)))
+				return rc;
+		} else if (at->enc == TKP_ENC_STR) {
+			memset(k->scratch, 0, k->count * sizeof(*k->scratch));
+		} else {
+			continue; /* zero already */
+		}
+		store_attr(r, at, k, ks->size);
+	}
+	const struct colloc *ac = &cols[TKP_ATTR_ARGS];
+	if (ac->present)
+		return decode_args(r, ac, k);
+	memset(k->args, 0, k->count * sizeof(*k->args));
+	memset(k->args_len, 0, k->count * sizeof(*k->args_len));
 	return TK_OK;
 }
 
@@ -1083,14 +1283,23 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	if (!kc->present || kc->len != n)
 		return corrupt(r, "bad kind column");
 	memcpy(r->kinds, kc->p, n);
-	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
-		r->kc[k].count = r->kc[k].pos = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t k = r->kinds[i];
-		if (k == 0)
-			return corrupt(r, "event kind 0");
-		if (k <= TK_KIND_MAX)
-			r->kc[k].count++;
+	/* four histograms, so that runs of one kind do not wait on the
+	 * previous increment */
+	uint32_t counts[4][256] = { { 0 } };
+	uint32_t q = 0;
+	for (; q + 4 <= n; q += 4) {
+		counts[0][r->kinds[q]]++;
+		counts[1][r->kinds[q + 1]]++;
+		counts[2][r->kinds[q + 2]]++;
+		counts[3][r->kinds[q + 3]]++;
+	}
+	for (; q < n; q++)
+		counts[0][r->kinds[q]]++;
+	if (counts[0][0] + counts[1][0] + counts[2][0] + counts[3][0])
+		return corrupt(r, "event kind 0");
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
+		r->kc[k].count = counts[0][k] + counts[1][k] + counts[2][k] + counts[3][k];
+		r->kc[k].pos = 0;
 	}
 
 	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
@@ -1112,25 +1321,8 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 		struct kind_cols *kcol = &r->kc[k];
 		if (!kcol->count)
 			continue;
-		const struct tkp_kind_schema *ks = &tkp_schema[k];
-		if ((rc = ensure_kind_arrays(r, kcol, ks->n)))
+		if ((rc = decode_kind(r, k, kcol, cols[k])))
 			return rc;
-		for (unsigned a = 0; a < ks->n; a++) {
-			const struct colloc *c = &cols[k][ks->attrs[a].attr];
-			kcol->present[a] = (uint8_t)c->present;
-			if (c->present &&
-			    (rc = decode_attr(r, &ks->attrs[a], c, kcol->count,
-			                      kcol->vals[a])))
-				return rc;
-		}
-		const struct colloc *ac = &cols[k][TKP_ATTR_ARGS];
-		if (ac->present) {
-			if ((rc = decode_args(r, ac, kcol)))
-				return rc;
-		} else {
-			memset(kcol->args, 0, kcol->count * sizeof(*kcol->args));
-			memset(kcol->args_len, 0, kcol->count * sizeof(*kcol->args_len));
-		}
 	}
 	return TK_OK;
 }
@@ -1228,13 +1420,14 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 
 /* ---- iteration ---------------------------------------------------------------------- */
 
-static void
+static inline void
 fill_event(struct tk_reader *r, uint32_t i)
 {
 	struct tk_event *ev = &r->ev;
 	unsigned k = r->kinds[i];
 	struct kind_cols *kc = &r->kc[k];
 	uint32_t j = kc->pos++;
+	unsigned size = tkp_schema[k].size;
 	ev->kind = k;
 	ev->track = r->trackv[i];
 	ev->ts = r->tsv[i];
@@ -1246,28 +1439,7 @@ fill_event(struct tk_reader *r, uint32_t i)
 	                  : &unknown_track;
 	ev->args = (const char *)kc->args[j];
 	ev->args_len = kc->args_len[j];
-	const struct tkp_kind_schema *ks = &tkp_schema[k];
-	for (unsigned a = 0; a < ks->n; a++) {
-		const struct tkp_attr *at = &ks->attrs[a];
-		uint64_t v = kc->present[a] ? kc->vals[a][j] : 0;
-		if (at->enc == TKP_ENC_CONFIG) {
-			struct tk_kernel_attrs *kk = &ev->u.kernel;
-			static const struct config zero;
-			const struct config *c = v ? &r->configs[v] : &zero;
-			memcpy(kk->grid, c->v, 3 * sizeof(uint32_t));
-			memcpy(kk->block, c->v + 3, 3 * sizeof(uint32_t));
-			memcpy(kk->cluster, c->v + 6, 3 * sizeof(uint32_t));
-			kk->static_smem = c->v[9];
-			kk->dynamic_smem = c->v[10];
-			kk->registers = c->v[11];
-			continue;
-		}
-		tkp_field_set(ev, at, v);
-		if (at->enc == TKP_ENC_STR) {
-			const char *s = r->raw || !v ? "" : r->strings[v].s;
-			memcpy((char *)ev + at->str_off, &s, sizeof(s));
-		}
-	}
+	memcpy((char *)ev + TKP_UNION_OFF, kc->attrs + (size_t)j * size, size);
 }
 
 TK_PUBLIC int
@@ -1302,6 +1474,15 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			rec->type = TK_REC_EVENT;
 			rec->u.event = &r->ev;
 			return TK_OK;
+		}
+		if (r->feed && !feed_ready(r))
+			return TK_AGAIN;
+		if (r->need_header) {
+			int rc = read_header(r, NULL, 0);
+			if (rc)
+				return rc;
+			r->need_header = 0;
+			continue;
 		}
 		uint8_t magic[4];
 		size_t got;
@@ -1339,6 +1520,13 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 TK_PUBLIC int
 tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 {
+	/* the common case: the next event of a decoded chunk */
+	if (r && !r->err && r->pending_pos >= r->npending && r->ev_pos < r->nev &&
+	    r->kinds[r->ev_pos] <= TK_KIND_MAX) {
+		fill_event(r, r->ev_pos++);
+		*ev = &r->ev;
+		return TK_OK;
+	}
 	struct tk_record rec;
 	for (;;) {
 		int rc = tk_reader_next(r, &rec);
@@ -1352,6 +1540,12 @@ tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 }
 
 /* ---- accessors ------------------------------------------------------------------------ */
+
+TK_PUBLIC const char *
+tk_reader_name(const struct tk_reader *r)
+{
+	return r && r->name ? r->name : "";
+}
 
 TK_PUBLIC const char *
 tk_reader_error(const struct tk_reader *r)

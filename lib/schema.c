@@ -114,22 +114,24 @@ static const struct tkp_attr flow_attrs[] = {
 	STR(3, flow.category_id, flow.category),
 };
 
-#define K(arr) { arr, sizeof(arr) / sizeof(arr[0]) }
+#define K(arr, member) \
+	{ arr, sizeof(arr) / sizeof(arr[0]), \
+	  sizeof(((struct tk_event *)0)->u.member) }
 
 const struct tkp_kind_schema tkp_schema[TK_KIND_MAX + 1] = {
-	[TK_RANGE] = K(range_attrs),
-	[TK_ASYNC_RANGE] = K(range_attrs),
-	[TK_MARK] = K(range_attrs),
-	[TK_API] = K(api_attrs),
-	[TK_KERNEL] = K(kernel_attrs),
-	[TK_MEMCPY] = K(memcpy_attrs),
-	[TK_MEMSET] = K(memset_attrs),
-	[TK_SYNC] = K(sync_attrs),
-	[TK_OVERHEAD] = K(overhead_attrs),
-	[TK_COUNTER] = K(counter_attrs),
-	[TK_MEMORY] = K(memory_attrs),
-	[TK_PROCESS] = K(process_attrs),
-	[TK_RUN] = K(run_attrs),
-	[TK_DROPPED] = K(dropped_attrs),
-	[TK_FLOW] = K(flow_attrs),
+	[TK_RANGE] = K(range_attrs, range),
+	[TK_ASYNC_RANGE] = K(range_attrs, range),
+	[TK_MARK] = K(range_attrs, range),
+	[TK_API] = K(api_attrs, api),
+	[TK_KERNEL] = K(kernel_attrs, kernel),
+	[TK_MEMCPY] = K(memcpy_attrs, memcpy),
+	[TK_MEMSET] = K(memset_attrs, memset),
+	[TK_SYNC] = K(sync_attrs, sync),
+	[TK_OVERHEAD] = K(overhead_attrs, overhead),
+	[TK_COUNTER] = K(counter_attrs, counter),
+	[TK_MEMORY] = K(memory_attrs, memory),
+	[TK_PROCESS] = K(process_attrs, process),
+	[TK_RUN] = K(run_attrs, run),
+	[TK_DROPPED] = K(dropped_attrs, dropped),
+	[TK_FLOW] = K(flow_attrs, flow),
 };

@@ -82,7 +82,12 @@ struct tkp_attr {
 struct tkp_kind_schema {
 	const struct tkp_attr *attrs;
 	unsigned n;
+	unsigned size;      /* of the kind's member of tk_event.u */
 };
+
+/* Offset of tk_event.u, to turn attribute offsets into offsets within
+ * one kind's attribute struct. */
+#define TKP_UNION_OFF offsetof(struct tk_event, u)
 
 TKP_HIDDEN extern const struct tkp_kind_schema tkp_schema[TK_KIND_MAX + 1];
 

@@ -43,6 +43,7 @@ TK_PUBLIC const char *tk_version(void);
 enum {
 	TK_OK = 0,
 	TK_EOF = 1,
+	TK_AGAIN = 2,    /* feed mode: more input is needed */
 	TK_ENOMEM = -1,  /* out of memory */
 	TK_EIO = -2,     /* read or write failed; see tk_*_errno() */
 	TK_EFORMAT = -3, /* not a tracekit trace (bad magic, empty input) */
@@ -432,6 +433,16 @@ TK_PUBLIC int tk_reader_open_fd(struct tk_reader *r, int fd, const char *name);
 TK_PUBLIC int tk_reader_open_mem(struct tk_reader *r, const void *buf,
                               size_t len, const char *name);
 
+/* Feed mode, for a stream that is still being written (a recorder
+ * tailing a growing file): bytes are pushed with tk_reader_feed(), and
+ * tk_reader_next() returns TK_AGAIN when it needs more of them.  Only
+ * complete chunks are decoded.  tk_reader_feed_end() says no more bytes
+ * will come; from then on a missing end is reported as truncation.
+ * Feeding invalidates pointers returned before. */
+TK_PUBLIC int tk_reader_open_feed(struct tk_reader *r, const char *name);
+TK_PUBLIC int tk_reader_feed(struct tk_reader *r, const void *buf, size_t len);
+TK_PUBLIC void tk_reader_feed_end(struct tk_reader *r);
+
 /* Next record; TK_OK, TK_EOF at the clean end of the input, or an error.
  * After an error every later call returns the same error. */
 TK_PUBLIC int tk_reader_next(struct tk_reader *r, struct tk_record *rec);
@@ -439,6 +450,8 @@ TK_PUBLIC int tk_reader_next(struct tk_reader *r, struct tk_record *rec);
 TK_PUBLIC int tk_reader_next_event(struct tk_reader *r,
                                 const struct tk_event **ev);
 
+/* The name given at open ("(stdin)" for "-"). */
+TK_PUBLIC const char *tk_reader_name(const struct tk_reader *r);
 /* One line describing the last error: "truncated chunk at byte 1234". */
 TK_PUBLIC const char *tk_reader_error(const struct tk_reader *r);
 /* errno of the last TK_EIO. */
@@ -476,14 +489,14 @@ struct tk_writer;
 
 struct tk_writer_options {
 	int level;            /* deflate level 0-12; 0 = store; default 6 */
-	uint32_t chunk_bytes; /* target uncompressed chunk size; default 256 KiB */
+	uint32_t chunk_bytes; /* target uncompressed chunk size; default 512 KiB */
 	int sorted;           /* 1: caller writes events in begin order; the
 	                         writer checks it and promises it to readers
 	                         in each chunk's watermark */
 	int raw_ids;          /* 1: ids are used as given and no definitions
 	                         are written (for temporary spill files) */
 };
-#define TK_WRITER_OPTIONS_INIT { 6, 256u * 1024u, 0, 0 }
+#define TK_WRITER_OPTIONS_INIT { 6, 512u * 1024u, 0, 0 }
 
 TK_PUBLIC struct tk_writer *tk_writer_new(void);
 TK_PUBLIC void tk_writer_free(struct tk_writer *w);
@@ -542,6 +555,64 @@ TK_PUBLIC int tk_writer_errno(const struct tk_writer *w);
 TK_PUBLIC uint64_t tk_writer_offset(const struct tk_writer *w);
 /* Events accepted so far. */
 TK_PUBLIC uint64_t tk_writer_events(const struct tk_writer *w);
+
+/* ---- Merging -------------------------------------------------------------- */
+
+/* Merge traces into one, ordered by begin time: definitions are remapped
+ * into the output's ids and deduplicated (a process is the same when
+ * host, pid and start time are; a thread when process and tid are; ...).
+ * Inputs need not be sorted: chunk watermarks tell how far each input
+ * can still go back, events wait in memory until no input can precede
+ * them, and when that memory fills they are spilled, sorted, to
+ * temporary files.  Memory is bounded by the limit plus the definitions.
+ *
+ * The output writer is the caller's; it should not be opened `sorted`
+ * (a live input that breaks its own watermark promise is still written,
+ * late, and counted).  The merge stamps its own watermarks. */
+
+struct tk_merge;
+
+struct tk_merge_options {
+	size_t memory_limit;  /* bytes of waiting events; 0 = 256 MiB */
+	const char *tmpdir;   /* for spill files; NULL = $TMPDIR or /tmp */
+	int keep_going;       /* a bad input is reported, the events read from
+	                         it so far are kept, and the merge goes on */
+	/* Called for each problem with an input (may be NULL). */
+	void (*warn)(void *arg, const char *input, const char *message);
+	void *warn_arg;
+};
+
+TK_PUBLIC struct tk_merge *tk_merge_new(struct tk_writer *out,
+                                        const struct tk_merge_options *o);
+/* Frees the merge and the readers it was given. */
+TK_PUBLIC void tk_merge_free(struct tk_merge *m);
+
+/* Add an input; the merge owns `r` from now on.  `label` (may be NULL or
+ * "") is stored with every process of the input; `offset` ns is added
+ * to all its times.  Returns the input's index (>= 0) or an error. */
+TK_PUBLIC int tk_merge_add(struct tk_merge *m, struct tk_reader *r,
+                           const char *label, int64_t offset);
+
+/* Read every input to its end and write everything.  Returns TK_OK, or
+ * the error of the first bad input (without keep_going). */
+TK_PUBLIC int tk_merge_run(struct tk_merge *m);
+
+/* For live inputs (readers in feed mode): take what the inputs have now
+ * and write every event no input can precede any more.  Returns TK_OK
+ * or an error; call again after feeding more bytes. */
+TK_PUBLIC int tk_merge_step(struct tk_merge *m);
+
+/* Counts, for reports. */
+struct tk_merge_stats {
+	uint64_t events;      /* events written */
+	uint64_t late;        /* written after a later one (broken promises) */
+	uint64_t spilled;     /* events that went through temporary files */
+	uint32_t spill_files;
+	uint32_t bad_inputs;  /* inputs dropped or cut short by an error */
+};
+TK_PUBLIC void tk_merge_stats(const struct tk_merge *m,
+                              struct tk_merge_stats *s);
+TK_PUBLIC const char *tk_merge_error(const struct tk_merge *m);
 
 #ifdef __cplusplus
 }

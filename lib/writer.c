@@ -17,14 +17,36 @@
 #include "intern.h"
 #include "tk_private.h"
 
-/* One kind-specific column of the chunk being built.  Leading zero
- * values are only counted: a column that stays all zero is not written
- * at all, which makes unused attributes free. */
+/* One column of the chunk being built.  The common columns keep 64-bit
+ * values, already transformed (zigzag, differences), encoded as byte
+ * planes when the chunk is sealed.  The args column keeps
+ * length-prefixed bytes; its leading empty values are only counted, so
+ * that it costs nothing when no event has args. */
 struct column {
-	struct tkp_buf buf;
+	uint64_t *v;
+	uint32_t n, cap;
 	uint32_t zeros;
 	uint8_t nonzero;
-	uint64_t prev;          /* TKP_ENC_D */
+	struct tkp_buf bytes;
+};
+
+/* The events of one kind in the chunk being built: copies of their
+ * attribute structs (the kind's member of tk_event.u), turned into
+ * columns only when the chunk is sealed, column by column. */
+struct per_kind {
+	uint8_t *attrs;
+	uint32_t cap;
+	uint64_t *scratch;       /* one column at seal time */
+	uint32_t scratch_cap;
+	struct column args;
+};
+
+/* Recently seen launch configurations, so that most kernels need no
+ * hashing. */
+#define CONFIG_CACHE 64
+struct config_cache {
+	uint32_t v[12];
+	uint32_t id;
 };
 
 #define CHUNK_EVENTS_MAX (1u << 20)
@@ -51,9 +73,12 @@ struct tk_writer {
 
 	/* the chunk being built */
 	struct tkp_buf defs;
-	struct tkp_buf common[TKP_COL_NAME + 1];
-	struct column cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
+	struct tkp_buf kinds;
+	struct column common[TKP_COL_NAME + 1];
+	struct per_kind per_kind[TK_KIND_MAX + 1];
 	uint32_t kind_count[TK_KIND_MAX + 1];
+	struct config_cache config_cache[CONFIG_CACHE];
+	struct tkp_buf columns;  /* encoded columns, before the payload */
 	uint32_t nev;
 	size_t raw_bytes;
 	int64_t t_min, t_max, first_ts, prev_ts;
@@ -71,6 +96,8 @@ struct tk_writer {
 	struct tkp_buf scratch;
 };
 
+static int fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 static int
 fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
 {
@@ -84,6 +111,8 @@ fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
 }
 
 /* A bad call: say why, but the writer stays usable. */
+static int reject(struct tk_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static int
 reject(struct tk_writer *w, const char *fmt, ...)
 {
@@ -116,6 +145,7 @@ reset_scope(struct tk_writer *w)
 {
 	tkp_intern_clear(&w->strings);
 	tkp_intern_clear(&w->configs);
+	memset(w->config_cache, 0, sizeof(w->config_cache));
 	w->ntracks = 0;
 	w->ndevices = 0;
 }
@@ -142,11 +172,15 @@ tk_writer_free(struct tk_writer *w)
 	tkp_intern_free(&w->configs);
 	free(w->track_type);
 	tkp_buf_free(&w->defs);
+	tkp_buf_free(&w->kinds);
 	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
-		tkp_buf_free(&w->common[i]);
-	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
-		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++)
-			tkp_buf_free(&w->cols[k][a].buf);
+		free(w->common[i].v);
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
+		free(w->per_kind[k].attrs);
+		free(w->per_kind[k].scratch);
+		tkp_buf_free(&w->per_kind[k].args.bytes);
+	}
+	tkp_buf_free(&w->columns);
 	free(w->pred);
 	free(w->pred_gen);
 	tkp_buf_free(&w->payload);
@@ -159,18 +193,14 @@ static void
 reset_chunk(struct tk_writer *w)
 {
 	w->defs.len = 0;
+	w->kinds.len = 0;
 	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
-		w->common[i].len = 0;
+		w->common[i].n = 0;
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
-		if (!w->kind_count[k])
-			continue;
-		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++) {
-			struct column *c = &w->cols[k][a];
-			c->buf.len = 0;
-			c->zeros = 0;
-			c->nonzero = 0;
-			c->prev = 0;
-		}
+		struct column *c = &w->per_kind[k].args;
+		c->bytes.len = 0;
+		c->zeros = 0;
+		c->nonzero = 0;
 		w->kind_count[k] = 0;
 	}
 	w->nev = 0;
@@ -565,23 +595,22 @@ oom:
 	return nomem(w);
 }
 
-/* Launch configurations are interned like strings: the key is the 15
+/* Launch configurations are interned like strings: the key is the 12
  * numbers, stored little-endian so that equal configurations compare
  * equal byte for byte. */
 static uint32_t
-config_id(struct tk_writer *w, const struct tk_kernel_attrs *k)
+config_id(struct tk_writer *w, const uint32_t v[12])
 {
-	uint32_t v[15] = {
-		k->grid[0], k->grid[1], k->grid[2],
-		k->block[0], k->block[1], k->block[2],
-		k->cluster[0], k->cluster[1], k->cluster[2],
-		k->static_smem, k->dynamic_smem, k->registers, 0, 0, 0,
-	};
-	int any = 0;
-	for (int i = 0; i < 12; i++)
-		any |= v[i] != 0;
+	uint32_t any = 0, h = 0;
+	for (int i = 0; i < 12; i++) {
+		any |= v[i];
+		h = h * 31 + v[i];
+	}
 	if (!any)
 		return 0;
+	struct config_cache *c = &w->config_cache[(h ^ (h >> 16)) % CONFIG_CACHE];
+	if (c->id && memcmp(c->v, v, sizeof(c->v)) == 0)
+		return c->id;
 	uint8_t key[48];
 	for (int i = 0; i < 12; i++)
 		tkp_le32(key + 4 * i, v[i]);
@@ -600,6 +629,8 @@ config_id(struct tk_writer *w, const struct tk_kernel_attrs *k)
 		if (put_def(w, TKP_DEF_CONFIG, b))
 			return 0;
 	}
+	memcpy(c->v, v, sizeof(c->v));
+	c->id = id;
 	return id;
 oom:
 	nomem(w);
@@ -610,42 +641,34 @@ oom:
 
 /* ---- events ------------------------------------------------------------- */
 
-static int
-col_put(struct tk_writer *w, struct column *c, enum tkp_enc enc, uint64_t v)
+/* Bytes needed for x: 0 for 0, 1 for 1..255, ... */
+static inline unsigned
+bytelen(uint64_t x)
 {
-	uint64_t enc_v = v;
-	if (enc == TKP_ENC_D) {
-		enc_v = tkp_zigzag((int64_t)(v - c->prev));
-		c->prev = v;
-	} else if (enc == TKP_ENC_S) {
-		enc_v = tkp_zigzag((int64_t)v);
-	}
-	if (!c->nonzero) {
-		if (enc_v == 0) {
-			c->zeros++;
-			return TK_OK;
-		}
-		size_t zero_size = enc == TKP_ENC_F64 ? 8 : 1;
-		size_t n = (size_t)c->zeros * zero_size;
-		if (tkp_buf_reserve(&c->buf, n + 8) < 0)
-			return nomem(w);
-		memset(c->buf.p + c->buf.len, 0, n);
-		c->buf.len += n;
-		w->raw_bytes += n;
-		c->nonzero = 1;
-	}
-	if (enc == TKP_ENC_F64) {
-		if (tkp_buf_reserve(&c->buf, 8) < 0)
-			return nomem(w);
-		tkp_le64(c->buf.p + c->buf.len, v);
-		c->buf.len += 8;
-		w->raw_bytes += 8;
-		return TK_OK;
-	}
-	size_t before = c->buf.len;
-	if (tkp_buf_varint(&c->buf, enc_v) < 0)
+	return x ? (unsigned)(71 - __builtin_clzll(x)) / 8 : 0;
+}
+
+static int
+col_grow(struct tk_writer *w, struct column *c, uint32_t need)
+{
+	uint32_t cap = c->cap ? c->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	uint64_t *v = realloc(c->v, (size_t)cap * sizeof(*v));
+	if (!v)
 		return nomem(w);
-	w->raw_bytes += c->buf.len - before;
+	c->v = v;
+	c->cap = cap;
+	return TK_OK;
+}
+
+static inline int
+col_append(struct tk_writer *w, struct column *c, uint64_t v)
+{
+	if (c->n == c->cap && col_grow(w, c, c->n + 1))
+		return w->err;
+	c->v[c->n++] = v;
+	w->raw_bytes += bytelen(v);
 	return TK_OK;
 }
 
@@ -656,15 +679,16 @@ col_put_bytes(struct tk_writer *w, struct column *c, const char *p, uint32_t n)
 		c->zeros++;
 		return TK_OK;
 	}
+	struct tkp_buf *b = &c->bytes;
 	if (!c->nonzero) {
-		if (tkp_buf_reserve(&c->buf, (size_t)c->zeros + n + TKP_VARINT_MAX) < 0)
+		if (tkp_buf_reserve(b, (size_t)c->zeros + n + TKP_VARINT_MAX) < 0)
 			return nomem(w);
-		memset(c->buf.p + c->buf.len, 0, c->zeros);
-		c->buf.len += c->zeros;
+		memset(b->p + b->len, 0, c->zeros);
+		b->len += c->zeros;
 		w->raw_bytes += c->zeros;
 		c->nonzero = 1;
 	}
-	if (tkp_buf_varint(&c->buf, n) < 0 || tkp_buf_put(&c->buf, p, n) < 0)
+	if (tkp_buf_varint(b, n) < 0 || tkp_buf_put(b, p, n) < 0)
 		return nomem(w);
 	w->raw_bytes += n + 1;
 	return TK_OK;
@@ -723,27 +747,32 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	uint32_t name = ev->name_id;
 	if (!name && ev->name && ev->name[0] && !w->opt.raw_ids &&
 	    !(name = intern_string(w, ev->name, strlen(ev->name))))
-		return w->err;
+		return w->err ? w->err : TK_EINVAL; /* a rejected string */
 	const struct tkp_kind_schema *ks = &tkp_schema[kind];
-	uint64_t vals[TKP_ATTR_MAX + 1];
+	struct per_kind *pk = &w->per_kind[kind];
+	uint32_t j = w->kind_count[kind];
+	if (j == pk->cap) {
+		uint32_t cap = pk->cap ? pk->cap * 2 : 256;
+		uint8_t *p = realloc(pk->attrs, (size_t)cap * ks->size);
+		if (!p)
+			return nomem(w);
+		pk->attrs = p;
+		pk->cap = cap;
+	}
+	uint8_t *attrs = pk->attrs + (size_t)j * ks->size;
+	memcpy(attrs, (const char *)ev + TKP_UNION_OFF, ks->size);
+	/* strings given by pointer are interned now: the pointer is the
+	 * caller's only until this call returns */
 	for (unsigned i = 0; i < ks->n; i++) {
 		const struct tkp_attr *a = &ks->attrs[i];
-		uint64_t v;
-		if (a->enc == TKP_ENC_CONFIG) {
-			v = config_id(w, &ev->u.kernel);
-			if (w->err)
-				return w->err;
-		} else {
-			v = tkp_field_get(ev, a);
-			if (a->enc == TKP_ENC_STR && v == 0 && !w->opt.raw_ids) {
-				const char *s;
-				memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
-				if (s && s[0] &&
-				    !(v = intern_string(w, s, strlen(s))))
-					return w->err;
-			}
-		}
-		vals[i] = v;
+		if (a->enc != TKP_ENC_STR || w->opt.raw_ids)
+			continue;
+		uint32_t id = (uint32_t)tkp_field_get(ev, a);
+		const char *s;
+		memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
+		if (!id && s && s[0] && !(id = intern_string(w, s, strlen(s))))
+			return w->err ? w->err : TK_EINVAL;
+		memcpy(attrs + (a->off - TKP_UNION_OFF), &id, 4);
 	}
 
 	uint32_t track = ev->track;
@@ -764,29 +793,19 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	                     track))
 		w->pred[track] = ev->ts + ev->dur;
 
-	struct tkp_buf *c = w->common;
-	size_t before = c[TKP_COL_TRACK].len + c[TKP_COL_TS].len +
-	                c[TKP_COL_DUR].len + c[TKP_COL_NAME].len;
+	struct column *c = w->common;
 	uint8_t k8 = (uint8_t)kind;
-	if (tkp_buf_put(&c[TKP_COL_KIND], &k8, 1) < 0 ||
-	    tkp_buf_varint(&c[TKP_COL_TRACK], track) < 0 ||
-	    tkp_buf_varint(&c[TKP_COL_TS],
-	                   tkp_zigzag((int64_t)((uint64_t)ev->ts -
-	                                        (uint64_t)pred))) < 0 ||
-	    tkp_buf_varint(&c[TKP_COL_DUR], (uint64_t)ev->dur) < 0 ||
-	    tkp_buf_varint(&c[TKP_COL_NAME], name) < 0)
+	if (tkp_buf_put(&w->kinds, &k8, 1) < 0)
 		return nomem(w);
-	w->raw_bytes += 1 + c[TKP_COL_TRACK].len + c[TKP_COL_TS].len +
-	                c[TKP_COL_DUR].len + c[TKP_COL_NAME].len - before;
-
-	struct column *cols = w->cols[kind];
-	for (unsigned i = 0; i < ks->n; i++) {
-		const struct tkp_attr *a = &ks->attrs[i];
-		if (col_put(w, &cols[a->attr], a->enc, vals[i]))
-			return w->err;
-	}
-	if (col_put_bytes(w, &cols[TKP_ATTR_ARGS], ev->args,
-	                  ev->args ? ev->args_len : 0))
+	/* a rough size: the chunk only needs to be about the target size */
+	w->raw_bytes += 1 + ks->n;
+	if (col_append(w, &c[TKP_COL_TRACK], track) ||
+	    col_append(w, &c[TKP_COL_TS],
+	               tkp_zigzag((int64_t)((uint64_t)ev->ts - (uint64_t)pred))) ||
+	    col_append(w, &c[TKP_COL_DUR], (uint64_t)ev->dur) ||
+	    col_append(w, &c[TKP_COL_NAME], name))
+		return w->err;
+	if (col_put_bytes(w, &pk->args, ev->args, ev->args ? ev->args_len : 0))
 		return w->err;
 
 	w->kind_count[kind]++;
@@ -816,38 +835,164 @@ tk_writer_watermark(struct tk_writer *w, int64_t t)
 /* ---- chunks ---------------------------------------------------------------- */
 
 static int
-put_column(struct tkp_buf *b, unsigned kind, unsigned attr,
-           const struct tkp_buf *data)
+put_bytes_column(struct tkp_buf *b, unsigned kind, unsigned attr,
+                 const uint8_t *data, size_t len)
 {
 	if (tkp_buf_varint(b, kind) < 0 || tkp_buf_varint(b, attr) < 0 ||
-	    tkp_buf_varint(b, data->len) < 0 ||
-	    tkp_buf_put(b, data->p, data->len) < 0)
+	    tkp_buf_varint(b, len) < 0 || tkp_buf_put(b, data, len) < 0)
 		return -1;
 	return 0;
+}
+
+/* A numeric column: one byte of width w, the first value as a varint,
+ * the smallest of the others as a varint (the base), then w planes of
+ * n-1 bytes: the lowest byte of every other value less the base, then
+ * the next byte, ...  Planes put alike bytes together, which deflate
+ * compresses well, and decode with plain loops.  The first value is
+ * apart because it is often the outlier: an absolute time or id where
+ * the others are differences. */
+static int
+put_planes(struct tkp_buf *b, unsigned kind, unsigned attr,
+           const uint64_t *v, uint32_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		if (v[i] < lo)
+			lo = v[i];
+		if (v[i] > hi)
+			hi = v[i];
+	}
+	if (n <= 1)
+		lo = hi = 0;
+	unsigned width = bytelen(hi - lo);
+	uint8_t head[1 + 2 * TKP_VARINT_MAX];
+	size_t head_len = 1;
+	head[0] = (uint8_t)width;
+	head_len += tkp_varint_store(head + head_len, n ? v[0] : 0);
+	head_len += tkp_varint_store(head + head_len, lo);
+	size_t rest = n ? n - 1 : 0;
+	size_t len = head_len + (size_t)width * rest;
+	if (tkp_buf_varint(b, kind) < 0 || tkp_buf_varint(b, attr) < 0 ||
+	    tkp_buf_varint(b, len) < 0 || tkp_buf_reserve(b, len) < 0)
+		return -1;
+	uint8_t *p = b->p + b->len;
+	memcpy(p, head, head_len);
+	p += head_len;
+	for (unsigned plane = 0; plane < width; plane++) {
+		unsigned shift = 8 * plane;
+		for (size_t i = 0; i < rest; i++)
+			p[i] = (uint8_t)((v[i + 1] - lo) >> shift);
+		p += rest;
+	}
+	b->len += len;
+	return 0;
+}
+
+/* One attribute of every event of a kind, as a column: transformed as
+ * its encoding says, in pk->scratch.  Returns 1 if any value is not 0. */
+static int
+gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
+       const struct tkp_attr *a, struct per_kind *pk, uint32_t n)
+{
+	uint64_t *v = pk->scratch, any = 0, prev = 0;
+	const uint8_t *f = pk->attrs + (a->off - TKP_UNION_OFF);
+	size_t size = ks->size;
+	switch (a->enc) {
+	case TKP_ENC_CONFIG:
+		for (uint32_t j = 0; j < n; j++) {
+			const struct tk_kernel_attrs *k =
+				(const void *)(pk->attrs + (size_t)j * size);
+			uint32_t cfg[12] = {
+				k->grid[0], k->grid[1], k->grid[2],
+				k->block[0], k->block[1], k->block[2],
+				k->cluster[0], k->cluster[1], k->cluster[2],
+				k->static_smem, k->dynamic_smem, k->registers,
+			};
+			v[j] = config_id(w, cfg);
+			if (w->err)
+				return -1;
+			any |= v[j];
+		}
+		return any != 0;
+	default:
+		break;
+	}
+	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t x;
+			memcpy(&x, f + (size_t)j * size, 4);
+			v[j] = a->ftype == TKP_I32 ? (uint64_t)(int64_t)(int32_t)x : x;
+		}
+	} else {
+		for (uint32_t j = 0; j < n; j++)
+			memcpy(&v[j], f + (size_t)j * size, 8);
+	}
+	switch (a->enc) {
+	case TKP_ENC_S:
+		for (uint32_t j = 0; j < n; j++)
+			any |= v[j] = tkp_zigzag((int64_t)v[j]);
+		break;
+	case TKP_ENC_D:
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t x = v[j];
+			any |= v[j] = tkp_zigzag((int64_t)(x - prev));
+			prev = x;
+		}
+		break;
+	default:
+		for (uint32_t j = 0; j < n; j++)
+			any |= v[j];
+		break;
+	}
+	return any != 0;
 }
 
 static int
 build_payload(struct tk_writer *w)
 {
+	/* columns first: launch configurations they intern add
+	 * definitions, which go before them */
+	struct tkp_buf *cb = &w->columns;
+	cb->len = 0;
+	if (w->nev) {
+		if (put_bytes_column(cb, 0, TKP_COL_KIND, w->kinds.p, w->kinds.len) < 0)
+			return nomem(w);
+		for (unsigned i = TKP_COL_TRACK; i <= TKP_COL_NAME; i++)
+			if (put_planes(cb, 0, i, w->common[i].v, w->common[i].n) < 0)
+				return nomem(w);
+	}
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		uint32_t n = w->kind_count[k];
+		if (!n)
+			continue;
+		const struct tkp_kind_schema *ks = &tkp_schema[k];
+		struct per_kind *pk = &w->per_kind[k];
+		if (n > pk->scratch_cap) {
+			uint64_t *s = realloc(pk->scratch, (size_t)pk->cap * sizeof(*s));
+			if (!s)
+				return nomem(w);
+			pk->scratch = s;
+			pk->scratch_cap = pk->cap;
+		}
+		for (unsigned i = 0; i < ks->n; i++) {
+			const struct tkp_attr *a = &ks->attrs[i];
+			int any = gather(w, ks, a, pk, n);
+			if (any < 0)
+				return w->err;
+			if (any && put_planes(cb, k, a->attr, pk->scratch, n) < 0)
+				return nomem(w);
+		}
+		if (pk->args.nonzero &&
+		    put_bytes_column(cb, k, TKP_ATTR_ARGS, pk->args.bytes.p,
+		                     pk->args.bytes.len) < 0)
+			return nomem(w);
+	}
 	struct tkp_buf *b = &w->payload;
 	b->len = 0;
 	if (tkp_buf_varint(b, w->defs.len) < 0 ||
-	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0)
+	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0 ||
+	    tkp_buf_put(b, cb->p, cb->len) < 0)
 		return nomem(w);
-	if (w->nev == 0)
-		return TK_OK;
-	for (unsigned i = TKP_COL_KIND; i <= TKP_COL_NAME; i++)
-		if (put_column(b, 0, i, &w->common[i]) < 0)
-			return nomem(w);
-	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
-		if (!w->kind_count[k])
-			continue;
-		for (unsigned a = 0; a <= TKP_ATTR_MAX; a++) {
-			const struct column *c = &w->cols[k][a];
-			if (c->nonzero && put_column(b, k, a, &c->buf) < 0)
-				return nomem(w);
-		}
-	}
 	return TK_OK;
 }
 

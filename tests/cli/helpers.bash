@@ -38,3 +38,10 @@ assert_eq() {
 		return 1
 	fi
 }
+
+# Skip unless writing to /dev/full fails as it should (ENOSPC).
+require_dev_full() {
+	if (printf x > /dev/full) 2>/dev/null; then
+		skip "/dev/full accepts writes on this machine; cannot test ENOSPC"
+	fi
+}

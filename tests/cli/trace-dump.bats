@@ -152,6 +152,7 @@ PY
 }
 
 @test "output errors are reported (ENOSPC)" {
+	require_dev_full
 	run -2 --separate-stderr bash -c "trace-dump '$T' > /dev/full"
 	assert_eq "$stderr" "trace-dump: write error: No space left on device"
 }

@@ -22,6 +22,7 @@
  * begins first but whose duration is known last) in order, the
  * simulation runs twice: once to time it, once to write it.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -196,8 +197,11 @@ flush_step(struct sim *s)
 		k[i] = (struct keyed){ s->buf[i].ts, s->seq[i], i };
 	qsort(k, s->nbuf, sizeof(*k), cmp_keyed);
 	for (size_t i = 0; i < s->nbuf; i++) {
-		if (tk_writer_event(s->w, &s->buf[k[i].idx]) != TK_OK)
+		if (tk_writer_event(s->w, &s->buf[k[i].idx]) != TK_OK) {
+			if (tk_writer_errno(s->w) == EPIPE)
+				exit(0); /* `synth | head -c N` */
 			cmd_die(2, "%s", tk_writer_error(s->w));
+		}
 	}
 	s->written += s->nbuf;
 	s->nbuf = 0;
@@ -711,7 +715,7 @@ main(int argc, char **argv)
 	define(&s, w);
 	s.process_end = end;
 	simulate(&s);
-	if (tk_writer_close(w) != TK_OK)
+	if (tk_writer_close(w) != TK_OK && tk_writer_errno(w) != EPIPE)
 		cmd_die(2, "%s: %s", o.output, tk_writer_error(w));
 	tk_writer_free(w);
 	free(s.buf);

@@ -215,6 +215,29 @@ chunk(struct bytes *b, uint32_t flags, uint32_t nev, const struct bytes *payload
 	put(b, payload->p, payload->n);
 }
 
+/* A numeric column per the spec: width byte, the first value, the base
+ * (minimum of the others), then `width` planes of the bytes of the
+ * others less the base. */
+static void
+planes(struct bytes *col, const uint64_t *v, int n)
+{
+	uint64_t lo = n > 1 ? v[1] : 0, hi = lo;
+	for (int i = 2; i < n; i++) {
+		if (v[i] < lo) lo = v[i];
+		if (v[i] > hi) hi = v[i];
+	}
+	unsigned w = 0;
+	while (w < 8 && (hi - lo) >> (8 * w))
+		w++;
+	col->n = 0;
+	put8(col, w);
+	putv(col, v[0]);
+	putv(col, lo);
+	for (unsigned p = 0; p < w; p++)
+		for (int i = 1; i < n; i++)
+			put8(col, (unsigned)((v[i] - lo) >> (8 * p)) & 0xff);
+}
+
 static void
 column(struct bytes *b, unsigned kind, unsigned attr, const struct bytes *data)
 {
@@ -241,19 +264,24 @@ future_chunk(struct bytes *out, uint32_t flags)
 	put(&pl, defs.p, defs.n);
 	col.n = 0; put8(&col, 200); put8(&col, 5); put8(&col, 5);    /* kinds */
 	column(&pl, 0, 1, &col);
-	col.n = 0; putv(&col, 1); putv(&col, 1); putv(&col, 1);      /* tracks */
+	uint64_t tracks[] = { 1, 1, 1 };
+	planes(&col, tracks, 3);
 	column(&pl, 0, 2, &col);
-	col.n = 0; putv(&col, zz(1000)); putv(&col, zz(10)); putv(&col, zz(-4));
-	column(&pl, 0, 3, &col);                                      /* ts */
-	col.n = 0; putv(&col, 7); putv(&col, 5); putv(&col, 6);
-	column(&pl, 0, 4, &col);                                      /* dur */
-	col.n = 0; putv(&col, 1); putv(&col, 1); putv(&col, 0);
-	column(&pl, 0, 5, &col);                                      /* names */
-	col.n = 0; putv(&col, zz(42)); putv(&col, zz(1));
+	uint64_t ts[] = { zz(1000), zz(10), zz(-4) };
+	planes(&col, ts, 3);
+	column(&pl, 0, 3, &col);
+	uint64_t dur[] = { 7, 5, 6 };
+	planes(&col, dur, 3);
+	column(&pl, 0, 4, &col);
+	uint64_t names[] = { 1, 1, 0 };
+	planes(&col, names, 3);
+	column(&pl, 0, 5, &col);
+	uint64_t corr[] = { zz(42), zz(1) };
+	planes(&col, corr, 2);
 	column(&pl, 5, 1, &col);                   /* kernel correlation */
 	col.n = 0; put(&col, "xyz", 3);
 	column(&pl, 5, 40, &col);                  /* unknown kernel attribute */
-	col.n = 0; putv(&col, 9);
+	col.n = 0; put(&col, "\x09\x09", 2);
 	column(&pl, 200, 1, &col);                 /* column of the unknown kind */
 	col.n = 0; putv(&col, 7); putv(&col, 7); putv(&col, 7);
 	column(&pl, 0, 9, &col);                   /* unknown common column */
@@ -280,7 +308,13 @@ TEST(unknown_records_skipped)
 	unsigned major, minor;
 	tk_reader_version(r, &major, &minor);
 	CHECK(major == 1 && minor == 9);
-	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_OK);
+	int rc = tk_reader_next_event(r, &e);
+	CHECK_EQ_INT(rc, TK_OK);
+	if (rc != TK_OK) {
+		fprintf(stderr, "# %s\n", tk_reader_error(r));
+		tk_reader_free(r);
+		return;
+	}
 	CHECK_EQ_INT(e->kind, TK_KERNEL);
 	CHECK_STR(e->name, "foo");
 	/* the unknown event came first at 1000; this one is 10 after it */
@@ -381,6 +415,27 @@ TEST(writer_rejects_bad_events)
 	tk_writer_free(w);
 	fclose(m.f);
 
+	/* a name too long to intern: refused, and said so */
+	w = mem_open(&m, NULL);
+	th = (struct tk_thread){ 0, 1, "" };
+	t = tk_writer_thread(w, 0, &th);
+	size_t huge = 40u << 20;
+	char *big = malloc(huge + 1);
+	memset(big, 'k', huge);
+	big[huge] = 0;
+	e = (struct tk_event){ .kind = TK_RANGE, .track = t, .ts = 1, .name = big };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	CHECK(strstr(tk_writer_error(w), "too long") != NULL);
+	e = (struct tk_event){ .kind = TK_KERNEL, .track = t, .ts = 1, .name = "k" };
+	e.u.kernel.mangled = big;
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	e.u.kernel.mangled = "";
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK); /* still usable */
+	CHECK_EQ_INT(tk_writer_events(w), 1);
+	free(big);
+	tk_writer_free(w);
+	fclose(m.f);
+
 	w = mem_open(&m, NULL);
 	struct tk_thread bad = { 0, 1, "" };
 	CHECK(tk_writer_thread(w, 5, &bad) == 0); /* redefine a missing one */
@@ -396,8 +451,12 @@ TEST(writer_reports_output_errors)
 	int fd = open("/dev/full", O_WRONLY);
 	CHECK(fd >= 0);
 	struct tk_writer *w = tk_writer_new();
-	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "/dev/full", NULL), TK_EIO);
-	CHECK_EQ_INT(tk_writer_errno(w), ENOSPC);
+	if (write(fd, "x", 1) < 0) { /* some sandboxes' /dev/full accepts writes */
+		CHECK_EQ_INT(tk_writer_open_fd(w, fd, "/dev/full", NULL), TK_EIO);
+		CHECK_EQ_INT(tk_writer_errno(w), ENOSPC);
+	} else {
+		fprintf(stderr, "# /dev/full accepts writes here: ENOSPC not tested\n");
+	}
 	close(fd);
 
 	int p[2];

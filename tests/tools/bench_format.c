@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_format FILE: times the library on one trace against the codec's
+ * own limits, all in this process:
+ *   read   reading every event (tk_reader on the file in memory)
+ *   inflate  inflating the same chunk payloads alone (libdeflate)
+ *   write  writing the same events (decoded beforehand, chunk by chunk,
+ *          so only the writer is timed) to /dev/null
+ *   deflate  deflating the same uncompressed payloads alone, same level
+ * Each is the best of --repeat runs.  Prints "key value" lines.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libdeflate.h>
+
+#include "tracekit.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint32_t
+le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+struct chunk {
+	const uint8_t *stored;
+	uint32_t stored_len, raw_len;
+	int deflated;
+};
+
+static volatile uint64_t sink;
+
+static double
+time_read(const uint8_t *buf, size_t len, uint64_t *events)
+{
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	double t0 = now();
+	uint64_t n = 0, acc = 0;
+	if (tk_reader_open_mem(r, buf, len, "bench"))
+		exit(2);
+	int rc;
+	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
+		acc += (uint64_t)e->ts + (uint64_t)e->dur + e->name_id;
+		n++;
+	}
+	double t = now() - t0;
+	if (rc != TK_EOF) {
+		fprintf(stderr, "bench_format: %s\n", tk_reader_error(r));
+		exit(1);
+	}
+	tk_reader_free(r);
+	sink += acc;
+	*events = n;
+	return t;
+}
+
+static double
+time_inflate(const struct chunk *c, size_t n, uint8_t *out)
+{
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	double t0 = now();
+	for (size_t i = 0; i < n; i++) {
+		if (!c[i].deflated)
+			continue;
+		size_t actual;
+		if (libdeflate_zlib_decompress(d, c[i].stored, c[i].stored_len, out,
+		                               c[i].raw_len, &actual))
+			exit(2);
+		sink += out[0];
+	}
+	double t = now() - t0;
+	libdeflate_free_decompressor(d);
+	return t;
+}
+
+static double
+time_deflate(const struct chunk *c, size_t n, int level, uint8_t *raw,
+             uint8_t *out, size_t out_cap)
+{
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	struct libdeflate_compressor *z = libdeflate_alloc_compressor(level);
+	double total = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t actual;
+		const uint8_t *src = c[i].stored;
+		if (c[i].deflated) {
+			if (libdeflate_zlib_decompress(d, c[i].stored, c[i].stored_len,
+			                               raw, c[i].raw_len, &actual))
+				exit(2);
+			src = raw;
+		}
+		double t0 = now();
+		sink += libdeflate_zlib_compress(z, src, c[i].raw_len, out, out_cap);
+		total += now() - t0;
+	}
+	libdeflate_free_compressor(z);
+	libdeflate_free_decompressor(d);
+	return total;
+}
+
+/* Decode a chunk's worth of events into copies, then time only the
+ * writer on them.  Definitions are written untimed. */
+static double
+time_write(const uint8_t *buf, size_t len, int level)
+{
+	struct tk_reader *r = tk_reader_new();
+	struct tk_writer *w = tk_writer_new();
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.level = level;
+	int fd = open("/dev/null", O_WRONLY);
+	if (tk_reader_open_mem(r, buf, len, "bench") || tk_writer_open_fd(w, fd, "null", &o))
+		exit(2);
+	size_t cap = 1 << 16, n = 0;
+	struct tk_event *batch = malloc(cap * sizeof(*batch));
+	uint32_t *tmap = calloc(1u << 20, sizeof(*tmap));
+	double total = 0;
+	struct tk_record rec;
+	int rc;
+	for (;;) {
+		rc = tk_reader_next(r, &rec);
+		int flush = rc != TK_OK || n == cap;
+		if (rc == TK_OK && rec.type == TK_REC_TRACK) {
+			const struct tk_track *t = rec.u.track;
+			uint32_t id = 0;
+			struct tk_thread th = t->u.thread;
+			struct tk_stream s = t->u.stream;
+			switch (t->type) {
+			case TK_TRACK_PROCESS: id = tk_writer_process(w, 0, &t->u.process); break;
+			case TK_TRACK_THREAD:
+				th.process = tmap[th.process];
+				id = tk_writer_thread(w, 0, &th);
+				break;
+			case TK_TRACK_STREAM:
+				s.process = tmap[s.process];
+				id = tk_writer_stream(w, 0, &s);
+				break;
+			case TK_TRACK_COUNTER: id = tk_writer_counter(w, 0, &t->u.counter); break;
+			default: break;
+			}
+			if (t->id < (1u << 20))
+				tmap[t->id] = id;
+			continue;
+		}
+		if (rc == TK_OK && rec.type == TK_REC_DEVICE) {
+			tk_writer_device(w, 0, rec.u.device);
+			continue;
+		}
+		if (rc == TK_OK && rec.type == TK_REC_EVENT) {
+			struct tk_event e = *rec.u.event;
+			e.track = e.track < (1u << 20) ? tmap[e.track] : 0;
+			e.name_id = tk_writer_cstring(w, e.name); /* untimed interning */
+			e.name = NULL;
+			e.args = NULL;
+			e.args_len = 0;
+			if (e.kind == TK_RANGE || e.kind == TK_ASYNC_RANGE || e.kind == TK_MARK) {
+				e.u.range.domain_id = tk_writer_cstring(w, e.u.range.domain);
+				e.u.range.domain = NULL;
+				e.u.range.end_track = 0;
+			}
+			if (e.kind == TK_KERNEL) {
+				e.u.kernel.mangled_id = tk_writer_cstring(w, e.u.kernel.mangled);
+				e.u.kernel.mangled = NULL;
+			}
+			if (e.kind == TK_DROPPED) {
+				e.u.dropped.reason_id = tk_writer_cstring(w, e.u.dropped.reason);
+				e.u.dropped.reason = NULL;
+			}
+			if (e.kind == TK_FLOW) {
+				e.u.flow.category_id = tk_writer_cstring(w, e.u.flow.category);
+				e.u.flow.category = NULL;
+			}
+			batch[n++] = e;
+		}
+		if (flush || n == cap) {
+			double t0 = now();
+			for (size_t i = 0; i < n; i++)
+				if (tk_writer_event(w, &batch[i])) {
+					fprintf(stderr, "bench_format: %s\n", tk_writer_error(w));
+					exit(2);
+				}
+			total += now() - t0;
+			n = 0;
+		}
+		if (rc != TK_OK)
+			break;
+	}
+	double t0 = now();
+	tk_writer_close(w);
+	total += now() - t0;
+	tk_writer_free(w);
+	tk_reader_free(r);
+	close(fd);
+	free(batch);
+	free(tmap);
+	return total;
+}
+
+int
+main(int argc, char **argv)
+{
+	int repeat = 3, level = 6;
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_format FILE [REPEAT]\n");
+		return 2;
+	}
+	if (argc > 2)
+		repeat = atoi(argv[2]);
+	int fd = open(argv[1], O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		perror(argv[1]);
+		return 1;
+	}
+	size_t len = (size_t)st.st_size;
+	uint8_t *buf = malloc(len);
+	if (!buf || read(fd, buf, len) != (ssize_t)len) {
+		perror(argv[1]);
+		return 1;
+	}
+	close(fd);
+
+	/* the chunks, by the format spec */
+	size_t nch = 0, cap = 1024, max_raw = 0;
+	struct chunk *ch = malloc(cap * sizeof(*ch));
+	uint64_t raw_total = 0;
+	for (size_t pos = 36; pos + 56 <= len;) {
+		const uint8_t *h = buf + pos;
+		if (memcmp(h, "\x89TKC", 4) != 0)
+			break;
+		uint32_t hs = le32(h + 4);
+		if (nch == cap)
+			ch = realloc(ch, (cap *= 2) * sizeof(*ch));
+		ch[nch].stored = h + hs;
+		ch[nch].stored_len = le32(h + 12);
+		ch[nch].raw_len = le32(h + 16);
+		ch[nch].deflated = le32(h + 8) & 1;
+		if (ch[nch].raw_len > max_raw)
+			max_raw = ch[nch].raw_len;
+		raw_total += ch[nch].raw_len;
+		pos += hs + ch[nch].stored_len;
+		nch++;
+	}
+	uint8_t *raw = malloc(max_raw + 1), *out = malloc(max_raw * 2 + 1024);
+
+	double best_read = 1e30, best_inflate = 1e30, best_write = 1e30,
+	       best_deflate = 1e30;
+	uint64_t events = 0;
+	for (int i = 0; i < repeat; i++) {
+		double t = time_read(buf, len, &events);
+		if (t < best_read) best_read = t;
+		t = time_inflate(ch, nch, raw);
+		if (t < best_inflate) best_inflate = t;
+		t = time_write(buf, len, level);
+		if (t < best_write) best_write = t;
+		t = time_deflate(ch, nch, level, raw, out, max_raw * 2 + 1024);
+		if (t < best_deflate) best_deflate = t;
+	}
+	printf("events %" PRIu64 "\n", events);
+	printf("bytes %zu\n", len);
+	printf("raw_bytes %" PRIu64 "\n", raw_total);
+	printf("chunks %zu\n", nch);
+	printf("read_s %.6f\ninflate_s %.6f\nwrite_s %.6f\ndeflate_s %.6f\n",
+	       best_read, best_inflate, best_write, best_deflate);
+	free(buf);
+	free(ch);
+	free(raw);
+	free(out);
+	return 0;
+}

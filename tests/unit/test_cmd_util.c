@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* The option parsers and unit formatters every command shares. */
+#include <string.h>
+
+#include "tap.h"
+#include "../../cmd/util.h"
+
+TEST(durations)
+{
+	static const struct { const char *s; int64_t ns; } ok[] = {
+		{ "10ms", 10000000 }, { "1.5s", 1500000000 }, { "250us", 250000 },
+		{ "100ns", 100 }, { "2m", 120000000000ll }, { "1h", 3600000000000ll },
+		{ "3", 3000000000ll }, { "0", 0 }, { "0.5", 500000000 },
+		{ "1e-3s", 1000000 }, { "1min", 60000000000ll },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t v = -1;
+		CHECK(cmd_parse_duration(ok[i].s, &v) == 0);
+		CHECK_EQ_INT(v, ok[i].ns);
+	}
+	static const char *bad[] = { "", "ms", "-1s", "10 ms", "10xs", "nan",
+	                             "inf", "1e30s", "10msx", NULL };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t v;
+		CHECK(cmd_parse_duration(bad[i], &v) < 0);
+	}
+}
+
+TEST(numbers)
+{
+	uint64_t u;
+	CHECK(cmd_parse_uint("42", &u) == 0 && u == 42);
+	CHECK(cmd_parse_uint("18446744073709551615", &u) == 0 && u == UINT64_MAX);
+	CHECK(cmd_parse_uint("18446744073709551616", &u) < 0);
+	CHECK(cmd_parse_uint("-1", &u) < 0);
+	CHECK(cmd_parse_uint(" 1", &u) < 0);
+	CHECK(cmd_parse_uint("1k", &u) < 0);
+	double d;
+	CHECK(cmd_parse_percent("5%", &d) == 0 && d == 0.05);
+	CHECK(cmd_parse_percent("5", &d) == 0 && d == 0.05);
+	CHECK(cmd_parse_percent("0.5%", &d) == 0 && d == 0.005);
+	CHECK(cmd_parse_percent("5%%", &d) < 0);
+	CHECK(cmd_parse_percent("-5%", &d) < 0);
+	CHECK(cmd_parse_factor("3", &d) == 0 && d == 3);
+	CHECK(cmd_parse_factor("1.5x", &d) == 0 && d == 1.5);
+	CHECK(cmd_parse_factor("2X", &d) == 0 && d == 2);
+	CHECK(cmd_parse_factor("0", &d) < 0);
+	CHECK(cmd_parse_factor("x", &d) < 0);
+}
+
+TEST(units)
+{
+	char b[32];
+	CHECK_STR(cmd_fmt_duration(b, sizeof(b), 999), "999 ns");
+	CHECK_STR(cmd_fmt_duration(b, sizeof(b), 1500), "1.500 us");
+	CHECK_STR(cmd_fmt_duration(b, sizeof(b), 2500000), "2.500 ms");
+	CHECK_STR(cmd_fmt_duration(b, sizeof(b), 61000000000ll), "61.000 s");
+	CHECK_STR(cmd_fmt_duration(b, sizeof(b), -1500), "-1.500 us");
+	CHECK_STR(cmd_fmt_bytes(b, sizeof(b), 512), "512 B");
+	CHECK_STR(cmd_fmt_bytes(b, sizeof(b), 1536), "1.50 KiB");
+	CHECK_STR(cmd_fmt_bytes(b, sizeof(b), 3.0 * (1 << 30)), "3.00 GiB");
+	CHECK_STR(cmd_fmt_rate(b, sizeof(b), 22e9), "22.00 GB/s");
+	CHECK_STR(cmd_fmt_rate(b, sizeof(b), 1.5e6), "1.50 MB/s");
+}
+
+TEST(utf8)
+{
+	size_t n;
+	const char *ok = "plain \xe2\x9c\x93 \xf0\x9f\x98\x80";
+	CHECK(cmd_utf8(ok, strlen(ok), &n) == ok && n == strlen(ok));
+	const char *bad = "a\xff" "b\xc3";       /* stray byte, cut sequence */
+	const char *fixed = cmd_utf8(bad, 4, &n);
+	CHECK(n == 8 && memcmp(fixed, "a\xef\xbf\xbd" "b\xef\xbf\xbd", 8) == 0);
+	const char *surrogate = "\xed\xa0\x80";  /* U+D800: not valid UTF-8 */
+	fixed = cmd_utf8(surrogate, 3, &n);
+	CHECK(n == 9);
+	const char *overlong = "\xc0\xaf";       /* overlong '/' */
+	fixed = cmd_utf8(overlong, 2, &n);
+	CHECK(n == 6 && strncmp(fixed, "\xef\xbf\xbd\xef\xbf\xbd", 6) == 0);
+	fixed = cmd_utf8("a\0b", 3, &n);          /* NUL is replaced too */
+	CHECK(n == 5);
+}
+
+int
+main(void)
+{
+	RUN(durations);
+	RUN(numbers);
+	RUN(units);
+	RUN(utf8);
+	return tap_done();
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The building blocks: varints and zigzag at their edges, malformed
+ * varints, the CRC32 against zlib's, byte buffers and string interning.
+ */
+#include <zlib.h>
+
+#include "helpers.h"
+#include "intern.h"
+#include "tap.h"
+#include "tk_private.h"
+
+TEST(varint_roundtrip_edges)
+{
+	static const uint64_t values[] = {
+		0, 1, 127, 128, 255, 256, 16383, 16384, (1ull << 21) - 1,
+		1ull << 21, (1ull << 35) + 17, (1ull << 56) - 1, 1ull << 56,
+		(1ull << 63) - 1, 1ull << 63, UINT64_MAX - 1, UINT64_MAX,
+	};
+	static const size_t lengths[] = {
+		1, 1, 1, 2, 2, 2, 2, 3, 3, 4, 6, 8, 9, 9, 10, 10, 10,
+	};
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		uint8_t buf[TKP_VARINT_MAX];
+		size_t n = tkp_varint_store(buf, values[i]);
+		CHECK_EQ_INT(n, lengths[i]);
+		const uint8_t *p = buf;
+		uint64_t v = 0;
+		CHECK(tkp_varint_get(&p, buf + n, &v) == 0);
+		CHECK(v == values[i]);
+		CHECK(p == buf + n);
+	}
+	for (int i = 0; i < 100000; i++) {
+		uint64_t x = rnd() >> rnd_below(64);
+		uint8_t buf[TKP_VARINT_MAX];
+		size_t n = tkp_varint_store(buf, x);
+		const uint8_t *p = buf;
+		uint64_t v;
+		if (tkp_varint_get(&p, buf + n, &v) != 0 || v != x || p != buf + n) {
+			CHECK(0);
+			break;
+		}
+	}
+}
+
+TEST(varint_malformed)
+{
+	uint64_t v;
+	const uint8_t *p;
+	/* cut inside */
+	static const uint8_t cut[] = { 0x80, 0x80 };
+	p = cut;
+	CHECK(tkp_varint_get(&p, cut + 2, &v) < 0);
+	/* empty */
+	p = cut;
+	CHECK(tkp_varint_get(&p, cut, &v) < 0);
+	/* eleven bytes */
+	static const uint8_t eleven[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	                                  0x80, 0x80, 0x80, 0x80, 0x01 };
+	p = eleven;
+	CHECK(tkp_varint_get(&p, eleven + 11, &v) < 0);
+	/* ten bytes whose last one overflows 64 bits */
+	static const uint8_t over[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	                                0xff, 0xff, 0xff, 0x02 };
+	p = over;
+	CHECK(tkp_varint_get(&p, over + 10, &v) < 0);
+	/* ten bytes that just fit */
+	static const uint8_t max[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	                               0xff, 0xff, 0xff, 0x01 };
+	p = max;
+	CHECK(tkp_varint_get(&p, max + 10, &v) == 0 && v == UINT64_MAX);
+}
+
+TEST(zigzag)
+{
+	static const int64_t values[] = { 0, -1, 1, -2, 2, INT64_MAX, INT64_MIN,
+	                                  INT64_MIN + 1, -1000000007 };
+	static const uint64_t expect[] = { 0, 1, 2, 3, 4, UINT64_MAX - 1, UINT64_MAX,
+	                                   UINT64_MAX - 2, 2000000013 };
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		CHECK(tkp_zigzag(values[i]) == expect[i]);
+		CHECK(tkp_unzigzag(expect[i]) == values[i]);
+	}
+}
+
+/* The library's CRC (libdeflate) is the CRC of zlib and gzip. */
+TEST(crc32_matches_zlib)
+{
+	CHECK(tkp_crc32(0, "123456789", 9) == 0xcbf43926u);
+	static uint8_t buf[70000];
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	for (int i = 0; i < 200; i++) {
+		size_t off = rnd_below(1000), len = rnd_below(sizeof(buf) - 1000);
+		uint32_t a = tkp_crc32(0, buf + off, len);
+		uLong b = crc32(0, buf + off, (uInt)len);
+		if (a != (uint32_t)b) {
+			CHECK(0);
+			break;
+		}
+		/* chaining, as for a chunk's header then payload */
+		size_t cut = len / 3;
+		CHECK(tkp_crc32(tkp_crc32(0, buf + off, cut), buf + off + cut, len - cut) == a);
+	}
+}
+
+TEST(little_endian_fields)
+{
+	uint8_t b[8];
+	tkp_le64(b, 0x0102030405060708ull);
+	CHECK(b[0] == 8 && b[7] == 1);
+	CHECK(tkp_get64(b) == 0x0102030405060708ull);
+	tkp_le32(b, 0xdeadbeef);
+	CHECK(b[0] == 0xef && tkp_get32(b) == 0xdeadbeef);
+	tkp_le16(b, 0xabcd);
+	CHECK(b[0] == 0xcd && tkp_get16(b) == 0xabcd);
+}
+
+TEST(buffers)
+{
+	struct tkp_buf b = { 0 };
+	for (int i = 0; i < 100000; i++)
+		CHECK(tkp_buf_varint(&b, (uint64_t)i) == 0);
+	const uint8_t *p = b.p, *end = b.p + b.len;
+	int bad = 0;
+	for (int i = 0; i < 100000; i++) {
+		uint64_t v;
+		bad += tkp_varint_get(&p, end, &v) != 0 || v != (uint64_t)i;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK(p == end);
+	tkp_buf_free(&b);
+	CHECK(b.p == NULL && b.len == 0);
+}
+
+TEST(interning)
+{
+	struct tkp_intern t = { 0 };
+	int added;
+	char s[32];
+	/* many strings: ids are dense, equal strings equal ids, across rehashes */
+	for (int i = 0; i < 50000; i++) {
+		snprintf(s, sizeof(s), "name-%d", i);
+		uint32_t id = tkp_intern(&t, s, strlen(s), &added);
+		if (id != (uint32_t)i + 1 || !added) {
+			CHECK(0);
+			break;
+		}
+	}
+	for (int i = 0; i < 50000; i += 7) {
+		snprintf(s, sizeof(s), "name-%d", i);
+		uint32_t id = tkp_intern(&t, s, strlen(s), &added);
+		CHECK(id == (uint32_t)i + 1 && !added);
+		uint32_t len;
+		const char *back = tkp_intern_get(&t, id, &len);
+		CHECK(back && len == strlen(s) && strcmp(back, s) == 0);
+	}
+	CHECK(tkp_intern_find(&t, "name-49999", 10) == 50000);
+	CHECK(tkp_intern_find(&t, "name-50000", 10) == 0);
+	/* bytes with NULs are strings too; "" has an id */
+	CHECK(tkp_intern(&t, "a\0b", 3, &added) != tkp_intern(&t, "a\0c", 3, &added));
+	CHECK(tkp_intern(&t, "", 0, &added) != 0);
+	/* a long string */
+	static char big[100000];
+	memset(big, 'x', sizeof(big) - 1);
+	uint32_t id = tkp_intern(&t, big, sizeof(big) - 1, &added);
+	CHECK(id && added && strlen(tkp_intern_get(&t, id, NULL)) == sizeof(big) - 1);
+	tkp_intern_clear(&t);
+	CHECK(tkp_intern(&t, "name-5", 6, &added) == 1 && added);
+	tkp_intern_free(&t);
+}
+
+int
+main(void)
+{
+	RUN(varint_roundtrip_edges);
+	RUN(varint_malformed);
+	RUN(zigzag);
+	RUN(crc32_matches_zlib);
+	RUN(little_endian_fields);
+	RUN(buffers);
+	RUN(interning);
+	return tap_done();
+}
