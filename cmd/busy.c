@@ -71,33 +71,6 @@ pairbuf_free(struct pairbuf *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void
-sweep_add(struct sweep *s, int64_t b, int64_t e)
-{
-	if (e < b)
-		e = b;
-	if (!s->open) {
-		s->cs = b;
-		s->ce = e;
-		s->open = 1;
-		return;
-	}
-	/* An interval before the open one can only come from a writer whose
-	 * watermark lied; clamping it never counts time twice. */
-	if (b < s->cs)
-		b = s->cs;
-	if (e < b)
-		return;
-	if (b <= s->ce) {
-		if (e > s->ce)
-			s->ce = e;
-		return;
-	}
-	s->total += s->ce - s->cs;
-	s->cs = b;
-	s->ce = e;
-}
-
 int64_t
 sweep_total(const struct sweep *s)
 {
@@ -118,24 +91,6 @@ busy_free(struct busy *b)
 	for (int c = 0; c < BUSY_NCLASS; c++)
 		pairbuf_free(&b->pending[c]);
 	busy_init(b);
-}
-
-int
-busy_add(struct busy *b, int cls, int64_t begin, int64_t end, int settled)
-{
-	if (end < begin)
-		end = begin;
-	if (begin < b->first)
-		b->first = begin;
-	if (end > b->last)
-		b->last = end;
-	b->n++;
-	if (settled && !b->pending[BUSY_KERNEL].n && !b->pending[BUSY_COPY].n) {
-		sweep_add(&b->cls[cls], begin, end);
-		sweep_add(&b->all, begin, end);
-		return 0;
-	}
-	return pairbuf_push(&b->pending[cls], begin, end);
 }
 
 void

@@ -46,7 +46,32 @@ struct sweep {
 	int64_t total;         /* length of the closed ones */
 };
 
-void sweep_add(struct sweep *s, int64_t b, int64_t e);
+/* An interval before the open one can only come from a writer whose
+ * watermark lied; clamping it never counts time twice. */
+static inline void
+sweep_add(struct sweep *s, int64_t b, int64_t e)
+{
+	if (e < b)
+		e = b;
+	if (!s->open) {
+		s->cs = b;
+		s->ce = e;
+		s->open = 1;
+		return;
+	}
+	if (b < s->cs)
+		b = s->cs;
+	if (e < b)
+		return;
+	if (b <= s->ce) {
+		if (e > s->ce)
+			s->ce = e;
+		return;
+	}
+	s->total += s->ce - s->cs;
+	s->cs = b;
+	s->ce = e;
+}
 /* Total including the open interval. */
 int64_t sweep_total(const struct sweep *s);
 
@@ -65,7 +90,23 @@ void busy_free(struct busy *b);
  * says no interval still to come begins before this one (a sorted chunk
  * whose watermark is at or after it): then, with nothing pending, it is
  * swept at once instead of buffered. */
-int busy_add(struct busy *b, int cls, int64_t begin, int64_t end, int settled);
+static inline int
+busy_add(struct busy *b, int cls, int64_t begin, int64_t end, int settled)
+{
+	if (end < begin)
+		end = begin;
+	if (begin < b->first)
+		b->first = begin;
+	if (end > b->last)
+		b->last = end;
+	b->n++;
+	if (settled && !b->pending[BUSY_KERNEL].n && !b->pending[BUSY_COPY].n) {
+		sweep_add(&b->cls[cls], begin, end);
+		sweep_add(&b->all, begin, end);
+		return 0;
+	}
+	return pairbuf_push(&b->pending[cls], begin, end);
+}
 /* Sweep every pending interval that begins before w (INT64_MAX: all). */
 void busy_release(struct busy *b, int64_t w);
 /* Union lengths so far (call busy_release(b, INT64_MAX) first). */

@@ -82,6 +82,13 @@ dist_merge(struct dist *dst, const struct dist *src)
 	return 0;
 }
 
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* ---- exact order statistics ------------------------------------------------ */
 
 static void
@@ -244,6 +251,118 @@ quantiles(int64_t *v, size_t n, const double *q, double *out, int nq)
 	}
 }
 
+/* The percentiles at q (three, ascending) in one pass for large n,
+ * leaving v as it is: a sorted sample of the values gives, for each
+ * wanted rank, two values that bracket it with near certainty (three
+ * standard deviations of a sample rank); one pass counts the values
+ * below each bracket and copies those inside it (a few percent), where
+ * the rank is then selected.  The pass also sums the squared deviations
+ * from `mean`, for the standard deviation, which it returns.  A bracket
+ * that missed its rank, or that more equal values than expected
+ * overflow, falls back to selection over all the values. */
+#define SAMPLE_MIN_N 20000
+static double
+quantiles_sampled(int64_t *v, size_t n, const double q[3], double out[3],
+                  double mean)
+{
+	double m_ = 4 * sqrt((double)n);
+	size_t m = m_ < 256 ? 256 : m_ > 16384 ? 16384 : (size_t)m_;
+	int64_t *sample = malloc(m * sizeof(*sample));
+	int64_t *buf[3] = { 0 };
+	size_t len[3] = { 0 }, below[3] = { 0 }, cap[3], lo[3];
+	int64_t a[3], b[3];
+	double f[3];
+	int ok[3] = { 0 };
+	double ss = 0;
+	if (sample) {
+		/* a deterministic spread of positions: the result is exact
+		 * anyway, the sample only decides how fast */
+		uint64_t x = 0x9e3779b97f4a7c15ull ^ n;
+		for (size_t i = 0; i < m; i++) {
+			x ^= x >> 12;
+			x ^= x << 25;
+			x ^= x >> 27;
+			sample[i] = v[(x * 2685821657736338717ull) % n];
+		}
+		qsort(sample, m, sizeof(*sample), cmp_i64);
+		double d = 3 * sqrt((double)m) + 2;
+		for (int j = 0; j < 3; j++) {
+			double r = q[j] * (double)(n - 1);
+			lo[j] = (size_t)floor(r);
+			f[j] = r - (double)lo[j];
+			double p = q[j] * (double)(m - 1);
+			size_t pa = p - d <= 0 ? 0 : (size_t)(p - d);
+			size_t pb = p + d + 1 >= (double)(m - 1) ? m - 1 : (size_t)(p + d + 1);
+			a[j] = pa == 0 ? INT64_MIN : sample[pa];
+			b[j] = pb == m - 1 ? INT64_MAX : sample[pb];
+			/* room for the share of values the sample puts inside */
+			cap[j] = (size_t)((double)n * (double)(pb - pa + 1) / (double)m * 1.25) + 64;
+			buf[j] = malloc((cap[j] + 1) * sizeof(*buf[j]));
+			ok[j] = buf[j] != NULL;
+		}
+	}
+	if (!ok[0] || !ok[1] || !ok[2]) {
+		for (size_t i = 0; i < n; i++)
+			ss += ((double)v[i] - mean) * ((double)v[i] - mean);
+		ok[0] = ok[1] = ok[2] = 0;
+		goto fallback;
+	}
+	const int64_t a0 = a[0], a1 = a[1], a2 = a[2];
+	const int64_t b0 = b[0], b1 = b[1], b2 = b[2];
+	const size_t k0 = cap[0], k1 = cap[1], k2 = cap[2];
+	int64_t *const u0 = buf[0], *const u1 = buf[1], *const u2 = buf[2];
+	size_t c0 = 0, c1 = 0, c2 = 0, l0 = 0, l1 = 0, l2 = 0;
+	double ss0 = 0, ss1 = 0;
+	/* no branches: each value is stored at the end of every buffer and
+	 * kept there only if it is in the bracket; a full buffer stops
+	 * growing (its last slot is scratch) and means fall back */
+#define VISIT(y, acc) do { \
+		double dev_ = (double)(y) - mean; \
+		acc += dev_ * dev_; \
+		c0 += (y) < a0; \
+		c1 += (y) < a1; \
+		c2 += (y) < a2; \
+		u0[l0] = (y); \
+		l0 += ((y) >= a0) & ((y) <= b0) & (l0 < k0); \
+		u1[l1] = (y); \
+		l1 += ((y) >= a1) & ((y) <= b1) & (l1 < k1); \
+		u2[l2] = (y); \
+		l2 += ((y) >= a2) & ((y) <= b2) & (l2 < k2); \
+	} while (0)
+	size_t i = 0;
+	for (; i + 1 < n; i += 2) {
+		int64_t y = v[i], z = v[i + 1];
+		VISIT(y, ss0);
+		VISIT(z, ss1);
+	}
+	if (i < n)
+		VISIT(v[i], ss0);
+#undef VISIT
+	ss = ss0 + ss1;
+	below[0] = c0, below[1] = c1, below[2] = c2;
+	len[0] = l0, len[1] = l1, len[2] = l2;
+	for (int j = 0; j < 3; j++) {
+		size_t need = f[j] > 0 && lo[j] + 1 < n ? lo[j] + 1 : lo[j];
+		if (len[j] >= cap[j] || lo[j] < below[j] || need >= below[j] + len[j]) {
+			ok[j] = 0;
+			continue;
+		}
+		size_t k = lo[j] - below[j];
+		select_k(buf[j], 0, len[j] - 1, k);
+		double lov = (double)buf[j][k];
+		out[j] = need == lo[j] ? lov
+		       : lov + f[j] * ((double)min_of(buf[j], k + 1, len[j] - 1) - lov);
+	}
+fallback:
+	free(sample);
+	for (int j = 0; j < 3; j++) {
+		if (!ok[j])
+			quantiles(v, n, &q[j], &out[j], 1);
+		free(buf[j]);
+	}
+	return ss;
+}
+
 double
 quantile_exact(int64_t *v, size_t n, double q)
 {
@@ -287,17 +406,19 @@ dist_summary(struct dist *d, struct summary *s)
 			sum += (double)d->v[i];
 		s->mean = sum / (double)d->count;
 	}
-	if (d->count > 1) {
-		double ss = 0;
+	static const double q[3] = { 0.50, 0.95, 0.99 };
+	double out[3], ss = 0;
+	if (d->count >= SAMPLE_MIN_N) {
+		ss = quantiles_sampled(d->v, d->count, q, out, s->mean);
+	} else {
 		for (size_t i = 0; i < d->count; i++) {
 			double x = (double)d->v[i] - s->mean;
 			ss += x * x;
 		}
-		s->std = sqrt(ss / (double)(d->count - 1));
+		quantiles(d->v, d->count, q, out, 3);
 	}
-	static const double q[3] = { 0.50, 0.95, 0.99 };
-	double out[3];
-	quantiles(d->v, d->count, q, out, 3);
+	if (d->count > 1)
+		s->std = sqrt(ss / (double)(d->count - 1));
 	s->p50 = out[0];
 	s->p95 = out[1];
 	s->p99 = out[2];
@@ -314,12 +435,6 @@ dist_values(const struct dist *d, size_t *n)
 	return d->v;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
 
 void
 dist_sort(struct dist *d)

@@ -5,29 +5,34 @@
 
 #include "sketch.h"
 
-/* gamma = (1 + alpha) / (1 - alpha); a value v >= 1 goes to bucket
- * ceil(log_gamma(v)), whose midpoint (in the relative sense)
- * 2 gamma^i / (gamma + 1) is within alpha of every value in it. */
-static double
-log_gamma(void)
-{
-	static double lg;
-	if (lg == 0)
-		lg = log((1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA));
-	return lg;
-}
+#define SKETCH_MAX_BUCKET ((63 << SKETCH_SUB_BITS) - 1)
 
+/* Bucket of v >= 1: the power of two e, then the next SKETCH_SUB_BITS
+ * bits below its leading one. */
 static int32_t
 bucket_of(int64_t v)
 {
-	return (int32_t)ceil(log((double)v) / log_gamma());
+	uint64_t u = (uint64_t)v;
+	int e = 63 - __builtin_clzll(u);
+	uint64_t sub = e >= SKETCH_SUB_BITS ? u >> (e - SKETCH_SUB_BITS)
+	                                    : u << (SKETCH_SUB_BITS - e);
+	return (int32_t)(e << SKETCH_SUB_BITS) +
+	       (int32_t)(sub & ((1u << SKETCH_SUB_BITS) - 1));
 }
 
+/* The value standing for bucket i: exact when the bucket holds a single
+ * integer, else the point whose relative distance to both ends is
+ * equal. */
 static double
 bucket_value(int32_t i)
 {
-	double gamma = exp(log_gamma());
-	return 2 * exp(i * log_gamma()) / (gamma + 1);
+	int e = i >> SKETCH_SUB_BITS;
+	double sub = (double)(i & ((1 << SKETCH_SUB_BITS) - 1));
+	double scale = ldexp(1.0, e - SKETCH_SUB_BITS);
+	double lo = ldexp(1.0, e) + sub * scale, hi = lo + scale;
+	if (hi - lo <= 1)
+		return lo;
+	return 2 * lo * hi / (lo + hi);
 }
 
 void
@@ -60,6 +65,9 @@ cover(struct sketch *s, int32_t lo, int32_t hi)
 		new_lo = new_lo - margin < 0 ? 0 : new_lo - margin;
 	if (!s->nbuckets || new_hi > old_hi)
 		new_hi += margin;
+	/* no value has a bucket past that of INT64_MAX */
+	if (new_hi > SKETCH_MAX_BUCKET)
+		new_hi = SKETCH_MAX_BUCKET;
 	size_t n = (size_t)(new_hi - new_lo + 1);
 	uint64_t *c = calloc(n, sizeof(*c));
 	if (!c)

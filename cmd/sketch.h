@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A relative-error quantile sketch for non-negative integers (durations
- * in ns), after DDSketch (Masson, Rim, Lee, VLDB 2019): values fall in
- * logarithmic buckets (gamma^(i-1), gamma^i], so every quantile it
- * returns is within SKETCH_ALPHA of the exact one, relative to it, with
- * memory that depends on the range of the values (at most ~3000
- * buckets for 1 ns .. 2^63 ns), never on how many there are.
+ * in ns), in the manner of DDSketch (Masson, Rim, Lee, VLDB 2019): each
+ * value is counted in a bucket whose bounds are within a fixed ratio of
+ * each other, so every quantile it returns is within SKETCH_ALPHA of the
+ * exact one, relative to it, in memory that depends on the range of the
+ * values (64 buckets per power of two), never on how many there are.
+ *
+ * The buckets are log-linear: each power of two [2^e, 2^(e+1)) is cut
+ * into 64 equal parts, found from the value's bits without a logarithm
+ * (like HdrHistogram's), so adding a value costs a few instructions.
+ * Values below 64 each get a bucket of their own and come back exact.
  */
 #ifndef TK_CMD_SKETCH_H
 #define TK_CMD_SKETCH_H
@@ -13,9 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Relative accuracy.  Kept under the documented 1 % so that rounding
- * in the bucket index never takes an estimate past it. */
-#define SKETCH_ALPHA 0.0075
+/* Buckets per power of two, and the relative error that gives: a bucket
+ * [lo, hi) has hi/lo <= 1 + 1/64, and its representative
+ * 2 lo hi / (lo + hi) is within (hi - lo)/(hi + lo) <= 1/129 of any
+ * value in it. */
+#define SKETCH_SUB_BITS 6
+#define SKETCH_ALPHA (1.0 / 129)
 
 struct sketch {
 	uint64_t *counts;   /* counts[i] is bucket offset + i */
