@@ -486,9 +486,10 @@ table_findings(struct agg *a, enum agg_table t)
 	unsigned wl = 0;
 	for (size_t i = 0; i < r.n; i++) {
 		struct agg_group *g = r.v[i];
+		/* and worth the time: the excess is 1 % of the table's */
 		if (g->s.count < 3 || g->s.p50 <= 0 ||
 		    (double)g->first_dur < 2 * g->s.p50 ||
-		    pct((double)g->s.total, (double)r.total) < 1)
+		    (double)g->first_dur - g->s.p50 < 0.01 * (double)r.total)
 			continue;
 		if (wl == FINDINGS_PER_TABLE) {
 			more++;
@@ -569,6 +570,47 @@ static void
 text_section(const char *title)
 {
 	printf("%s%s\n", printed_section++ ? "\n" : "", title);
+}
+
+/* The other metadata as key=value, wrapped to the line width, long
+ * values cut (--json has them whole), at most a few lines. */
+static void
+text_metadata(const struct agg_run *run)
+{
+	enum { MAX_VALUE = 40, MAX_LINES = 4 };
+	size_t width = opt.line_width ? opt.line_width : SIZE_MAX;
+	size_t col = 0, lines = 0, shown = 0, total = 0;
+	for (size_t i = 0; i < run->nmeta; i++) {
+		const char *k = run->meta[i].key, *v = run->meta[i].value;
+		if (!strcmp(k, "command") || !strcmp(k, "host") ||
+		    !strcmp(k, "label") || !strcmp(k, "labels"))
+			continue;
+		total++;
+		if (lines == MAX_LINES)
+			continue;
+		char item[MAX_VALUE + 256];
+		int vlen = (int)strlen(v);
+		int cut = !opt.full_names && vlen > MAX_VALUE;
+		snprintf(item, sizeof(item), "%.200s=%.*s%s", k,
+		         cut ? MAX_VALUE - 3 : vlen, v, cut ? "..." : "");
+		size_t len = strlen(item);
+		if (col && col + 1 + len > width) {
+			putchar('\n');
+			col = 0;
+			if (++lines == MAX_LINES)
+				continue;
+		}
+		if (col == 0)
+			col = (size_t)printf("  %-10s", lines ? "" : "metadata");
+		else
+			col += (size_t)printf(" ");
+		col += (size_t)printf("%s", item);
+		shown++;
+	}
+	if (col)
+		putchar('\n');
+	if (shown < total)
+		printf("  %-10s(%zu more in --json)\n", "", total - shown);
 }
 
 static void
@@ -665,20 +707,7 @@ text_run(struct agg *a, char **files, int nfiles)
 	}
 	if (run->run_missing)
 		printf("  %-10sno run %u in some of the input\n", "note", opt.agg.run);
-	n = 0;
-	for (size_t i = 0; i < run->nmeta; i++) {
-		const char *k = run->meta[i].key;
-		if (!strcmp(k, "command") || !strcmp(k, "host") ||
-		    !strcmp(k, "label") || !strcmp(k, "labels"))
-			continue;
-		if (n++ == 0)
-			printf("  %-10s", "metadata");
-		else
-			putchar(' ');
-		printf("%s=%s", k, run->meta[i].value);
-	}
-	if (n)
-		putchar('\n');
+	text_metadata(run);
 }
 
 enum {
