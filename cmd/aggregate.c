@@ -50,9 +50,15 @@ struct dev_scope {
 	int active;
 };
 
-struct window {
-	int found;
+/* The runs of one trace scope (TK_RUN events), by begin time. */
+struct run_window {
+	uint32_t index;
 	int64_t b, e;
+};
+
+struct scope_runs {
+	struct run_window *v;
+	size_t n;
 };
 
 struct scope {
@@ -102,8 +108,8 @@ struct agg {
 	struct strmap meta_map, drop_map;
 	struct agg_run run;
 	struct scope sc;
-	struct window *runwin;   /* --run: by scope number */
-	size_t nrunwin;
+	struct scope_runs *runs; /* --run, by_run: by scope number */
+	size_t nruns;
 	struct perinst *per;
 	const struct perinst_result *per_result;
 	int finished;
@@ -174,6 +180,16 @@ free_scope_maps(struct scope *sc)
 	memset(sc, 0, sizeof(*sc));
 }
 
+static void
+free_runs(struct agg *a)
+{
+	for (size_t i = 0; i < a->nruns; i++)
+		free(a->runs[i].v);
+	free(a->runs);
+	a->runs = NULL;
+	a->nruns = 0;
+}
+
 void
 agg_free(struct agg *a)
 {
@@ -182,6 +198,7 @@ agg_free(struct agg *a)
 	for (size_t i = 0; i < a->ngroups; i++) {
 		free(a->groups[i].name);
 		free(a->groups[i].domain);
+		free(a->groups[i].run_total);
 		dist_free(&a->groups[i].dur);
 	}
 	free(a->groups);
@@ -214,7 +231,8 @@ agg_free(struct agg *a)
 	free(a->run.drops);
 	strmap_free(&a->drop_map);
 	free_scope_maps(&a->sc);
-	free(a->runwin);
+	free_runs(a);
+	free(a->run.run_wall);
 	perinst_free(a->per);
 	free(a);
 }
@@ -648,8 +666,12 @@ start_window(struct agg *a, const struct tk_reader *r)
 	int64_t origin = tk_reader_chunk(r)->t_min;
 	int64_t end = INT64_MAX;
 	if (a->opt.run) {
-		struct window *w = sc->number < a->nrunwin ? &a->runwin[sc->number] : NULL;
-		if (!w || !w->found) {
+		const struct run_window *w = NULL;
+		const struct scope_runs *sr = sc->number < a->nruns ? &a->runs[sc->number] : NULL;
+		for (size_t i = 0; sr && i < sr->n; i++)
+			if (sr->v[i].index == a->opt.run)
+				w = &sr->v[i];
+		if (!w) {
 			a->run.run_missing = 1;
 			sc->lo = INT64_MAX;
 			sc->hi = INT64_MIN;
@@ -676,6 +698,25 @@ chunk_changed(struct agg *a, const struct tk_reader *r)
 	if (ci->watermark > sc->watermark)
 		sc->watermark = ci->watermark;
 	sc->settled_before = ci->flags & TK_CHUNK_SORTED ? ci->watermark : INT64_MIN;
+}
+
+/* by_run: the index of the run of the current scope in which ts falls,
+ * 0 for none. */
+static uint32_t
+run_at(const struct agg *a, int64_t ts)
+{
+	if (a->sc.number >= a->nruns)
+		return 0;
+	const struct scope_runs *sr = &a->runs[a->sc.number];
+	size_t lo = 0, hi = sr->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sr->v[mid].b <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && ts <= sr->v[lo - 1].e ? sr->v[lo - 1].index : 0;
 }
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -743,6 +784,16 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		if (e->ts < gr->first_ts) {
 			gr->first_ts = e->ts;
 			gr->first_dur = e->dur;
+		}
+		uint32_t run;
+		if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
+			if (run > gr->nrun_total) {
+				gr->run_total = xrealloc(gr->run_total, run * sizeof(*gr->run_total));
+				memset(gr->run_total + gr->nrun_total, 0,
+				       (run - gr->nrun_total) * sizeof(*gr->run_total));
+				gr->nrun_total = run;
+			}
+			gr->run_total[run - 1] += e->dur;
 		}
 		if (table == AGG_MEMOPS) {
 			uint64_t bytes = e->kind == TK_MEMCPY ? e->u.memcpy.bytes
@@ -829,10 +880,19 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 			}
 		}
 		break;
-	case TK_RUN:
-		if (e->u.run.index > a->run.runs_seen)
-			a->run.runs_seen = e->u.run.index;
+	case TK_RUN: {
+		uint32_t n = e->u.run.index;
+		if (n == 0)
+			break;
+		if (n > a->run.runs_seen) {
+			a->run.run_wall = xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
+			memset(a->run.run_wall + a->run.runs_seen, 0,
+			       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
+			a->run.runs_seen = n;
+		}
+		a->run.run_wall[n - 1] += e->dur;
 		break;
+	}
 	default:
 		break;
 	}
@@ -840,33 +900,42 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
-/* --run: find run N's time window in each scope (a first pass). */
+static int
+cmp_run_window(const void *x, const void *y)
+{
+	const struct run_window *p = x, *q = y;
+	return (p->b > q->b) - (p->b < q->b);
+}
+
+/* --run and by_run: the time window of every run in each scope (a
+ * first pass over the input). */
 static int
 find_runs(struct agg *a, int fd, const char *path)
 {
 	struct tk_reader *r = tk_reader_new();
 	if (!r)
 		cmd_die(EXIT_USAGE, "out of memory");
-	free(a->runwin);
-	a->runwin = NULL;
-	a->nrunwin = 0;
+	free_runs(a);
 	int rc = tk_reader_open_fd(r, fd, path);
 	const struct tk_event *e;
 	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK) {
-		if (e->kind != TK_RUN || e->u.run.index != a->opt.run)
+		if (e->kind != TK_RUN)
 			continue;
 		unsigned s = tk_reader_scope(r);
-		if (s >= a->nrunwin) {
-			a->runwin = xrealloc(a->runwin, (s + 1) * sizeof(*a->runwin));
-			memset(a->runwin + a->nrunwin, 0,
-			       (s + 1 - a->nrunwin) * sizeof(*a->runwin));
-			a->nrunwin = s + 1;
+		if (s >= a->nruns) {
+			a->runs = xrealloc(a->runs, (s + 1) * sizeof(*a->runs));
+			memset(a->runs + a->nruns, 0, (s + 1 - a->nruns) * sizeof(*a->runs));
+			a->nruns = s + 1;
 		}
-		struct window *w = &a->runwin[s];
-		w->found = 1;
-		w->b = e->ts;
-		w->e = e->ts + e->dur;
+		struct scope_runs *sr = &a->runs[s];
+		sr->v = xrealloc(sr->v, (sr->n + 1) * sizeof(*sr->v));
+		sr->v[sr->n++] = (struct run_window){ e->u.run.index, e->ts,
+		                                      e->ts + e->dur };
 	}
+	for (size_t i = 0; i < a->nruns; i++)
+		if (a->runs[i].n > 1)
+			qsort(a->runs[i].v, a->runs[i].n, sizeof(*a->runs[i].v),
+			      cmp_run_window);
 	/* errors are reported by the main pass, which meets them too */
 	tk_reader_free(r);
 	return 0;
@@ -931,7 +1000,7 @@ agg_read(struct agg *a, const char *path)
 	struct tk_reader *r;
 	int fd = -1;
 	a->run.inputs++;
-	if (a->opt.run) {
+	if (a->opt.run || a->opt.by_run) {
 		if ((fd = rereadable_fd(path)) < 0)
 			return EXIT_BADINPUT;
 		find_runs(a, fd, path);

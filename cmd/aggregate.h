@@ -13,7 +13,8 @@
  *   for (size_t i = 0; i < agg_ngroups(a); i++) ... agg_group(a, i)
  *   agg_free(a);
  *
- * Input is streamed: the trace is never held.  Exact mode keeps every
+ * Input is streamed: the trace is never held (--run and by_run read
+ * it twice: a first pass finds the runs; stdin is spooled to a file).  Exact mode keeps every
  * duration (8 bytes per operation); approximate mode keeps a sketch
  * per group instead (quantiles within 1 %, constant memory).
  */
@@ -50,6 +51,8 @@ struct agg_group {
 	double rate_sum;         /* memops: sum of bytes/ns over ops with dur > 0 */
 	uint64_t rate_n;
 	int64_t first_ts, first_dur; /* the earliest instance */
+	int64_t *run_total;      /* options.by_run: time in run i + 1 */
+	uint32_t nrun_total;
 	struct summary s;        /* filled by agg_finish() */
 };
 
@@ -112,7 +115,9 @@ struct agg_run {
 	struct agg_meta *meta;
 	size_t nmeta;
 	unsigned inputs, scopes;
-	uint32_t runs_seen;      /* highest TK_RUN index seen */
+	uint32_t runs_seen;      /* highest TK_RUN index kept */
+	int64_t *run_wall;       /* duration of run i + 1 (added up over
+	                            inputs), from its TK_RUN event */
 	int run_missing;         /* --run N: some scope had no run N */
 };
 
@@ -130,9 +135,11 @@ struct agg_options {
 	int64_t from, to;        /* keep events beginning in [from, to), ns
 	                            after the start of each trace (or run) */
 	uint32_t run;            /* keep the events of TK_RUN number run; 0 = all */
+	int by_run;              /* split each group's total by run (for
+	                            comparing --repeat recordings run by run) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0 }
+                           0, INT64_MAX, 0, 0 }
 
 struct agg;
 

@@ -705,6 +705,13 @@ text_run(struct agg *a, char **files, int nfiles)
 			printf("; %" PRIu64 " of unknown kinds skipped", run->skipped);
 		putchar('\n');
 	}
+	if (run->runs_seen) {
+		/* a repeated recording: the wall time of each run */
+		printf("  %-10s%u:", "runs", run->runs_seen);
+		for (uint32_t i = 0; i < run->runs_seen && i < 10; i++)
+			printf("%s %s", i ? "," : "", fmt_time(b, sizeof(b), (double)run->run_wall[i]));
+		printf("%s\n", run->runs_seen > 10 ? ", ..." : "");
+	}
 	if (run->run_missing)
 		printf("  %-10sno run %u in some of the input\n", "note", opt.agg.run);
 	text_metadata(run);
@@ -1138,6 +1145,11 @@ csv_run(struct agg *a)
 		if (run->kind[k])
 			KV(key, "%" PRIu64, run->kind[k]);
 	}
+	for (uint32_t i = 0; i < run->runs_seen; i++) {
+		char key[48];
+		snprintf(key, sizeof(key), "run_wall_ns.%u", i + 1);
+		KV(key, "%" PRId64, run->run_wall[i]);
+	}
 #undef KV
 	for (size_t i = 0; i < run->nmeta; i++) {
 		char key[256];
@@ -1466,6 +1478,11 @@ json_run(struct agg *a, char **files, int nfiles)
 		jset(o, "run", json_integer(opt.agg.run));
 		jset(o, "run_missing", json_boolean(run->run_missing));
 	}
+	json_t *runs = json_array();
+	for (uint32_t i = 0; i < run->runs_seen; i++)
+		json_array_append_new(runs, json_pack("{s:I,s:I}", "run", (json_int_t)i + 1,
+		                                      "wall_ns", (json_int_t)run->run_wall[i]));
+	jset(o, "runs", runs);
 	return o;
 }
 

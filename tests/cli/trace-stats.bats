@@ -256,6 +256,11 @@ PY
 	diff <(jq 'del(.run.inputs)' "$d/r2.json") "$d/stdin.json"
 	cat "$R" | trace-stats --json --run 2 --per step | jq 'del(.run.inputs)' > "$d/pipe.json"
 	diff "$d/stdin.json" "$d/pipe.json"
+	# the header gives each run's wall time, as the TK_RUN events say
+	walls=$(trace-dump --json "$R" | jq -r 'select(.kind == "run") | .dur' | paste -sd' ')
+	assert_eq "$(trace-stats --json "$R" | jq -r '[.run.runs[].wall_ns] | join(" ")')" "$walls"
+	run -0 trace-stats --report run "$R"
+	[[ "$output" == *"  runs      3: "*", "*", "* ]]
 	# a run that is not there: said, not hidden
 	run -0 trace-stats --run 9 --report run "$R"
 	[[ "$output" == *"no run 9 in some of the input"* ]]
@@ -394,7 +399,7 @@ PY
 	assert_eq "$(jq -c '.kernels[0] | keys' <<< "$output")" '["count","kind","max_ns","mean_ns","median_ns","min_ns","name","p95_ns","p99_ns","std_ns","time_pct","total_ns"]'
 	assert_eq "$(jq -c '.memops[0] | keys' <<< "$output")" '["bytes","bytes_per_s","copy_kind","count","dst_kind","kind","max_ns","mean_bytes_per_s","mean_ns","median_ns","min_ns","name","p95_ns","p99_ns","src_kind","std_ns","time_pct","total_ns"]'
 	assert_eq "$(jq -c '.gpus[0] | keys' <<< "$output")" '["busy_ns","busy_pct","copy_ns","device","exact","first_ns","host","idle_ns","idle_pct","kernel_ns","last_ns","name","ops","overlap_ns"]'
-	assert_eq "$(jq -c '.run | keys' <<< "$output")" '["dropped","drops","events","events_read","gpus","inputs","kinds","metadata","processes","scopes","skipped_unknown","t_max","t_min","wall_ns"]'
+	assert_eq "$(jq -c '.run | keys' <<< "$output")" '["dropped","drops","events","events_read","gpus","inputs","kinds","metadata","processes","runs","scopes","skipped_unknown","t_max","t_min","wall_ns"]'
 	assert_eq "$(jq -c '.per | keys' <<< "$output")" '["children","duration","gpu_no_launch","gpu_outside","instances","per_second","range"]'
 	assert_eq "$(jq '[.. | objects | to_entries[] | select(.key | endswith("_ns")) | .value | (type == "number" and . == floor)] | all' <<< "$output")" true
 }

@@ -552,6 +552,85 @@ TEST(aggregate_approx_mode)
 	unlink(path);
 }
 
+/* Two runs of a repeated recording: [1000,2000) and [3000,4000). */
+static char *
+runs_trace(void)
+{
+	static char path[64];
+	strcpy(path, "/tmp/test_aggregate.XXXXXX");
+	int fd = mkstemp(path);
+	struct tk_writer *w = tk_writer_new();
+	if (fd < 0 || tk_writer_open_fd(w, fd, path, NULL) != TK_OK)
+		abort();
+	struct ids id;
+	define(w, &id, 9);
+	/* kernels before the run events: written when they end */
+	ev(w, TK_KERNEL, id.s1, 1100, 10, "k", 0);
+	ev(w, TK_KERNEL, id.s1, 1500, 20, "k", 0);
+	ev(w, TK_KERNEL, id.s1, 2500, 40, "k", 0);   /* between the runs */
+	ev(w, TK_KERNEL, id.s1, 3100, 30, "k", 0);
+	for (uint32_t r = 1; r <= 2; r++) {
+		struct tk_event e = { 0 };
+		e.kind = TK_RUN;
+		e.track = id.proc;
+		e.ts = 1000 + 2000 * (r - 1);
+		e.dur = 1000;
+		e.name = "run";
+		e.u.run.index = r;
+		e.u.run.exit = TK_EXIT_NORMAL;
+		tk_writer_event(w, &e);
+	}
+	if (tk_writer_close(w) != TK_OK)
+		abort();
+	tk_writer_free(w);
+	close(fd);
+	return path;
+}
+
+TEST(aggregate_runs)
+{
+	char *path = runs_trace();
+	struct agg_options o = AGG_OPTIONS_INIT;
+	o.by_run = 1;
+	struct agg *a = agg_new(&o);
+	CHECK_EQ_INT(agg_read(a, path), 0);
+	agg_finish(a);
+	const struct agg_group *g = find(a, TK_KERNEL, NULL, "k");
+	CHECK(g && g->s.count == 4 && g->nrun_total == 2);
+	CHECK(g && g->run_total[0] == 30 && g->run_total[1] == 30);
+	const struct agg_run *run = agg_run(a);
+	CHECK_EQ_INT(run->runs_seen, 2);
+	CHECK(run->run_wall[0] == 1000 && run->run_wall[1] == 1000);
+	agg_free(a);
+	/* one run only: its events, times relative to its start */
+	struct agg_options q = AGG_OPTIONS_INIT;
+	q.run = 2;
+	a = agg_new(&q);
+	agg_read(a, path);
+	agg_finish(a);
+	g = find(a, TK_KERNEL, NULL, "k");
+	CHECK(g && g->s.count == 1 && g->s.total == 30);
+	CHECK(!agg_run(a)->run_missing);
+	agg_free(a);
+	q.run = 1;
+	q.from = 400;
+	a = agg_new(&q);
+	agg_read(a, path);
+	agg_finish(a);
+	g = find(a, TK_KERNEL, NULL, "k");
+	CHECK(g && g->s.count == 1 && g->s.total == 20);
+	agg_free(a);
+	q.run = 3;
+	q.from = 0;
+	a = agg_new(&q);
+	agg_read(a, path);
+	agg_finish(a);
+	CHECK(agg_run(a)->run_missing);
+	CHECK_EQ_INT(agg_ngroups(a), 0);
+	agg_free(a);
+	unlink(path);
+}
+
 TEST(aggregate_bad_input)
 {
 	char path[] = "/tmp/test_aggregate.XXXXXX";
@@ -583,6 +662,7 @@ main(void)
 	RUN(aggregate_filters);
 	RUN(aggregate_concatenated_traces);
 	RUN(aggregate_approx_mode);
+	RUN(aggregate_runs);
 	RUN(aggregate_bad_input);
 	return tap_done();
 }
