@@ -736,9 +736,12 @@ gpu_work(struct agg *a, const struct tk_reader *r, struct trk *t,
 {
 	struct device *d = active_device(a, r, t);
 	d->pub.ops++;
-	int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
-	oom_if(busy_add(&d->cur.busy, e->kind == TK_KERNEL ? BUSY_KERNEL : BUSY_COPY,
-	                e->ts, end, e->ts <= a->sc.settled_before));
+	if (!(a->opt.skip & AGG_SKIP_GPU)) {
+		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+		oom_if(busy_add(&d->cur.busy, e->kind == TK_KERNEL ? BUSY_KERNEL
+		                                                   : BUSY_COPY,
+		                e->ts, end, e->ts <= a->sc.settled_before));
+	}
 	if (a->per && g > 0)
 		oom_if(perinst_gpu(a->per, (uint32_t)g - 1, e->kind != TK_KERNEL,
 		                   t->proc_track, corr, e->ts, e->dur));
@@ -767,7 +770,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 	int32_t g = 0;
 	int is_per = 0;
 	int table = agg_table_of(e->kind);
-	if (table >= 0) {
+	if (table >= 0 && !(a->opt.skip & AGG_SKIP_TABLE(table))) {
 		g = event_group(a, e, &is_per);
 		if (g < 0 && !is_per)
 			return;
@@ -848,7 +851,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		}
 		break;
 	case TK_MEMORY: {
-		if (t->dev < 0)
+		if (t->dev < 0 || (a->opt.skip & AGG_SKIP_MEMORY))
 			break;
 		struct device *d = active_device(a, r, t);
 		uint64_t n = e->u.memory.bytes > INT64_MAX ? INT64_MAX : e->u.memory.bytes;

@@ -137,9 +137,14 @@ struct agg_options {
 	uint32_t run;            /* keep the events of TK_RUN number run; 0 = all */
 	int by_run;              /* split each group's total by run (for
 	                            comparing --repeat recordings run by run) */
+	unsigned skip;           /* work not wanted: AGG_SKIP_* (events are
+	                            still read and counted by kind) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0 }
+#define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
+#define AGG_SKIP_GPU (1u << 8)         /* no busy time */
+#define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
 
 struct agg;
 

@@ -306,6 +306,24 @@ main(int argc, char **argv)
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
+	/* what the chosen reports do not need is not computed: a script
+	 * asking for the kernel table does not pay for the rest */
+	if (stats_opt.reports || stats_opt.format == FMT_CSV) {
+		unsigned want = stats_opt.reports ? stats_opt.reports : STATS_OPS;
+		if (!stats_opt.findings)
+			want &= ~(1u << R_FINDINGS);
+		if ((want & 1u << R_FINDINGS) || stats_opt.agg.per)
+			want |= STATS_OPS;
+		static const enum report rep[AGG_NTABLES] = {
+			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+		for (int t = 0; t < AGG_NTABLES; t++)
+			if (!(want & 1u << rep[t]))
+				stats_opt.agg.skip |= AGG_SKIP_TABLE(t);
+		if (!(want & ((1u << R_GPU) | (1u << R_FINDINGS))))
+			stats_opt.agg.skip |= AGG_SKIP_GPU;
+		if (!(want & 1u << R_MEMORY))
+			stats_opt.agg.skip |= AGG_SKIP_MEMORY;
+	}
 	struct agg *a = agg_new(&stats_opt.agg);
 	if (!a)
 		cmd_die(EXIT_USAGE, "out of memory");

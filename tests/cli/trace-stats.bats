@@ -388,6 +388,13 @@ PY
 	[ "$(printf '%s\n' "$output" | grep -c '^report,')" -eq 1 ]
 	run -0 trace-stats --report kernels --exclude . "$T"
 	[[ "$output" == *"GPU kernels: none"* ]]
+	# only what is asked for is computed, and it is the same
+	for r in kernels memops api ranges; do
+		diff <(trace-stats --json --report $r "$T" | jq ".$r") <(trace-stats --json "$T" | jq ".$r")
+	done
+	diff <(trace-stats --json --report gpu "$T" | jq .gpus) <(trace-stats --json "$T" | jq .gpus)
+	diff <(trace-stats --json --report memory "$T" | jq .memory) <(trace-stats --json "$T" | jq .memory)
+	diff <(trace-stats --csv --report kernels "$T") <(trace-stats --csv "$T" | grep -E '^(report|kernels),')
 	run -2 --separate-stderr trace-stats --report kernels,bogus "$T"
 	assert_eq "${stderr_lines[0]}" "trace-stats: unknown report 'bogus'"
 	assert_eq "${stderr_lines[1]}" "trace-stats: reports are: run, kernels, memops, api, ranges, processes, gpu, memory, findings, all"
