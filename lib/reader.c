@@ -67,6 +67,8 @@ struct tk_reader {
 	char *name;
 	uint8_t *ibuf;
 	size_t ibuf_len, ibuf_pos;
+	int range;               /* tk_reader_open_range(): pread() */
+	uint64_t range_pos, range_end;
 	int feed;                /* tk_reader_open_feed() */
 	int feed_ended;
 	int need_header;         /* feed mode: first header not read yet */
@@ -297,6 +299,23 @@ add_pending(struct tk_reader *r, enum tk_record_type type, const void *ptr)
 
 /* ---- input -------------------------------------------------------------------- */
 
+/* read(2), or pread(2) within the range of tk_reader_open_range(). */
+static ssize_t
+fd_read(struct tk_reader *r, void *dst, size_t n)
+{
+	if (!r->range)
+		return read(r->fd, dst, n);
+	uint64_t left = r->range_end - r->range_pos;
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0)
+		return 0;
+	ssize_t k = pread(r->fd, dst, n, (off_t)r->range_pos);
+	if (k > 0)
+		r->range_pos += (uint64_t)k;
+	return k;
+}
+
 /* Read up to n bytes into dst; fewer only at the end of the input.
  * Not inlined: gcc -O3 would otherwise warn that the large-read branch
  * could overflow the small header buffers it is never used for. */
@@ -337,11 +356,11 @@ input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 		ssize_t k;
 		if (n - *got >= IBUF_SIZE) {
 			/* big reads go straight to the destination */
-			k = read(r->fd, d + *got, n - *got);
+			k = fd_read(r, d + *got, n - *got);
 			if (k > 0)
 				*got += (size_t)k;
 		} else {
-			k = read(r->fd, r->ibuf, IBUF_SIZE);
+			k = fd_read(r, r->ibuf, IBUF_SIZE);
 			if (k > 0) {
 				r->ibuf_len = (size_t)k;
 				r->ibuf_pos = 0;
@@ -397,6 +416,8 @@ reset_input(struct tk_reader *r)
 	r->ibuf_len = r->ibuf_pos = 0;
 	r->mem_len = r->mem_pos = 0;
 	r->feed = r->feed_ended = r->need_header = 0;
+	r->range = 0;
+	r->range_pos = r->range_end = 0;
 	r->fbuf.len = 0;
 	r->fpos = 0;
 	r->npending = r->pending_pos = 0;
@@ -436,6 +457,25 @@ tk_reader_open_fd(struct tk_reader *r, int fd, const char *name)
 	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
 		return nomem(r);
 	r->fd = fd;
+	return open_common(r);
+}
+
+TK_PUBLIC int
+tk_reader_open_range(struct tk_reader *r, int fd, uint64_t offset,
+                     uint64_t length, const char *name)
+{
+	if (!r || fd < 0 || offset > INT64_MAX || length > INT64_MAX - offset)
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
+		return nomem(r);
+	r->fd = fd;
+	r->range = 1;
+	r->range_pos = offset;
+	r->range_end = offset + length;
+	r->offset = offset; /* messages give offsets in the file */
 	return open_common(r);
 }
 
