@@ -192,6 +192,11 @@ device_properties(struct imp *im, json_t *v)
 		flatten(im, "deviceProperties", v, 0, 0);
 		return;
 	}
+	/* what tracekit has no field for, by device id; the same for all
+	 * devices (one kind of GPU in a node) is kept once */
+	json_t *extras = json_object();
+	if (!extras)
+		cmd_die(EXIT_USAGE, "out of memory");
 	size_t i;
 	json_t *d;
 	json_array_foreach(v, i, d) {
@@ -248,13 +253,28 @@ device_properties(struct imp *im, json_t *v)
 				json_object_del(rest, "uuid");
 			}
 		}
-		if (json_object_size(rest)) {
-			char key[64];
-			snprintf(key, sizeof(key), "deviceProperties.%" PRIu64, index);
-			add_value(im, key, rest);
-		}
+		char key[64];
+		snprintf(key, sizeof(key), "deviceProperties.%" PRIu64, index);
+		if (json_object_size(rest))
+			json_object_set(extras, key, rest);
 		json_decref(rest);
 	}
+	const char *k;
+	json_t *x, *first = NULL;
+	int same = json_object_size(extras) > 1;
+	json_object_foreach(extras, k, x) {
+		if (!first)
+			first = x;
+		else if (!json_equal(first, x))
+			same = 0;
+	}
+	if (same && json_object_size(extras) == json_array_size(v)) {
+		add_value(im, "deviceProperties", first);
+	} else {
+		json_object_foreach(extras, k, x)
+			add_value(im, k, x);
+	}
+	json_decref(extras);
 }
 
 void
