@@ -47,15 +47,16 @@ pool_malloc(size_t n)
 {
 	struct imp_arena *a = current;
 	unsigned char *p;
-	if (!a) {
+	/* Blocks too big for the arena (a long string) come from the heap
+	 * too: failing them is no way out, as jansson's lexer drops the
+	 * bytes it cannot store and then reads past what it kept. */
+	if (!a || n > ARENA_BLOCK - HDR) {
 		if (n > SIZE_MAX - HDR || !(p = malloc(n + HDR)))
 			return NULL;
 		*(uint32_t *)p = TAG_HEAP;
 		return p + HDR;
 	}
-	if (n > ARENA_BLOCK)
-		return NULL;          /* jansson then fails the parse; retried */
-	n = (n + HDR + 15) & ~(size_t)15;
+	n = (n + HDR + 15) & ~(size_t)15;  /* still <= ARENA_BLOCK */
 	struct arena_block *b = a->blocks;
 	if (!b || b->size - b->used < n) {
 		/* the next block may be a spare one from an earlier batch */
