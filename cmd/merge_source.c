@@ -111,7 +111,9 @@ merge_source_open(struct merge_source *s, int need_file, const char *tmpdir)
 void
 merge_source_park(struct merge_source *s)
 {
-	if (s->own_fd && s->path && s->fd >= 0) {
+	/* a stream (a named pipe) cannot be opened again: what its writer
+	 * wrote in between would be lost, or the open would wait forever */
+	if (s->own_fd && s->path && !s->stream && s->fd >= 0) {
 		close(s->fd);
 		s->fd = -1;
 	}
