@@ -601,6 +601,17 @@ info_track(json_t *arr, FILE *f, const struct tk_reader *r,
 	json_array_append_new(arr, o);
 }
 
+/* A metadata entry into the object of --info --json: keys too must be
+ * UTF-8, or jansson refuses them and the entry would vanish. */
+static void
+info_meta(json_t *meta, const struct tk_meta *m)
+{
+	json_t *v = jcstr(m->value);
+	size_t n;
+	const char *key = cmd_utf8(m->key, strlen(m->key), &n);
+	json_object_set_new(meta, key, v);
+}
+
 static int
 dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 {
@@ -639,7 +650,7 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 			if (text)
 				printf("  meta %s = %s\n", rec.u.meta->key, rec.u.meta->value);
 			else
-				json_object_set_new(meta, rec.u.meta->key, jcstr(rec.u.meta->value));
+				info_meta(meta, rec.u.meta);
 			break;
 		case TK_REC_TRACK:
 			info_track(tracks, text ? stdout : NULL, r, rec.u.track);

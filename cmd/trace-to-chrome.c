@@ -302,28 +302,32 @@ jstr(const char *s)
 static void
 add_meta(const struct tk_meta *m)
 {
-	json_t *old = json_object_get(C.meta, m->key);
 	json_t *v = jstr(m->value);
+	/* the key as it is in the JSON: every lookup must use it */
+	size_t n;
+	const char *k = cmd_utf8(m->key, strlen(m->key), &n);
+	char *key = strndup(k, n);
+	if (!key)
+		cmd_die(EXIT_USAGE, "out of memory");
+	json_t *old = json_object_get(C.meta, key);
 	if (!old) {
-		size_t n;
-		const char *k = cmd_utf8(m->key, strlen(m->key), &n);
-		char *kc = strndup(k, n);
-		if (kc)
-			json_object_set_new(C.meta, kc, v);
-		free(kc);
+		json_object_set_new(C.meta, key, v);
+		free(key);
 		return;
 	}
 	/* merged traces repeat keys: keep each distinct value */
 	if (json_equal(old, v)) {
 		json_decref(v);
+		free(key);
 		return;
 	}
 	if (!json_is_array(old)) {
 		json_t *arr = json_array();
 		json_array_append(arr, old);
-		json_object_set_new(C.meta, m->key, arr);
+		json_object_set_new(C.meta, key, arr);
 		old = arr;
 	}
+	free(key);
 	size_t i;
 	json_t *x;
 	json_array_foreach(old, i, x)
