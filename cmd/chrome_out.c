@@ -49,7 +49,9 @@ chrome_out_open(struct chrome_out *o, const char *path, int gzip)
 		/* level 1: JSON still shrinks about tenfold, at several
 		 * times the speed of the default level */
 		int dfd = path ? fd : dup(fd);
-		o->gz = dfd < 0 ? NULL : gzdopen(dfd, "wb1");
+		if (dfd < 0)  /* standard output closed */
+			fail(o, errno);
+		o->gz = gzdopen(dfd, "wb1");
 		if (!o->gz)
 			cmd_die(EXIT_USAGE, "%s: cannot start gzip stream",
 			        path ? path : "(stdout)");
