@@ -132,10 +132,14 @@ main(int argc, char **argv)
 	int rc = to_stdout ? tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", &wo)
 	                   : tk_writer_open_path(w, opt.output, &wo);
 	if (rc != TK_OK) {
-		cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output, tk_writer_error(w));
+		/* EPIPE: the reader left before the header, quietly too */
+		int quiet = tk_writer_errno(w) == EPIPE;
+		if (!quiet)
+			cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output,
+			         tk_writer_error(w));
 		tk_writer_free(w);
 		imp_input_close(&in);
-		return EXIT_USAGE;
+		return quiet ? 0 : EXIT_USAGE;
 	}
 
 	struct imp_options io = { opt.memory, opt.tmpdir, 1, opt.verbose };
