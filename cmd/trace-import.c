@@ -51,31 +51,6 @@ usage(void)
 	       cmd_name);
 }
 
-/* "64M", "512k", "1G" or bytes. */
-static int
-parse_size(const char *s, size_t *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned long long mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	}
-	if (*end == 'i' && mul > 1)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (errno || *end || v > (1ull << 44) / mul)
-		return -1;
-	*out = (size_t)(v * mul);
-	return 0;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -97,7 +72,7 @@ main(int argc, char **argv)
 		case 'o': opt.output = optarg; break;
 		case 'v': opt.verbose = 1; break;
 		case 'm':
-			if (parse_size(optarg, &opt.memory) < 0 || opt.memory < (64u << 10))
+			if (cmd_parse_size(optarg, &opt.memory) < 0 || opt.memory < (64u << 10))
 				cmd_usage_error("invalid --memory '%s' (at least 64k; bytes, "
 				                "or with k, M, G)", optarg);
 			break;

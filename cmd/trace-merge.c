@@ -96,44 +96,6 @@ usage(void)
 
 /* ---- option values ------------------------------------------------------------ */
 
-/* "-1.5ms", "+2s", "250us", "0": a signed duration. */
-static int
-parse_offset(const char *s, int64_t *ns)
-{
-	int neg = *s == '-';
-	if (*s == '-' || *s == '+')
-		s++;
-	if (cmd_parse_duration(s, ns) < 0)
-		return -1;
-	if (neg)
-		*ns = -*ns;
-	return 0;
-}
-
-/* "256M", "64K", "1G", "1048576": bytes, binary multiples. */
-static int
-parse_size(const char *s, size_t *bytes)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	}
-	if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-		end += strlen(end);
-	if (errno || *end || v == 0 || v > (SIZE_MAX >> shift))
-		return -1;
-	*bytes = (size_t)v << shift;
-	return 0;
-}
-
 static void
 parse_align(const char *s, struct options *o)
 {
@@ -580,12 +542,12 @@ main(int argc, char **argv)
 		case 'a': parse_align(optarg, o); break;
 		case 't':
 			o->offsets = push(o->offsets, &o->noffsets, sizeof(*o->offsets));
-			if (parse_offset(optarg, &o->offsets[o->noffsets - 1]) < 0)
+			if (cmd_parse_offset(optarg, &o->offsets[o->noffsets - 1]) < 0)
 				cmd_usage_error("invalid --offset '%s'", optarg);
 			break;
 		case 'k': o->keep_going = 1; break;
 		case 'S':
-			if (parse_size(optarg, &o->buffer_size) < 0)
+			if (cmd_parse_size(optarg, &o->buffer_size) < 0 || o->buffer_size == 0)
 				cmd_usage_error("invalid --buffer-size '%s'", optarg);
 			break;
 		case 'T': o->tmpdir = optarg; break;

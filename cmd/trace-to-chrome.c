@@ -1189,30 +1189,6 @@ finish_output(void)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-/* "64M", "512k", "1G" or bytes. */
-static int
-parse_size(const char *s, size_t *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned long long mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	}
-	if (*end == 'i' && mul > 1)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (1ull << 44) / mul)
-		return -1;
-	*out = (size_t)(v * mul);
-	return 0;
-}
-
 static void
 cleanup(void)
 {
@@ -1287,7 +1263,7 @@ main(int argc, char **argv)
 		case OPT_NO_FLOWS: opt->flows = 0; break;
 		case OPT_NO_COUNTERS: opt->counters = 0; break;
 		case OPT_BUFFER:
-			if (parse_size(optarg, &opt->buffer) < 0)
+			if (cmd_parse_size(optarg, &opt->buffer) < 0)
 				cmd_usage_error("invalid --buffer '%s' (bytes, or with k, M, G)", optarg);
 			break;
 		case 'h': usage(); return cmd_finish(0);

@@ -108,6 +108,26 @@ cmd_finish(int status)
 
 /* ---- option values ---------------------------------------------------------- */
 
+/* strtod() limited to plain decimal text: digits, a point, an exponent.
+ * strtod() alone also takes leading spaces and signs, hexadecimal,
+ * "inf" and "nan".  Returns 0 with *v and *end set, or -1. */
+static int
+parse_decimal(const char *s, double *v, char **end)
+{
+	if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+		return -1;
+	errno = 0;
+	double x = strtod(s, end);
+	if (*end == s || errno || !isfinite(x))
+		return -1;
+	for (const char *p = s; p < *end; p++)
+		if (!((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+		      *p == 'E' || *p == '+' || *p == '-'))
+			return -1;
+	*v = x;
+	return 0;
+}
+
 int
 cmd_parse_duration(const char *s, int64_t *ns)
 {
@@ -116,12 +136,9 @@ cmd_parse_duration(const char *s, int64_t *ns)
 		{ "s", 1e9 }, { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
 		{ "", 1e9 },
 	};
-	if (!s || !*s)
-		return -1;
 	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	double v;
+	if (parse_decimal(s, &v, &end) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].suffix) != 0)
@@ -133,6 +150,21 @@ cmd_parse_duration(const char *s, int64_t *ns)
 		return 0;
 	}
 	return -1;
+}
+
+int
+cmd_parse_offset(const char *s, int64_t *ns)
+{
+	if (!s)
+		return -1;
+	int neg = *s == '-';
+	if (*s == '-' || *s == '+')
+		s++;
+	if (cmd_parse_duration(s, ns) < 0)
+		return -1;
+	if (neg)
+		*ns = -*ns;
+	return 0;
 }
 
 int
@@ -149,17 +181,39 @@ cmd_parse_uint(const char *s, uint64_t *v)
 	return 0;
 }
 
+int
+cmd_parse_size(const char *s, size_t *bytes)
+{
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	}
+	if (shift && *++end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (errno || *end || v > (CMD_SIZE_MAX >> shift))
+		return -1;
+	*bytes = (size_t)(v << shift);
+	return 0;
+}
+
 /* A finite number >= 0 (> 0 when `positive`), optionally followed by
  * one `suffix` character; 0, or -1 when malformed. */
 static int
 parse_number(const char *s, char suffix, int positive, double *v)
 {
-	if (!s || !*s)
-		return -1;
 	char *end;
-	errno = 0;
-	double x = strtod(s, &end);
-	if (end == s || errno || !isfinite(x) || x < 0 || (positive && x == 0))
+	double x;
+	if (parse_decimal(s, &x, &end) < 0 || x < 0 || (positive && x == 0))
 		return -1;
 	if (*end == suffix || (suffix == 'x' && *end == 'X'))
 		end++;

@@ -49,11 +49,20 @@ void cmd_check_output(FILE *f);
 int cmd_finish(int status);
 
 /* Option values.  Each returns 0, or -1 for a malformed value. */
+/* Numbers are plain decimal text: no spaces, signs (but the offset's),
+ * hexadecimal, "inf" or "nan". */
 /* Duration: "10ms", "1.5s", "250us", "100ns", "2m", "1h", or a plain
  * number of seconds.  Negative values are refused. */
 int cmd_parse_duration(const char *s, int64_t *ns);
+/* A signed duration, for shifting times: "-1.5ms", "+2s", "250us". */
+int cmd_parse_offset(const char *s, int64_t *ns);
 /* Non-negative integer that fits in uint64_t. */
 int cmd_parse_uint(const char *s, uint64_t *v);
+/* Bytes: "1048576", or a number with a binary multiple k, M, G or T in
+ * either case, optionally followed by "iB" or "B" ("64M", "64MiB",
+ * "512k"); at most CMD_SIZE_MAX. */
+#define CMD_SIZE_MAX (1ull << 44)
+int cmd_parse_size(const char *s, size_t *bytes);
 /* "5%" or "5" (percent) → 0.05. */
 int cmd_parse_percent(const char *s, double *fraction);
 /* Positive finite decimal number ("3", "1.5", "2x"). */

@@ -19,10 +19,50 @@ TEST(durations)
 		CHECK_EQ_INT(v, ok[i].ns);
 	}
 	static const char *bad[] = { "", "ms", "-1s", "10 ms", "10xs", "nan",
-	                             "inf", "1e30s", "10msx", NULL };
+	                             "inf", "1e30s", "10msx", NULL,
+	                             /* strtod() takes these, a duration not */
+	                             " 5s", "+5s", "0x10s", "0x1p3", "infinity",
+	                             "1e-400s" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t v;
 		CHECK(cmd_parse_duration(bad[i], &v) < 0);
+	}
+}
+
+TEST(offsets)
+{
+	int64_t v;
+	CHECK(cmd_parse_offset("-1.5ms", &v) == 0 && v == -1500000);
+	CHECK(cmd_parse_offset("+2s", &v) == 0 && v == 2000000000);
+	CHECK(cmd_parse_offset("250us", &v) == 0 && v == 250000);
+	CHECK(cmd_parse_offset("-0", &v) == 0 && v == 0);
+	CHECK(cmd_parse_offset("--1s", &v) < 0);
+	CHECK(cmd_parse_offset("-+1s", &v) < 0);
+	CHECK(cmd_parse_offset("- 1s", &v) < 0);
+	CHECK(cmd_parse_offset("-", &v) < 0);
+	CHECK(cmd_parse_offset("-9300000000s", &v) < 0);
+}
+
+TEST(sizes)
+{
+	static const struct { const char *s; uint64_t bytes; } ok[] = {
+		{ "0", 0 }, { "1048576", 1048576 }, { "64k", 64 << 10 },
+		{ "64K", 64 << 10 }, { "8M", 8 << 20 }, { "8MiB", 8 << 20 },
+		{ "8MB", 8 << 20 }, { "8mb", 8 << 20 }, { "2G", 2ull << 30 },
+		{ "1T", 1ull << 40 }, { "16T", 16ull << 40 }, { "100B", 100 },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		size_t v = 1;
+		CHECK(cmd_parse_size(ok[i].s, &v) == 0);
+		CHECK_EQ_INT(v, ok[i].bytes);
+	}
+	static const char *bad[] = { "", "M", "-1", "+1", " 1", "1.5M", "1 M",
+	                             "8iB", "8Mi B", "8MBB", "8P", "17T",
+	                             "17592186044417", "99999999999999999999k",
+	                             "0x10", NULL };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t v;
+		CHECK(cmd_parse_size(bad[i], &v) < 0);
 	}
 }
 
@@ -46,6 +86,10 @@ TEST(numbers)
 	CHECK(cmd_parse_factor("2X", &d) == 0 && d == 2);
 	CHECK(cmd_parse_factor("0", &d) < 0);
 	CHECK(cmd_parse_factor("x", &d) < 0);
+	CHECK(cmd_parse_factor("+2", &d) < 0);
+	CHECK(cmd_parse_factor("0x2", &d) < 0);
+	CHECK(cmd_parse_percent(" 5%", &d) < 0);
+	CHECK(cmd_parse_percent("inf%", &d) < 0);
 }
 
 TEST(units)
@@ -85,6 +129,8 @@ int
 main(void)
 {
 	RUN(durations);
+	RUN(offsets);
+	RUN(sizes);
 	RUN(numbers);
 	RUN(units);
 	RUN(utf8);
