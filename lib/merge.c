@@ -88,6 +88,7 @@ struct tk_merge {
 	uint32_t ident_cap;
 
 	int64_t last_written;
+	int64_t hold;            /* watermarks promised go no further */
 	struct tk_merge_stats stats;
 };
 
@@ -134,6 +135,7 @@ tk_merge_new(struct tk_writer *out, const struct tk_merge_options *o)
 	if (!m->opt.memory_limit)
 		m->opt.memory_limit = DEFAULT_LIMIT;
 	m->last_written = INT64_MIN;
+	m->hold = INT64_MAX;
 	return m;
 }
 
@@ -479,6 +481,13 @@ pull(struct tk_merge *m, struct input *in)
 	for (;;) {
 		int rc = tk_reader_next(in->r, &rec);
 		if (rc == TK_AGAIN) {
+			/* every event of the chunks read is out: the last chunk's
+			 * watermark bounds the rest, even when that chunk held
+			 * no event (a live writer's heartbeat) */
+			int64_t w = sat_add(tk_reader_chunk(in->r)->watermark,
+			                    in->offset);
+			if (w > in->future)
+				in->future = w;
 			in->waiting = 1;
 			in->bound = in->future;
 			return TK_AGAIN;
@@ -726,7 +735,7 @@ release(struct tk_merge *m, int64_t upto)
 		if (rc)
 			return rc;
 	}
-	tk_writer_watermark(m->out, upto);
+	tk_writer_watermark(m->out, upto < m->hold ? upto : m->hold);
 	return TK_OK;
 }
 
@@ -920,6 +929,13 @@ tk_merge_run(struct tk_merge *m)
 			                  "%s: input still waiting for data",
 			                  tk_reader_name(m->inputs[i]->r));
 	return release(m, INT64_MAX);
+}
+
+TK_PUBLIC void
+tk_merge_hold(struct tk_merge *m, int64_t t)
+{
+	if (m)
+		m->hold = t;
 }
 
 TK_PUBLIC void
