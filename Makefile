@@ -184,7 +184,7 @@ INJECT_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib -Ilib/inject $(WARN) -fPIC \
                  -fvisibility=hidden -pthread $(DEPS_CFLAGS) $(NVTX_CFLAGS) \
                  $(CFLAGS)
 APP_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -pthread $(NVTX_CFLAGS) $(CFLAGS)
-APP_BINS := $(O)/tests/apps/no_ptrace \
+APP_BINS := $(O)/tests/apps/no_ptrace $(O)/tests/apps/sigcount \
             $(if $(HAVE_NVTX),$(O)/tests/apps/nvtx_sample $(O)/tests/apps/nvtx_bench)
 
 ifneq ($(HAVE_NVTX),)

@@ -78,6 +78,7 @@ read_config(void)
 		c->flush_ns = v;
 	if (env_i64(TKI_ENV_BUFFER, &v) > 0 && v >= 2 * TKI_BLOCK_BYTES)
 		c->buffer_limit = (size_t)v;
+	c->boot = env_i64(TKI_ENV_BOOT, &v) > 0 ? v : tki_boot_ns();
 	const char *w = getenv(TKI_ENV_WINDOW);
 	long long b, e;
 	if (w && sscanf(w, "%lld:%lld", &b, &e) == 2 && b <= e) {

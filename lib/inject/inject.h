@@ -61,6 +61,7 @@ struct tki_config {
 	char *capture_domain;    /* NULL = default domain, "*" = any */
 	uint64_t skip, warmup, active, cycles;
 	size_t buffer_limit;     /* bytes of thread buffers per process */
+	int64_t boot;            /* wall-clock time of boot (process starts) */
 };
 
 extern struct tki_config tki_cfg;

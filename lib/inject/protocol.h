@@ -23,7 +23,8 @@
  *                    written before the process runs when it can; the
  *                    library uses it for its process definition, so
  *                    that both sides name the same process.  Without
- *                    it both derive the start from /proc (below).
+ *                    it both derive the start from /proc and the boot
+ *                    time in TRACEKIT_BOOT_NS (below).
  */
 #ifndef TK_INJECT_PROTOCOL_H
 #define TK_INJECT_PROTOCOL_H
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Environment of a recorded command. */
@@ -44,6 +46,7 @@
 #define TKI_ENV_CAPTURE_DOMAIN "TRACEKIT_CAPTURE_DOMAIN" /* "*" = any */
 #define TKI_ENV_SCHEDULE "TRACEKIT_SCHEDULE"    /* "skip,warmup,active,cycles" */
 #define TKI_ENV_BUFFER "TRACEKIT_BUFFER_BYTES"  /* per-process buffer limit */
+#define TKI_ENV_BOOT "TRACEKIT_BOOT_NS"        /* wall-clock time of boot */
 
 #define TKI_STATUS_MAGIC 0x31535454u            /* "TTS1" */
 #define TKI_STATUS_SLOTS 1024
@@ -82,27 +85,33 @@ tki_status_produced(const volatile struct tki_status *s)
 	return n;
 }
 
+/* Wall-clock time of the boot, to the microsecond: what /proc's start
+ * times count from.  trace-record measures it once and passes it on in
+ * TRACEKIT_BOOT_NS, so that both sides derive the same start times. */
+static inline int64_t
+tki_boot_ns(void)
+{
+	struct timespec r, b;
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return ((int64_t)r.tv_sec - b.tv_sec) * 1000000000 +
+	       ((int64_t)r.tv_nsec - b.tv_nsec);
+}
+
 /*
- * Start time of a process derived from /proc: the boot time in
- * /proc/stat plus the process's start in clock ticks.  Only 10 ms
- * precise (and the boot time is whole seconds), but the same on both
- * sides, which is what a process identity needs.  0 if unknown.
+ * Start time of a process derived from /proc: the boot time plus the
+ * process's start in clock ticks.  Only 10 ms precise, but the same on
+ * both sides for the same `boot`, which is what a process identity
+ * needs.  0 if unknown.
  */
 static inline int64_t
-tki_proc_start(long pid)
+tki_proc_start(long pid, int64_t boot)
 {
 	char path[64], buf[1024];
-	long long btime = -1;
 	unsigned long long ticks = 0;
-	FILE *f = fopen("/proc/stat", "re");
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "btime %lld", &btime) == 1)
-			break;
-	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if (btime < 0 || !(f = fopen(path, "re")))
+	FILE *f = fopen(path, "re");
+	if (!f)
 		return 0;
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
@@ -119,8 +128,7 @@ tki_proc_start(long pid)
 	long hz = sysconf(_SC_CLK_TCK);
 	if (hz <= 0)
 		hz = 100;
-	return (int64_t)btime * 1000000000 +
-	       (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+	return boot + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
 #endif

@@ -73,7 +73,7 @@ process_start(long pid, int64_t fallback)
 				return v;
 		}
 	}
-	int64_t t = tki_proc_start(pid);
+	int64_t t = tki_proc_start(pid, tki_cfg.boot);
 	return t ? t : fallback;
 }
 
