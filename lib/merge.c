@@ -862,6 +862,11 @@ drain(struct tk_merge *m)
 	while (m->niheap) {
 		size_t idx = m->iheap[0];
 		struct input *in = m->inputs[idx];
+		/* nothing an input here holds can go out before a waiting
+		 * input moves on: leave it where it is (in its reader, compact)
+		 * rather than in memory, or spilled and read back again */
+		if (in->bound > waiting_bound)
+			break;
 		ev = in->head;
 		/* the head's args live in the input's buffer: keep them */
 		uint8_t small[256], *args = NULL;
