@@ -198,11 +198,76 @@ TEST(hold_caps_the_promise_not_the_events)
 	mem_free(&out);
 }
 
+/* Input a is live and has promised nothing beyond 10; input b, a file,
+ * holds 50000 events from 1000 on.  None of b's can go out before a
+ * moves on.  Returns the merge's stats at that point in *mid. */
+static void
+wait_for_live(int sorted, struct tk_merge_stats *mid, struct tk_merge_stats *end)
+{
+	struct mem_trace a, b, out;
+	struct tk_writer_options bo = TK_WRITER_OPTIONS_INIT;
+	bo.sorted = sorted;
+	struct tk_writer *wa = mem_open(&a, NULL), *wb = mem_open(&b, &bo);
+	struct tk_writer *wo = mem_open(&out, NULL);
+	uint32_t tb = thread_of(wb, 2);
+	for (int i = 0; i < 50000; i++)
+		range(wb, tb, 1000 + i, "b");
+	mem_finish(&b, 1);
+	struct tk_reader *ra = tk_reader_new(), *rb = tk_reader_new();
+	tk_reader_open_feed(ra, "a");
+	tk_reader_open_mem(rb, b.buf, b.len, "b");
+	struct tk_merge_options o = { 0 };
+	o.memory_limit = 64 * 1024;
+	struct tk_merge *mg = tk_merge_new(wo, &o);
+	tk_merge_add(mg, ra, NULL, 0);
+	tk_merge_add(mg, rb, NULL, 0);
+	long sa = 0;
+	uint32_t ta = thread_of(wa, 1);
+	range(wa, ta, 10, "a");
+	tk_writer_watermark(wa, 10);
+	tk_writer_flush(wa);
+	feed_new(&a, ra, &sa);
+	alarm(20);
+	CHECK_EQ_INT(tk_merge_step(mg), TK_OK);
+	tk_merge_stats(mg, mid);
+	tk_writer_close(wa);
+	feed_new(&a, ra, &sa);
+	tk_reader_feed_end(ra);
+	CHECK_EQ_INT(tk_merge_run(mg), TK_OK);
+	alarm(0);
+	tk_merge_stats(mg, end);
+	tk_merge_free(mg);
+	mem_finish(&a, 0);
+	mem_finish(&out, 1);
+	mem_free(&a);
+	mem_free(&b);
+	mem_free(&out);
+}
+
+TEST(a_waiting_input_leaves_the_others_unread)
+{
+	/* b promises order: it is left unread while a waits */
+	struct tk_merge_stats mid, end;
+	wait_for_live(1, &mid, &end);
+	CHECK_EQ_INT(mid.events, 1);
+	CHECK_EQ_INT(mid.spilled, 0);
+	CHECK_EQ_INT(end.events, 50001);
+	CHECK_EQ_INT(end.late, 0);
+	/* b promises nothing: it must be read (and spilled) once, not read
+	 * back and spilled again and again until a moves on */
+	wait_for_live(0, &mid, &end);
+	CHECK_EQ_INT(mid.events, 1);
+	CHECK(mid.spilled > 0 && mid.spilled <= 50000);
+	CHECK_EQ_INT(end.events, 50001);
+	CHECK_EQ_INT(end.late, 0);
+}
+
 int
 main(void)
 {
 	RUN(flush_writes_a_heartbeat_when_only_the_watermark_moved);
 	RUN(an_idle_live_input_lets_the_merge_go_on);
 	RUN(hold_caps_the_promise_not_the_events);
+	RUN(a_waiting_input_leaves_the_others_unread);
 	return tap_done();
 }
