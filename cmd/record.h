@@ -139,6 +139,8 @@ struct rec_proc *rec_proc_add(pid_t pid, pid_t ppid, int64_t start,
                               uint32_t run);
 /* Read argv and name again (after exec). */
 void rec_proc_refresh(struct rec_proc *p);
+/* Whether the process under its pid in /proc is still this one. */
+int rec_proc_same(const struct rec_proc *p);
 /* Update the /proc sample of a live process; 0, or -1 if it is gone. */
 int rec_proc_sample(struct rec_proc *p, int64_t now);
 /* The process ended: write its process event.  `status` and `ru` from

@@ -244,6 +244,13 @@ rec_proc_sample(struct rec_proc *p, int64_t now)
 	return 0;
 }
 
+int
+rec_proc_same(const struct rec_proc *p)
+{
+	struct stat_fields f;
+	return read_stat(p->pid, &f) == 0 && f.start_ticks == p->start_ticks;
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 struct rec_proc *

@@ -26,8 +26,8 @@ static void
 found(pid_t pid, pid_t ppid)
 {
 	struct rec_proc *p = rec_proc_find(pid);
-	if (p && !p->end)
-		return;
+	if (p && (!p->end || rec_proc_same(p)))
+		return; /* known; or ended, and a zombie its parent still lists */
 	/* start 0: derived from /proc, as the process's spool does */
 	rec_proc_add(pid, ppid, 0, rec.run);
 }
