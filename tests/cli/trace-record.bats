@@ -488,3 +488,33 @@ signal_times() {
 	iso=$(jq -r .start <<< "$m")
 	[ $(( start / 1000000000 - $(date -d "$iso" +%s) )) -le 1 ]
 }
+
+@test "NVTX from Python (ctypes on the CUDA toolkit's NVTX library)" {
+	lib=
+	for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" "${CUDA_HOME:-/usr/local/cuda}/lib"; do
+		[ -e "$d/libnvtx3interop.so" ] && lib=$d/libnvtx3interop.so && break
+	done
+	[ -n "$lib" ] || skip "no libnvtx3interop.so in the CUDA toolkit"
+	cat > "$BATS_TEST_TMPDIR/nvtx.py" <<-'PY'
+		import ctypes, sys, threading
+		lib = ctypes.CDLL(sys.argv[1])
+		lib.nvtxRangePushA.argtypes = [ctypes.c_char_p]
+		lib.nvtxMarkA.argtypes = [ctypes.c_char_p]
+		def work(n):
+		    for i in range(n):
+		        lib.nvtxRangePushA(b"py.step")
+		        lib.nvtxRangePushA("py.\u00fcnicode".encode())
+		        lib.nvtxRangePop()
+		        lib.nvtxRangePop()
+		t = threading.Thread(target=work, args=(5,))
+		t.start(); work(5); t.join()
+		lib.nvtxMarkA(b"py.done")
+	PY
+	run -0 trace-record -o "$T" -- python3 "$BATS_TEST_TMPDIR/nvtx.py" "$lib"
+	assert_eq "$(ev 'select(.kind=="range" or .kind=="mark") | .name' | sort | uniq -c | awk '{ print $2 "=" $1 }' | paste -sd' ')" \
+		"py.done=1 py.step=10 py.ünicode=10"
+	assert_eq "$(ev 'select(.name=="py.step") | .tid' | sort -u | wc -l)" 2
+	inside py.ü py.step
+	pid=$(ev 'select(.name=="py.done") | .pid')
+	[[ "$(ev "select(.kind==\"process\" and .pid==$pid) | .name")" == python3* ]]
+}
