@@ -187,7 +187,7 @@ void rec_spool_remove_pid(pid_t pid);
  * process is gone.  `final`: finish every one. */
 void rec_spools_pump(int final);
 /* A process exec'd or ended: its spools up to `when` are complete. */
-void rec_spools_process_gone(pid_t pid, int64_t when);
+void rec_spools_process_gone(pid_t pid, int64_t when, int exec);
 /* Earliest begin of a range open in a live spool. */
 int64_t rec_spools_hold(void);
 /* For the merge's warnings about a spool. */

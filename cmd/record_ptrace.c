@@ -188,7 +188,7 @@ rec_ptrace_event(pid_t pid, int status, const struct rusage *ru)
 		struct rec_proc *p = rec_proc_find(pid);
 		if (p && !p->end) {
 			rec_proc_ended(p, now, &status, ru);
-			rec_spools_process_gone(pid, now);
+			rec_spools_process_gone(pid, now, 0);
 			rec_spool_remove_pid(pid);
 		} else {
 			thread_remove(pid);
@@ -216,7 +216,7 @@ rec_ptrace_event(pid_t pid, int status, const struct rusage *ru)
 			thread_remove((pid_t)msg);
 		struct rec_proc *p = rec_proc_find(pid);
 		if (p && !p->end) {
-			rec_spools_process_gone(pid, now);
+			rec_spools_process_gone(pid, now, 1);
 			rec_proc_refresh(p);
 			p->exec_ts = now;
 		}

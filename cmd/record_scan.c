@@ -119,7 +119,7 @@ rec_scan_tick(int64_t now)
 		    si.si_pid == p->pid)
 			continue;
 		rec_proc_ended(p, now, NULL, NULL);
-		rec_spools_process_gone(p->pid, now);
+		rec_spools_process_gone(p->pid, now, 0);
 		rec_spool_remove_pid(p->pid);
 	}
 	if (!children_files) {
@@ -142,6 +142,6 @@ rec_scan_reaped(pid_t pid, int status, const struct rusage *ru)
 		return; /* an orphan that lived and died between two ticks */
 	int64_t now = rec_now();
 	rec_proc_ended(p, now, &status, ru);
-	rec_spools_process_gone(pid, now);
+	rec_spools_process_gone(pid, now, 0);
 	rec_spool_remove_pid(pid);
 }

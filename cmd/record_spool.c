@@ -65,6 +65,7 @@ struct spool {
 	int64_t last_wm;         /* watermark of the last complete chunk */
 	/* its process */
 	int gone;                /* exec'd or ended: nothing more will come */
+	int gone_exec;           /* exec'd */
 	int64_t gone_ts;
 	int finished;
 	int warned;
@@ -261,8 +262,10 @@ add_spool(const char *name)
 	if (!p || p->end || (p->exec_ts && p->exec_ts > s->t_init)) {
 		s->gone = 1;
 		s->gone_ts = p && p->end ? p->end : rec_now();
-		if (p && p->exec_ts > s->t_init && !p->end)
+		if (p && p->exec_ts > s->t_init) {
 			s->gone_ts = p->exec_ts;
+			s->gone_exec = 1;
+		}
 	}
 	if (nspools == spools_cap) {
 		spools_cap = spools_cap ? spools_cap * 2 : 64;
@@ -317,22 +320,20 @@ pump(struct spool *s)
 static void
 loss_reason(char *b, size_t n, const struct spool *s, const struct rec_proc *p)
 {
-	if (!p || !p->end) {
-		if (p && p->exec_ts && p->exec_ts >= s->t_init)
-			snprintf(b, n, "the process exec'd before its last flush");
-		else
-			snprintf(b, n, "the process was still running when the "
-			         "recording ended");
-	} else if (p->exit_signal) {
+	if (s->gone_exec)
+		snprintf(b, n, "the process exec'd before its last flush");
+	else if (!p || !p->end)
+		snprintf(b, n, "the process was still running when the "
+		         "recording ended");
+	else if (p->exit_signal)
 		snprintf(b, n, "the process was killed by signal %d (%s) "
 		         "before its last flush", p->exit_signal,
 		         strsignal(p->exit_signal));
-	} else if (s->ended) {
+	else if (s->ended)
 		snprintf(b, n, "recorded after the process's last flush");
-	} else {
+	else
 		snprintf(b, n, "the process ended without its last flush "
 		         "(_exit, or a crash)");
-	}
 }
 
 static void
@@ -372,13 +373,14 @@ finish(struct spool *s)
 }
 
 void
-rec_spools_process_gone(pid_t pid, int64_t when)
+rec_spools_process_gone(pid_t pid, int64_t when, int exec)
 {
 	for (size_t i = 0; i < nspools; i++) {
 		struct spool *s = spools[i];
 		if (s->pid == pid && !s->gone && s->t_init <= when) {
 			s->gone = 1;
 			s->gone_ts = when;
+			s->gone_exec = exec;
 		}
 	}
 }

@@ -518,3 +518,21 @@ signal_times() {
 	pid=$(ev 'select(.name=="py.done") | .pid')
 	[[ "$(ev "select(.kind==\"process\" and .pid==$pid) | .name")" == python3* ]]
 }
+
+@test "a program that execs loses what it had not flushed, and says so" {
+	lib=${CUDA_HOME:-/usr/local/cuda}/lib64/libnvtx3interop.so
+	[ -e "$lib" ] || skip "no libnvtx3interop.so in the CUDA toolkit"
+	cat > "$BATS_TEST_TMPDIR/exec.py" <<-'PY'
+		import ctypes, os, sys
+		lib = ctypes.CDLL(sys.argv[1])
+		for i in range(3):
+		    lib.nvtxRangePushA(b"before.exec")
+		    lib.nvtxRangePop()
+		os.execv("/bin/true", ["true"])
+	PY
+	run -0 trace-record -o "$T" -- python3 "$BATS_TEST_TMPDIR/exec.py" "$lib"
+	assert_eq "$(ev 'select(.kind=="dropped") | "\(.count) \(.reason)"')" \
+		"3 the process exec'd before its last flush"
+	pid=$(ev 'select(.kind=="dropped") | .pid')
+	assert_eq "$(ev "select(.kind==\"process\" and .pid==$pid) | .name")" true
+}
