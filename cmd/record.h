@@ -155,11 +155,8 @@ void rec_procs_sample_counters(int64_t now);
 int64_t rec_procs_hold(void);
 /* Iterate: index from 0; NULL past the end. */
 struct rec_proc *rec_proc_at(size_t i);
-/* Number of live processes. */
-size_t rec_procs_alive(void);
 /* The process track in our own writer (defined on first use). */
 uint32_t rec_proc_track(struct rec_proc *p);
-void rec_procs_set_window(int64_t begin, int64_t end);
 void rec_procs_free(void);
 
 /* ---- following processes (record_ptrace.c, record_scan.c) ---------------------- */
@@ -210,11 +207,9 @@ void rec_out_flush(void);
 /* Everything: close our writer, merge to the end, close the output.
  * Returns 0, or -1 when the output could not be written. */
 int rec_out_finish(void);
-/* The output reader went away (EPIPE): keep going without output. */
+/* The output reader went away (EPIPE), or writing failed: the command
+ * runs on without output. */
 int rec_out_gone(void);
-/* The merge's warnings about an input go here. */
-void rec_out_set_warn(void (*fn)(void *arg, const char *input,
-                                 const char *message), void *arg);
 
 /* ---- the run (trace-record.c) ------------------------------------------------------ */
 

@@ -82,16 +82,6 @@ rec_proc_at(size_t i)
 	return i < nprocs ? procs[i] : NULL;
 }
 
-size_t
-rec_procs_alive(void)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < nprocs; i++)
-		if (!procs[i]->end)
-			n++;
-	return n;
-}
-
 /* ---- /proc ------------------------------------------------------------------------ */
 
 struct stat_fields {

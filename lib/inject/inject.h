@@ -218,12 +218,28 @@ void tki_flusher_round(int final);
  * Thread-safe; usable from any thread once tki_init() returned 0.  Ids
  * are track/device ids of the process's spool; they stay valid until
  * tki_scope changes (rare: the program closed the spool descriptor),
- * after which they must be looked up again.  `InitializeInjection`
- * (loaded through CUDA_INJECTION64_PATH) belongs in lib/inject/cuda.c:
- * it calls tki_init() first, then subscribes to CUPTI, delivers the
- * converted events with tki_events(), holds the watermark for GPU work
- * not delivered yet with tki_hold_set(), and flushes CUPTI's buffers
- * from a tki_on_flush() hook.
+ * after which they must be looked up again, and after fork() (a child
+ * has its own spool).
+ *
+ * `InitializeInjection` (loaded through CUDA_INJECTION64_PATH, which
+ * trace-record will set next to NVTX_INJECTION64_PATH in rec_env() once
+ * --cuda is built) belongs in lib/inject/cuda.c, declared TKI_EXPORT
+ * (the library is built with -fvisibility=hidden, and the driver says
+ * nothing when it cannot find the entry point).  It calls tki_init()
+ * first (idempotent; -1 when the process was not started by
+ * trace-record: then return 0 and do nothing), subscribes to CUPTI,
+ * converts activity records (lib/inject/cupti_convert.c) and delivers
+ * them with tki_events(), holds the watermark for GPU work not
+ * delivered yet with tki_hold_set(), and flushes CUPTI's buffers from a
+ * tki_on_flush() hook.  The final hook runs from the library's
+ * destructor, after the program's atexit handlers: CUPTI may have shut
+ * down by then, so flush from an atexit handler of its own as well.
+ * CUPTI thread ids: ask for kernel tids (CUPTI_ACTIVITY_THREAD_ID_TYPE_
+ * SYSTEM) and use tki_thread_track().  Stream and device names given
+ * through NVTX: tki_resource_name_get().  Capture schedule: filter by
+ * tki_recording(begin); tki_on_phase() says when the warmup starts (a
+ * place to enable collection so that its cost falls outside the active
+ * steps) and when recording stops.
  */
 
 /* Append events (strings by pointer or by tki_string() id).  Returns
