@@ -163,6 +163,85 @@ lint-man:
 	$(Q)mandoc -Tlint -Wwarning $(MANS)
 	@echo "man pages: $(words $(MANS)) linted"
 
+# ---- GPU: CUPTI activity converter, CUDA sample ----------------------------
+# lib/inject/cupti_convert.c turns CUPTI activity records into events; the
+# injection library links $(CUPTI_CONVERT_OBJ) (empty when not built) and
+# compiles with $(CUPTI_CFLAGS), links $(CUPTI_LIBS).  It reads the record
+# layouts of CUPTI 13.0, so it is built only with those headers.  Its unit
+# test links libcupti when present (no GPU or driver needed) to walk real
+# buffers; otherwise it tests the records alone, and without CUPTI headers
+# it is a single skipped test.  nvcc, when present, builds the CUDA sample
+# that tests/gpu/run.sh (`make check-gpu`) records on a machine with a GPU.
+HAVE_CUPTI_CONVERT := $(if $(HAVE_CUPTI),$(shell grep -Eqs \
+	'define CUPTI_API_VERSION 1300[0-9][0-9]' \
+	$(CUDA_HOME)/include/cupti_version.h && echo 1))
+CUPTI_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
+	$(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+CUPTI_CFLAGS := -I$(CUDA_HOME)/include -Ilib/inject
+CUPTI_LIBS := $(if $(CUPTI_LIB),-L$(dir $(CUPTI_LIB)) \
+	-Wl$(comma)-rpath$(comma)$(dir $(CUPTI_LIB)) \
+	-Wl$(comma)--push-state$(comma)--no-as-needed -lcupti -Wl$(comma)--pop-state) -ldl
+CUPTI_CONVERT_OBJ :=
+CUPTI_BENCH := $(O)/tests/bench/cupti-convert-bench
+CUDA_SAMPLE := $(O)/tests/apps/cuda_sample
+
+ifneq ($(MAKECMDGOALS),clean)
+ifneq ($(HAVE_CUPTI),)
+ifeq ($(HAVE_CUPTI_CONVERT),)
+$(info tracekit: CUPTI under CUDA_HOME=$(CUDA_HOME) is not 13.0; the CUPTI converter is not built)
+endif
+endif
+endif
+# Rebuild the converter's test when CUDA_HOME or what was found there
+# changes, so that a build without CUPTI really runs the skipped variant.
+CUPTI_STATE := $(O)/.cupti-state
+CUPTI_FOUND := $(CUDA_HOME) $(HAVE_CUPTI_CONVERT) $(CUPTI_LIB)
+$(CUPTI_STATE): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CUPTI_FOUND)' | cmp -s - $@ 2>/dev/null || echo '$(CUPTI_FOUND)' > $@
+FORCE:
+
+ifneq ($(HAVE_CUPTI_CONVERT),)
+CUPTI_CONVERT_OBJ := $(O)/lib/inject/cupti_convert.o
+
+$(CUPTI_CONVERT_OBJ): lib/inject/cupti_convert.c lib/inject/cupti_convert.h \
+		lib/tracekit.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -c -o $@ $<
+
+$(O)/tests/unit/test_cupti_convert: tests/unit/test_cupti_convert.c \
+		tests/unit/tap.h tests/unit/helpers.h $(CUPTI_CONVERT_OBJ) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -DTK_HAVE_CUPTI $(CUPTI_CFLAGS) -Itests/unit \
+		$(ALL_LDFLAGS) -o $@ $< $(CUPTI_CONVERT_OBJ) $(STATIC_LIB) \
+		$(DEPS_LIBS) $(CUPTI_LIBS)
+
+$(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
+		$(STATIC_LIB) $(O)/cmd/libcmd.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
+		$(CUPTI_CONVERT_OBJ) $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS) \
+		$(CUPTI_LIBS)
+
+tests bench: $(CUPTI_BENCH)
+endif
+
+ifneq ($(NVCC),)
+$(CUDA_SAMPLE): tests/apps/cuda_sample.cu
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -lineinfo -Werror all-warnings \
+		-Xcompiler -Wall,-Wextra -o $@ $< -ldl
+
+tests: $(CUDA_SAMPLE)
+endif
+
+$(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
+
+check-gpu: tests
+	$(Q)O=$(O) tests/gpu/run.sh
+
+.PHONY: check-gpu FORCE
+
 # ---- trace-record: the injection library and its test programs ------------
 # libtracekit-inject.so is loaded into the recorded programs (through
 # NVTX_INJECTION64_PATH), so it is never built with sanitizers: a
@@ -172,7 +251,9 @@ lint-man:
 # writer and exports nothing but its entry points.
 
 INJECT_SO := $(O)/lib/tracekit/libtracekit-inject.so
-INJECT_SRC := $(wildcard lib/inject/*.c)
+# The CUPTI converter joins the library with its CUDA entry point (issue
+# 4): it needs the CUPTI headers and libcupti, and is built below.
+INJECT_SRC := $(filter-out lib/inject/cupti_convert.c,$(wildcard lib/inject/*.c))
 ifeq ($(HAVE_NVTX),)
 INJECT_SRC := $(filter-out lib/inject/nvtx.c,$(INJECT_SRC))
 endif

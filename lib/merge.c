@@ -2,17 +2,22 @@
 /*
  * Merging traces into one stream ordered by begin time.
  *
- * Each input keeps its next event (the head, already remapped into the
- * output's ids) and a bound: no event it has not handed over yet begins
+ * Each input reads ahead a batch of events, already remapped into the
+ * output's ids, each with a bound: no later event of the input begins
  * before it.  The bound comes from the input's chunks: a sorted chunk
- * bounds the rest of itself by the head, an unsorted one by its earliest
- * begin, and every chunk bounds the chunks after it by its watermark.
- * The merge always takes the head of the input with the lowest bound,
- * and writes every waiting event that begins no later than the lowest
- * bound of all.  Sorted inputs so flow straight through; unsorted ones
- * wait in a heap, and when that outgrows the memory limit it is written,
- * sorted, to an unlinked temporary file that becomes one more (sorted)
- * input.
+ * bounds the rest of itself by the event, an unsorted one by its
+ * earliest begin, and every chunk bounds the chunks after it by its
+ * watermark (or, for a file scanned ahead, by the earliest begin of
+ * the chunks still to come).  The merge always takes the next event of
+ * the input with the lowest bound, and writes every waiting event that
+ * begins no later than the lowest bound of all.  Sorted inputs so flow
+ * straight through; unsorted ones wait in a heap, and when that outgrows
+ * the memory limit it is written, sorted, to an unlinked temporary file
+ * that becomes one more (sorted) input.
+ *
+ * Reading ahead in batches matters for speed: consecutive output events
+ * mostly come from different inputs, and decoding one event at a time
+ * from each reader in turn keeps missing the cache.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,11 +32,14 @@
 
 #define DEFAULT_LIMIT (256u << 20)
 #define SLOT_BLOCK 4096
+#define BATCH 64                 /* events read ahead per input */
+#define STR_ATTRS_MAX 4          /* string attributes of one kind */
 
 /* An event waiting in the heap. */
 struct slot {
 	struct tk_event ev;      /* output ids; pointers cleared */
 	uint64_t seq;            /* arrival order, for ties */
+	uint32_t input;          /* where it came from, for reports */
 	union {
 		uint8_t *args;   /* owned copy of ev.args */
 		struct slot *next_free;
@@ -43,23 +51,44 @@ struct slot_block {
 	struct slot slots[SLOT_BLOCK];
 };
 
+/* An event read ahead. */
+struct ahead {
+	struct tk_event ev;      /* output ids and times */
+	int64_t future;          /* no later event of the input begins earlier */
+	uint32_t args_off;       /* ev.args in the input's args buffer */
+};
+
 struct input {
 	struct tk_reader *r;
 	char *label;
 	int64_t offset;
 	int raw;                 /* a spill file: ids are the output's */
 	int spill_fd;
-	int done;
-	int waiting;             /* feed mode: no complete chunk to read */
-	int has_head;
-	struct tk_event head;
-	struct tkp_buf head_args;
-	int64_t bound;           /* no unwritten event of this input begins earlier */
-	int64_t future;          /* the same, for the events after the head */
-	int heap_pos;            /* in the input heap, -1 if not there */
+	int eof;                 /* the reader has nothing more to give */
+	int in_heap;
+	unsigned scopes;         /* traces met after the first one */
+	uint64_t late;           /* its events written out of order */
+	/* events read ahead: buf[pos .. n) */
+	struct ahead *buf;
+	unsigned pos, n;
+	struct tkp_buf args;
+	int64_t future;          /* bound of what the reader has not delivered */
+	/* chunks scanned ahead: offset, and the earliest begin after each */
+	uint64_t *chunk_off;
+	int64_t *chunk_later;
+	size_t nchunks, chunk_pos;
+	uint64_t cur_chunk;      /* offset of the chunk `later` is for */
+	int64_t cur_later;
+	int have_cur;
 	/* id maps of the input's current scope: input id -> output id */
 	uint32_t *smap, *tmap, *dmap;
 	uint32_t smap_cap, tmap_cap, dmap_cap;
+};
+
+/* Inputs with events read ahead, as a min-heap on (bound, index). */
+struct hent {
+	int64_t bound;
+	uint32_t idx;
 };
 
 struct tk_merge {
@@ -70,8 +99,7 @@ struct tk_merge {
 
 	struct input **inputs;
 	size_t ninputs, inputs_cap;
-	/* inputs that have a head, as a min-heap on (bound, index) */
-	size_t *iheap;
+	struct hent *iheap;
 	size_t niheap;
 
 	/* waiting events: a min-heap on (ts, seq) */
@@ -87,8 +115,15 @@ struct tk_merge {
 	uint32_t *ident_out;     /* by identity id: output track or device id */
 	uint32_t ident_cap;
 
+	/* string attributes of each kind, from the schema */
+	const struct tkp_attr *str_attrs[TK_KIND_MAX + 1][STR_ATTRS_MAX];
+	unsigned nstr_attrs[TK_KIND_MAX + 1];
+
+	struct tkp_buf scratch;  /* args of an event kept across a refill */
 	int64_t last_written;
-	int64_t hold;            /* watermarks promised go no further */
+	int64_t watermark;       /* promised to the output so far */
+	int64_t hold;            /* promises go no further (tk_merge_hold) */
+	int reported;            /* late inputs named */
 	struct tk_merge_stats stats;
 };
 
@@ -103,6 +138,12 @@ merge_fail(struct tk_merge *m, int code, const char *fmt, ...)
 	va_end(ap);
 	m->err = code;
 	return code;
+}
+
+static int
+nomem(struct tk_merge *m)
+{
+	return merge_fail(m, TK_ENOMEM, "out of memory");
 }
 
 static int
@@ -121,6 +162,20 @@ sat_add(int64_t t, int64_t d)
 	return t + d;
 }
 
+/* A time of an input in output time; "no promise" and "nothing more"
+ * stay what they are. */
+static int64_t
+shift(int64_t t, int64_t offset)
+{
+	return t == INT64_MIN || t == INT64_MAX ? t : sat_add(t, offset);
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
 TK_PUBLIC struct tk_merge *
 tk_merge_new(struct tk_writer *out, const struct tk_merge_options *o)
 {
@@ -135,7 +190,15 @@ tk_merge_new(struct tk_writer *out, const struct tk_merge_options *o)
 	if (!m->opt.memory_limit)
 		m->opt.memory_limit = DEFAULT_LIMIT;
 	m->last_written = INT64_MIN;
+	m->watermark = INT64_MIN;
 	m->hold = INT64_MAX;
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		const struct tkp_kind_schema *ks = &tkp_schema[k];
+		for (unsigned i = 0; i < ks->n; i++)
+			if (ks->attrs[i].enc == TKP_ENC_STR &&
+			    m->nstr_attrs[k] < STR_ATTRS_MAX)
+				m->str_attrs[k][m->nstr_attrs[k]++] = &ks->attrs[i];
+	}
 	return m;
 }
 
@@ -146,7 +209,10 @@ free_input(struct input *in)
 	if (in->spill_fd >= 0)
 		close(in->spill_fd);
 	free(in->label);
-	tkp_buf_free(&in->head_args);
+	free(in->buf);
+	tkp_buf_free(&in->args);
+	free(in->chunk_off);
+	free(in->chunk_later);
 	free(in->smap);
 	free(in->tmap);
 	free(in->dmap);
@@ -172,6 +238,7 @@ tk_merge_free(struct tk_merge *m)
 	}
 	tkp_intern_free(&m->idents);
 	free(m->ident_out);
+	tkp_buf_free(&m->scratch);
 	free(m);
 }
 
@@ -182,9 +249,9 @@ new_input(struct tk_merge *m, struct tk_reader *r, const char *label,
 	if (m->ninputs == m->inputs_cap) {
 		size_t cap = m->inputs_cap ? m->inputs_cap * 2 : 16;
 		struct input **a = realloc(m->inputs, cap * sizeof(*a));
-		size_t *h = realloc(m->iheap, cap * sizeof(*h));
 		if (a)
 			m->inputs = a;
+		struct hent *h = realloc(m->iheap, cap * sizeof(*h));
 		if (h)
 			m->iheap = h;
 		if (!a || !h)
@@ -192,15 +259,20 @@ new_input(struct tk_merge *m, struct tk_reader *r, const char *label,
 		m->inputs_cap = cap;
 	}
 	struct input *in = calloc(1, sizeof(*in));
-	if (!in || !(in->label = strdup(label ? label : ""))) {
+	if (!in)
+		return NULL;
+	in->label = strdup(label ? label : "");
+	in->buf = malloc(BATCH * sizeof(*in->buf));
+	if (!in->label || !in->buf) {
+		free(in->label);
+		free(in->buf);
 		free(in);
 		return NULL;
 	}
 	in->r = r;
 	in->offset = offset;
 	in->spill_fd = -1;
-	in->bound = in->future = INT64_MIN;
-	in->heap_pos = -1;
+	in->future = INT64_MIN;
 	m->inputs[m->ninputs++] = in;
 	return in;
 }
@@ -211,11 +283,40 @@ tk_merge_add(struct tk_merge *m, struct tk_reader *r, const char *label,
 {
 	if (!m || !r)
 		return TK_EINVAL;
-	if (!new_input(m, r, label, offset)) {
+	if (m->ninputs >= INT32_MAX || !new_input(m, r, label, offset)) {
 		tk_reader_free(r);
-		return merge_fail(m, TK_ENOMEM, "out of memory");
+		return nomem(m);
 	}
 	return (int)(m->ninputs - 1);
+}
+
+TK_PUBLIC int
+tk_merge_set_chunks(struct tk_merge *m, int input,
+                    const struct tk_scan_chunk *chunks, size_t n)
+{
+	if (!m || input < 0 || (size_t)input >= m->ninputs || (!chunks && n))
+		return TK_EINVAL;
+	struct input *in = m->inputs[input];
+	free(in->chunk_off);
+	free(in->chunk_later);
+	in->chunk_off = malloc((n ? n : 1) * sizeof(*in->chunk_off));
+	in->chunk_later = malloc((n ? n : 1) * sizeof(*in->chunk_later));
+	if (!in->chunk_off || !in->chunk_later) {
+		in->nchunks = 0;
+		return nomem(m);
+	}
+	/* after chunk i come chunks i+1 ...: the earliest of their begins */
+	int64_t later = INT64_MAX;
+	for (size_t i = n; i-- > 0;) {
+		in->chunk_off[i] = chunks[i].offset;
+		in->chunk_later[i] = shift(later, in->offset);
+		if (chunks[i].events && chunks[i].t_min < later)
+			later = chunks[i].t_min;
+	}
+	in->nchunks = n;
+	in->chunk_pos = 0;
+	in->have_cur = 0;
+	return TK_OK;
 }
 
 /* ---- definitions ---------------------------------------------------------- */
@@ -286,6 +387,7 @@ identity(struct tk_merge *m, const void *key, size_t len)
 struct key {
 	uint8_t b[64];
 	size_t n;
+	int unique;              /* identity incomplete: never shared */
 };
 
 static void
@@ -295,50 +397,49 @@ key_u64(struct key *k, uint64_t v)
 	k->n += 8;
 }
 
+static void
+key_str(struct tk_merge *m, struct key *k, const char *s)
+{
+	key_u64(k, tk_writer_cstring(m->out, s));
+}
+
+/* Define track `t` of `in` in the output, or find it there. */
 static int
 remap_track(struct tk_merge *m, struct input *in, const struct tk_track *t)
 {
 	struct key k = { .n = 1 };
-	uint32_t out = 0, *slot;
 	/* an input redefining its own track (a thread renamed) is passed
 	 * on; the same track seen again in another input is not */
-	int redefined = map_get(in->tmap, in->tmap_cap, t->id) != 0;
-	switch (t->type) {
-	case TK_TRACK_PROCESS: {
-		struct tk_process p = t->u.process;
+	uint32_t mine = map_get(in->tmap, in->tmap_cap, t->id);
+	uint32_t out = 0;
+	enum tk_track_type type = t->type;
+	struct tk_process p;
+	struct tk_thread th;
+	struct tk_stream s;
+	struct tk_counter c;
+	switch (type) {
+	case TK_TRACK_PROCESS:
+		p = t->u.process;
 		if (in->label[0])
 			p.label = in->label;
 		p.start = p.start ? sat_add(p.start, in->offset) : 0;
 		k.b[0] = 'P';
-		key_u64(&k, tk_writer_cstring(m->out, p.host));
+		key_str(m, &k, p.host);
 		key_u64(&k, (uint64_t)p.pid);
 		key_u64(&k, (uint64_t)p.start);
-		if (!(slot = identity(m, k.b, k.n)))
-			return merge_fail(m, TK_ENOMEM, "out of memory");
-		if (*slot && !redefined && !in->label[0]) {
-			out = *slot; /* the same process from another input */
-			break;
-		}
-		out = tk_writer_process(m->out, *slot, &p);
+		key_str(m, &k, p.label);
+		k.unique = p.start == 0;
 		break;
-	}
-	case TK_TRACK_THREAD: {
-		struct tk_thread th = t->u.thread;
+	case TK_TRACK_THREAD:
+		th = t->u.thread;
 		th.process = map_get(in->tmap, in->tmap_cap, th.process);
 		k.b[0] = 'T';
 		key_u64(&k, th.process);
 		key_u64(&k, (uint64_t)th.tid);
-		if (!(slot = identity(m, k.b, k.n)))
-			return merge_fail(m, TK_ENOMEM, "out of memory");
-		if (*slot && !redefined) {
-			out = *slot;
-			break;
-		}
-		out = tk_writer_thread(m->out, *slot, &th);
+		k.unique = th.process == 0;
 		break;
-	}
-	case TK_TRACK_STREAM: {
-		struct tk_stream s = t->u.stream;
+	case TK_TRACK_STREAM:
+		s = t->u.stream;
 		s.process = map_get(in->tmap, in->tmap_cap, s.process);
 		s.device = map_get(in->dmap, in->dmap_cap, s.device);
 		k.b[0] = 'S';
@@ -346,41 +447,43 @@ remap_track(struct tk_merge *m, struct input *in, const struct tk_track *t)
 		key_u64(&k, s.device);
 		key_u64(&k, s.context);
 		key_u64(&k, s.stream);
-		if (!(slot = identity(m, k.b, k.n)))
-			return merge_fail(m, TK_ENOMEM, "out of memory");
-		if (*slot && !redefined) {
-			out = *slot;
-			break;
-		}
-		out = tk_writer_stream(m->out, *slot, &s);
+		k.unique = s.process == 0;
 		break;
-	}
-	case TK_TRACK_COUNTER: {
-		struct tk_counter c = t->u.counter;
+	case TK_TRACK_COUNTER:
+		c = t->u.counter;
 		c.process = map_get(in->tmap, in->tmap_cap, c.process);
 		c.device = map_get(in->dmap, in->dmap_cap, c.device);
 		k.b[0] = 'C';
-		key_u64(&k, tk_writer_cstring(m->out, c.name));
-		key_u64(&k, tk_writer_cstring(m->out, c.unit));
+		key_str(m, &k, c.name);
+		key_str(m, &k, c.unit);
 		key_u64(&k, c.process);
 		key_u64(&k, c.device);
-		if (!(slot = identity(m, k.b, k.n)))
-			return merge_fail(m, TK_ENOMEM, "out of memory");
-		if (*slot && !redefined) {
-			out = *slot;
-			break;
-		}
-		out = tk_writer_counter(m->out, *slot, &c);
+		k.unique = c.process == 0 && c.device == 0;
 		break;
-	}
 	default:
 		return TK_OK; /* a kind of track this library does not know */
 	}
-	if (!out)
-		return out_fail(m);
-	*slot = out;
+	uint32_t *slot = NULL;
+	if (!k.unique && !(slot = identity(m, k.b, k.n)))
+		return nomem(m);
+	if (slot && *slot && *slot != mine) {
+		out = *slot; /* the same thing, defined by another input */
+	} else {
+		/* new, or redefined by its own input */
+		uint32_t id = slot && *slot ? *slot : k.unique ? mine : 0;
+		switch (type) {
+		case TK_TRACK_PROCESS: out = tk_writer_process(m->out, id, &p); break;
+		case TK_TRACK_THREAD: out = tk_writer_thread(m->out, id, &th); break;
+		case TK_TRACK_STREAM: out = tk_writer_stream(m->out, id, &s); break;
+		default: out = tk_writer_counter(m->out, id, &c); break;
+		}
+		if (!out)
+			return out_fail(m);
+		if (slot)
+			*slot = out;
+	}
 	if (map_set(&in->tmap, &in->tmap_cap, t->id, out) < 0)
-		return merge_fail(m, TK_ENOMEM, "out of memory");
+		return nomem(m);
 	return TK_OK;
 }
 
@@ -389,23 +492,49 @@ remap_device(struct tk_merge *m, struct input *in, const struct tk_device *d)
 {
 	static const uint8_t zero[16];
 	struct key k = { .n = 1 };
+	int has_uuid = memcmp(d->uuid, zero, 16) != 0;
+	uint32_t mine = map_get(in->dmap, in->dmap_cap, d->id);
+	uint32_t *slot = NULL, out;
 	k.b[0] = 'D';
-	key_u64(&k, tk_writer_cstring(m->out, d->host));
-	if (memcmp(d->uuid, zero, 16) != 0) {
+	key_str(m, &k, d->host);
+	if (has_uuid) {
 		memcpy(k.b + k.n, d->uuid, 16);
 		k.n += 16;
 	} else {
 		key_u64(&k, d->index);
 	}
+	if ((has_uuid || d->host[0]) && !(slot = identity(m, k.b, k.n)))
+		return nomem(m);
+	if (slot && *slot && *slot != mine) {
+		out = *slot;
+	} else {
+		out = tk_writer_device(m->out, slot && *slot ? *slot : mine, d);
+		if (!out)
+			return out_fail(m);
+		if (slot)
+			*slot = out;
+	}
+	if (map_set(&in->dmap, &in->dmap_cap, d->id, out) < 0)
+		return nomem(m);
+	return TK_OK;
+}
+
+static int
+remap_category(struct tk_merge *m, const struct tk_category *c)
+{
+	struct key k = { .n = 1 };
+	k.b[0] = 'K';
+	key_str(m, &k, c->domain);
+	key_u64(&k, c->category);
+	key_str(m, &k, c->name);
 	uint32_t *slot = identity(m, k.b, k.n);
 	if (!slot)
-		return merge_fail(m, TK_ENOMEM, "out of memory");
-	uint32_t out = tk_writer_device(m->out, *slot, d);
-	if (!out)
+		return nomem(m);
+	if (*slot)
+		return TK_OK; /* said already */
+	if (tk_writer_category(m->out, c->domain, c->category, c->name))
 		return out_fail(m);
-	*slot = out;
-	if (map_set(&in->dmap, &in->dmap_cap, d->id, out) < 0)
-		return merge_fail(m, TK_ENOMEM, "out of memory");
+	*slot = 1;
 	return TK_OK;
 }
 
@@ -416,19 +545,15 @@ remap_event(struct tk_merge *m, struct input *in, const struct tk_event *src,
 {
 	*dst = *src;
 	dst->trk = NULL;
-	if (in->raw) {
-		dst->name = NULL;
-	} else {
+	dst->name = NULL;
+	if (!in->raw) {
 		dst->track = map_get(in->tmap, in->tmap_cap, src->track);
 		dst->name_id = map_string(m, in, src->name_id, src->name);
-		dst->name = NULL;
 		if (src->name_id && !dst->name_id)
 			return out_fail(m);
-		const struct tkp_kind_schema *ks = &tkp_schema[src->kind];
-		for (unsigned i = 0; i < ks->n; i++) {
-			const struct tkp_attr *a = &ks->attrs[i];
-			if (a->enc != TKP_ENC_STR)
-				continue;
+		unsigned kind = src->kind;
+		for (unsigned i = 0; i < m->nstr_attrs[kind]; i++) {
+			const struct tkp_attr *a = m->str_attrs[kind][i];
 			const char *s;
 			memcpy(&s, (const char *)src + a->str_off, sizeof(s));
 			uint32_t id = (uint32_t)tkp_field_get(src, a);
@@ -440,14 +565,15 @@ remap_event(struct tk_merge *m, struct input *in, const struct tk_event *src,
 			memcpy((char *)dst + a->str_off, &s, sizeof(s));
 		}
 		/* the one attribute that names a track */
-		if (src->kind == TK_RANGE || src->kind == TK_ASYNC_RANGE ||
-		    src->kind == TK_MARK)
+		if (kind == TK_RANGE || kind == TK_ASYNC_RANGE || kind == TK_MARK)
 			dst->u.range.end_track = map_get(in->tmap, in->tmap_cap,
 			                                 src->u.range.end_track);
 	}
-	dst->ts = sat_add(src->ts, in->offset);
-	if (dst->ts > INT64_MAX - dst->dur)
-		dst->ts = INT64_MAX - dst->dur;
+	if (in->offset) {
+		dst->ts = sat_add(src->ts, in->offset);
+		if (dst->ts > INT64_MAX - dst->dur)
+			dst->ts = INT64_MAX - dst->dur;
+	}
 	return TK_OK;
 }
 
@@ -471,65 +597,81 @@ clear_maps(struct input *in)
 		memset(in->dmap, 0, in->dmap_cap * sizeof(*in->dmap));
 }
 
-/* Read the next event of `in` into its head.  TK_OK, TK_EOF (the input
- * is done), TK_AGAIN (feed input waiting), or an error. */
+/* How far the chunks after the current one can go back, in output time:
+ * from the scan when there is one, else the chunk's watermark. */
+static int64_t
+later_chunks(struct input *in, const struct tk_chunk_info *ci)
+{
+	if (in->have_cur && in->cur_chunk == ci->offset)
+		return in->cur_later;
+	int64_t later = shift(ci->watermark, in->offset);
+	while (in->chunk_pos < in->nchunks &&
+	       in->chunk_off[in->chunk_pos] < ci->offset)
+		in->chunk_pos++;
+	if (in->chunk_pos < in->nchunks &&
+	    in->chunk_off[in->chunk_pos] == ci->offset)
+		later = in->chunk_later[in->chunk_pos];
+	in->cur_chunk = ci->offset;
+	in->cur_later = later;
+	in->have_cur = 1;
+	return later;
+}
+
+/* Read ahead: fill the input's batch with its next events.  Stops early
+ * at the end of the input, or when a feed reader needs more bytes. */
 static int
-pull(struct tk_merge *m, struct input *in)
+refill(struct tk_merge *m, struct input *in)
 {
 	struct tk_record rec;
-	in->has_head = 0;
-	for (;;) {
-		int rc = tk_reader_next(in->r, &rec);
+	int rc;
+	in->pos = in->n = 0;
+	in->args.len = 0;
+	while (in->n < BATCH && !in->eof) {
+		rc = tk_reader_next(in->r, &rec);
 		if (rc == TK_AGAIN) {
 			/* every event of the chunks read is out: the last chunk's
-			 * watermark bounds the rest, even when that chunk held
-			 * no event (a live writer's heartbeat) */
-			int64_t w = sat_add(tk_reader_chunk(in->r)->watermark,
-			                    in->offset);
-			if (w > in->future)
-				in->future = w;
-			in->waiting = 1;
-			in->bound = in->future;
-			return TK_AGAIN;
+			 * promise bounds the rest, even when that chunk held no
+			 * event (a live writer's heartbeat) */
+			int64_t later = later_chunks(in, tk_reader_chunk(in->r));
+			if (later > in->future)
+				in->future = later;
+			break;
 		}
 		if (rc == TK_EOF) {
-			in->done = 1;
-			in->bound = in->future = INT64_MAX;
-			return TK_EOF;
+			in->eof = 1;
+			break;
 		}
 		if (rc < 0) {
 			m->stats.bad_inputs++;
 			report(m, in, tk_reader_error(in->r));
-			in->done = 1;
-			in->bound = in->future = INT64_MAX;
-			if (m->opt.keep_going)
-				return TK_EOF;
-			return merge_fail(m, rc, "%s: %s", tk_reader_name(in->r),
-			                  tk_reader_error(in->r));
+			in->eof = 1;
+			if (!m->opt.keep_going)
+				return merge_fail(m, rc, "%s: %s", tk_reader_name(in->r),
+				                  tk_reader_error(in->r));
+			break;
 		}
-		in->waiting = 0;
 		switch (rec.type) {
 		case TK_REC_EVENT: {
 			const struct tk_event *e = rec.u.event;
-			if ((rc = remap_event(m, in, e, &in->head)))
+			struct ahead *a = &in->buf[in->n];
+			if ((rc = remap_event(m, in, e, &a->ev)))
 				return rc;
-			if (e->args) {
-				in->head_args.len = 0;
-				if (tkp_buf_put(&in->head_args, e->args, e->args_len) < 0)
-					return merge_fail(m, TK_ENOMEM, "out of memory");
-				in->head.args = (const char *)in->head_args.p;
-			}
+			a->args_off = (uint32_t)in->args.len;
+			if (e->args_len &&
+			    tkp_buf_put(&in->args, e->args, e->args_len) < 0)
+				return nomem(m);
 			const struct tk_chunk_info *ci = tk_reader_chunk(in->r);
-			int64_t rest = (ci->flags & TK_CHUNK_SORTED) ? e->ts : ci->t_min;
-			int64_t future = rest < ci->watermark ? rest : ci->watermark;
-			in->future = sat_add(future, in->offset);
-			in->bound = in->head.ts < in->future ? in->head.ts : in->future;
-			in->has_head = 1;
-			return TK_OK;
+			int64_t rest = (ci->flags & TK_CHUNK_SORTED) ? a->ev.ts
+			               : shift(ci->t_min, in->offset);
+			in->future = a->future = min64(rest, later_chunks(in, ci));
+			in->n++;
+			break;
 		}
 		case TK_REC_SCOPE:
 			clear_maps(in);
+			in->scopes++;
 			in->future = INT64_MIN;
+			in->have_cur = 0;
 			break;
 		case TK_REC_TRACK:
 			if ((rc = remap_track(m, in, rec.u.track)))
@@ -544,74 +686,85 @@ pull(struct tk_merge *m, struct input *in)
 				return out_fail(m);
 			break;
 		case TK_REC_CATEGORY:
-			if (tk_writer_category(m->out, rec.u.category->domain,
-			                       rec.u.category->category,
-			                       rec.u.category->name))
-				return out_fail(m);
+			if ((rc = remap_category(m, rec.u.category)))
+				return rc;
 			break;
 		}
 	}
+	/* Each bound must also cover the events read ahead after it (a
+	 * concatenated trace, or a broken promise, may go back), and the
+	 * args buffer has stopped moving. */
+	int64_t after = INT64_MAX;
+	for (unsigned i = in->n; i-- > 0;) {
+		struct ahead *a = &in->buf[i];
+		if (after < a->future)
+			a->future = after;
+		if (a->ev.ts < after)
+			after = a->ev.ts;
+		if (a->ev.args_len)
+			a->ev.args = (const char *)in->args.p + a->args_off;
+	}
+	return TK_OK;
 }
 
-/* ---- the input heap: inputs with a head, by (bound, index) ------------------ */
+/* No unwritten event of `in` begins before this. */
+static int64_t
+input_bound(const struct input *in)
+{
+	if (in->pos < in->n) {
+		const struct ahead *a = &in->buf[in->pos];
+		return min64(a->ev.ts, a->future);
+	}
+	return in->eof ? INT64_MAX : in->future;
+}
+
+/* ---- the input heap: inputs with events read ahead, by (bound, index) ---- */
 
 static int
-input_less(struct tk_merge *m, size_t a, size_t b)
+hent_less(const struct hent *a, const struct hent *b)
 {
-	const struct input *x = m->inputs[a], *y = m->inputs[b];
-	if (x->bound != y->bound)
-		return x->bound < y->bound;
-	return a < b;
+	return a->bound < b->bound || (a->bound == b->bound && a->idx < b->idx);
 }
 
 static void
-iheap_swap(struct tk_merge *m, size_t i, size_t j)
+iheap_down(struct tk_merge *m, size_t i)
 {
-	size_t t = m->iheap[i];
-	m->iheap[i] = m->iheap[j];
-	m->iheap[j] = t;
-	m->inputs[m->iheap[i]]->heap_pos = (int)i;
-	m->inputs[m->iheap[j]]->heap_pos = (int)j;
-}
-
-static void
-iheap_fix(struct tk_merge *m, size_t i)
-{
-	while (i > 0 && input_less(m, m->iheap[i], m->iheap[(i - 1) / 2])) {
-		iheap_swap(m, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
+	struct hent *h = m->iheap, e = h[i];
+	size_t n = m->niheap;
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, s = i;
-		if (l < m->niheap && input_less(m, m->iheap[l], m->iheap[s]))
-			s = l;
-		if (r < m->niheap && input_less(m, m->iheap[r], m->iheap[s]))
-			s = r;
-		if (s == i)
+		size_t l = 2 * i + 1, s = l;
+		if (l >= n)
 			break;
-		iheap_swap(m, i, s);
+		if (l + 1 < n && hent_less(&h[l + 1], &h[l]))
+			s = l + 1;
+		if (!hent_less(&h[s], &e))
+			break;
+		h[i] = h[s];
 		i = s;
 	}
+	h[i] = e;
 }
 
 static void
 iheap_push(struct tk_merge *m, size_t idx)
 {
-	m->iheap[m->niheap] = idx;
-	m->inputs[idx]->heap_pos = (int)m->niheap;
-	m->niheap++;
-	iheap_fix(m, m->niheap - 1);
+	struct hent e = { input_bound(m->inputs[idx]), (uint32_t)idx };
+	size_t i = m->niheap++;
+	while (i > 0 && hent_less(&e, &m->iheap[(i - 1) / 2])) {
+		m->iheap[i] = m->iheap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	m->iheap[i] = e;
+	m->inputs[idx]->in_heap = 1;
 }
 
 static void
-iheap_remove_top(struct tk_merge *m)
+iheap_pop(struct tk_merge *m)
 {
-	m->inputs[m->iheap[0]]->heap_pos = -1;
-	m->niheap--;
-	if (m->niheap) {
+	m->inputs[m->iheap[0].idx]->in_heap = 0;
+	if (--m->niheap) {
 		m->iheap[0] = m->iheap[m->niheap];
-		m->inputs[m->iheap[0]]->heap_pos = 0;
-		iheap_fix(m, 0);
+		iheap_down(m, 0);
 	}
 }
 
@@ -654,27 +807,28 @@ slot_release(struct tk_merge *m, struct slot *s)
 }
 
 static int
-heap_push(struct tk_merge *m, const struct tk_event *ev)
+heap_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 {
 	if (m->nheap == m->heap_cap) {
 		size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
 		struct slot **h = realloc(m->heap, cap * sizeof(*h));
 		if (!h)
-			return merge_fail(m, TK_ENOMEM, "out of memory");
+			return nomem(m);
 		m->heap = h;
 		m->heap_cap = cap;
 	}
 	struct slot *s = slot_alloc(m);
 	if (!s)
-		return merge_fail(m, TK_ENOMEM, "out of memory");
+		return nomem(m);
 	s->ev = *ev;
 	s->seq = m->seq++;
+	s->input = input;
 	s->u.args = NULL;
 	if (ev->args_len) {
 		if (!(s->u.args = malloc(ev->args_len))) {
 			s->u.next_free = m->free_slots;
 			m->free_slots = s;
-			return merge_fail(m, TK_ENOMEM, "out of memory");
+			return nomem(m);
 		}
 		memcpy(s->u.args, ev->args, ev->args_len);
 		s->ev.args = (const char *)s->u.args;
@@ -711,13 +865,28 @@ heap_pop(struct tk_merge *m)
 	return top;
 }
 
-static int
-emit(struct tk_merge *m, const struct tk_event *ev)
+/* Promise the output's readers that nothing later begins before `t`. */
+static void
+promise(struct tk_merge *m, int64_t t)
 {
-	if (ev->ts < m->last_written)
+	if (t > m->hold)
+		t = m->hold;
+	if (t > m->watermark) {
+		m->watermark = t;
+		tk_writer_watermark(m->out, t);
+	}
+}
+
+static int
+emit(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
+{
+	if (ev->ts < m->last_written) {
 		m->stats.late++;
-	else
+		m->inputs[input]->late++;
+	} else {
 		m->last_written = ev->ts;
+		promise(m, ev->ts);
+	}
 	if (tk_writer_event(m->out, ev) != TK_OK)
 		return out_fail(m);
 	m->stats.events++;
@@ -730,12 +899,12 @@ release(struct tk_merge *m, int64_t upto)
 {
 	while (m->nheap && m->heap[0]->ev.ts <= upto) {
 		struct slot *s = heap_pop(m);
-		int rc = emit(m, &s->ev);
+		int rc = emit(m, &s->ev, s->input);
 		slot_release(m, s);
 		if (rc)
 			return rc;
 	}
-	tk_writer_watermark(m->out, upto < m->hold ? upto : m->hold);
+	promise(m, upto);
 	return TK_OK;
 }
 
@@ -797,17 +966,18 @@ spill(struct tk_merge *m)
 	tkp_reader_set_raw(r, 1);
 	struct input *in = new_input(m, r, "", 0);
 	if (!in) {
-		rc = merge_fail(m, TK_ENOMEM, "out of memory");
+		rc = nomem(m);
 		goto fail;
 	}
 	in->raw = 1;
 	in->spill_fd = fd;
 	m->stats.spilled += n;
 	m->stats.spill_files++;
-	rc = pull(m, in);
-	if (rc == TK_OK)
+	if ((rc = refill(m, in)))
+		return rc;
+	if (in->n)
 		iheap_push(m, m->ninputs - 1);
-	return rc < 0 ? rc : TK_OK;
+	return TK_OK;
 fail_write:
 	merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
 fail:
@@ -819,83 +989,65 @@ fail:
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-/* Lowest bound of the inputs still going: nothing earlier can come. */
+/* Lowest bound of the inputs that wait for bytes (not in the heap). */
 static int64_t
-threshold(struct tk_merge *m)
+waiting_bound(const struct tk_merge *m)
 {
-	int64_t t = m->niheap ? m->inputs[m->iheap[0]]->bound : INT64_MAX;
+	int64_t t = INT64_MAX;
 	for (size_t i = 0; i < m->ninputs; i++) {
 		const struct input *in = m->inputs[i];
-		if (!in->done && in->waiting && in->bound < t)
-			t = in->bound;
+		if (!in->eof && !in->in_heap && in->future < t)
+			t = in->future;
 	}
 	return t;
 }
 
-static int
-start_inputs(struct tk_merge *m)
-{
-	for (size_t i = 0; i < m->ninputs; i++) {
-		struct input *in = m->inputs[i];
-		if (in->done || in->has_head || in->heap_pos >= 0)
-			continue;
-		int rc = pull(m, in);
-		if (rc < 0)
-			return rc;
-		if (rc == TK_OK)
-			iheap_push(m, i);
-	}
-	return TK_OK;
-}
-
-/* Take heads until every input with one has run dry (or waits). */
+/* Take events until every input has run dry (or waits for bytes). */
 static int
 drain(struct tk_merge *m)
 {
-	int64_t waiting_bound = INT64_MAX;
-	for (size_t i = 0; i < m->ninputs; i++) {
-		const struct input *in = m->inputs[i];
-		if (!in->done && in->waiting && in->bound < waiting_bound)
-			waiting_bound = in->bound;
-	}
-	struct tk_event ev;
+	int64_t waiting = waiting_bound(m);
 	while (m->niheap) {
-		size_t idx = m->iheap[0];
-		struct input *in = m->inputs[idx];
 		/* nothing an input here holds can go out before a waiting
 		 * input moves on: leave it where it is (in its reader, compact)
 		 * rather than in memory, or spilled and read back again */
-		if (in->bound > waiting_bound)
+		if (m->iheap[0].bound > waiting)
 			break;
-		ev = in->head;
-		/* the head's args live in the input's buffer: keep them */
-		uint8_t small[256], *args = NULL;
-		if (ev.args_len) {
-			args = ev.args_len <= sizeof(small) ? small : malloc(ev.args_len);
-			if (!args)
-				return merge_fail(m, TK_ENOMEM, "out of memory");
-			memcpy(args, ev.args, ev.args_len);
-			ev.args = (const char *)args;
+		uint32_t idx = m->iheap[0].idx;
+		struct input *in = m->inputs[idx];
+		const struct tk_event *ev = &in->buf[in->pos++].ev;
+		struct tk_event kept;
+		int rc;
+		if (in->pos == in->n) {
+			/* the batch is used up: keep this event while the
+			 * next ones are read over it */
+			kept = *ev;
+			if (kept.args_len) {
+				m->scratch.len = 0;
+				if (tkp_buf_put(&m->scratch, kept.args, kept.args_len) < 0)
+					return nomem(m);
+				kept.args = (const char *)m->scratch.p;
+			}
+			ev = &kept;
+			if ((rc = refill(m, in)))
+				return rc;
 		}
-		int rc = pull(m, in);
-		if (rc == TK_OK)
-			iheap_fix(m, (size_t)in->heap_pos);
-		else
-			iheap_remove_top(m);
-		if (rc == TK_AGAIN && in->bound < waiting_bound)
-			waiting_bound = in->bound;
-		int64_t t = m->niheap ? m->inputs[m->iheap[0]]->bound : INT64_MAX;
-		if (waiting_bound < t)
-			t = waiting_bound;
-		if (rc >= 0) {
-			if (!m->nheap && ev.ts <= t)
-				rc = emit(m, &ev); /* in order already: straight out */
-			else if (!(rc = heap_push(m, &ev)))
-				rc = release(m, t);
+		if (in->pos < in->n) {
+			m->iheap[0].bound = input_bound(in);
+			iheap_down(m, 0);
+		} else {
+			iheap_pop(m);
+			if (!in->eof && in->future < waiting)
+				waiting = in->future;
 		}
-		if (args && args != small)
-			free(args);
-		if (rc < 0)
+		int64_t t = m->niheap ? m->iheap[0].bound : INT64_MAX;
+		if (waiting < t)
+			t = waiting;
+		if (!m->nheap && ev->ts <= t)
+			rc = emit(m, ev, idx); /* in order already: straight out */
+		else if (!(rc = heap_push(m, ev, idx)))
+			rc = release(m, t);
+		if (rc)
 			return rc;
 		if (m->held_bytes > m->opt.memory_limit && (rc = spill(m)))
 			return rc;
@@ -910,16 +1062,45 @@ tk_merge_step(struct tk_merge *m)
 		return TK_EINVAL;
 	if (m->err)
 		return m->err;
-	/* waiting inputs may have been fed */
-	for (size_t i = 0; i < m->ninputs; i++)
-		if (m->inputs[i]->waiting)
-			m->inputs[i]->has_head = 0;
-	int rc = start_inputs(m);
+	/* inputs with nothing read ahead: new, or waiting for bytes that
+	 * may have been fed since */
+	for (size_t i = 0; i < m->ninputs; i++) {
+		struct input *in = m->inputs[i];
+		if (in->eof || in->in_heap)
+			continue;
+		int rc = refill(m, in);
+		if (rc)
+			return rc;
+		if (in->n)
+			iheap_push(m, i);
+	}
+	int rc = drain(m);
 	if (rc)
 		return rc;
-	if ((rc = drain(m)))
-		return rc;
-	return release(m, threshold(m));
+	return release(m, waiting_bound(m));
+}
+
+/* Name the inputs whose events came out of time order. */
+static void
+report_late(struct tk_merge *m)
+{
+	char msg[256];
+	if (m->reported)
+		return;
+	m->reported = 1;
+	for (size_t i = 0; i < m->ninputs; i++) {
+		struct input *in = m->inputs[i];
+		if (!in->late || in->raw)
+			continue;
+		snprintf(msg, sizeof(msg),
+		         "%llu events out of time order (%s)",
+		         (unsigned long long)in->late,
+		         in->scopes ? "it holds concatenated traces, "
+		                          "which can only be ordered when "
+		                          "read from a file"
+		                        : "it broke its watermark promises");
+		report(m, in, msg);
+	}
 }
 
 TK_PUBLIC int
@@ -929,11 +1110,14 @@ tk_merge_run(struct tk_merge *m)
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < m->ninputs; i++)
-		if (!m->inputs[i]->done)
+		if (!m->inputs[i]->eof)
 			return merge_fail(m, TK_EINVAL,
 			                  "%s: input still waiting for data",
 			                  tk_reader_name(m->inputs[i]->r));
-	return release(m, INT64_MAX);
+	if ((rc = release(m, INT64_MAX)))
+		return rc;
+	report_late(m);
+	return TK_OK;
 }
 
 TK_PUBLIC void

@@ -53,6 +53,7 @@ struct kind_cols {
 	uint32_t pos;              /* next one to deliver */
 	uint32_t cap;              /* events the arrays hold */
 	uint8_t *attrs;            /* count structs of the kind's size */
+	uint32_t *tracks;          /* the track of each, for per-track deltas */
 	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
@@ -67,6 +68,8 @@ struct tk_reader {
 	char *name;
 	uint8_t *ibuf;
 	size_t ibuf_len, ibuf_pos;
+	int range;               /* tk_reader_open_range(): pread() */
+	uint64_t range_pos, range_end;
 	int feed;                /* tk_reader_open_feed() */
 	int feed_ended;
 	int need_header;         /* feed mode: first header not read yet */
@@ -119,6 +122,9 @@ struct tk_reader {
 	struct kind_cols kc[TK_KIND_MAX + 1];
 	int64_t *pred;
 	uint32_t pred_cap;
+	uint64_t *dprev;         /* per track, for D columns */
+	uint32_t *dprev_gen;
+	uint32_t dprev_cap, dprev_alloc, dgen;
 
 	struct tk_event ev;
 };
@@ -238,12 +244,15 @@ tk_reader_free(struct tk_reader *r)
 	free(r->namev);
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		free(r->kc[k].attrs);
+		free(r->kc[k].tracks);
 		free(r->kc[k].scratch);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
 	}
 	free(r->stream_track);
 	free(r->pred);
+	free(r->dprev);
+	free(r->dprev_gen);
 	free(r);
 }
 
@@ -297,6 +306,23 @@ add_pending(struct tk_reader *r, enum tk_record_type type, const void *ptr)
 
 /* ---- input -------------------------------------------------------------------- */
 
+/* read(2), or pread(2) within the range of tk_reader_open_range(). */
+static ssize_t
+fd_read(struct tk_reader *r, void *dst, size_t n)
+{
+	if (!r->range)
+		return read(r->fd, dst, n);
+	uint64_t left = r->range_end - r->range_pos;
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0)
+		return 0;
+	ssize_t k = pread(r->fd, dst, n, (off_t)r->range_pos);
+	if (k > 0)
+		r->range_pos += (uint64_t)k;
+	return k;
+}
+
 /* Read up to n bytes into dst; fewer only at the end of the input.
  * Not inlined: gcc -O3 would otherwise warn that the large-read branch
  * could overflow the small header buffers it is never used for. */
@@ -337,11 +363,11 @@ input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 		ssize_t k;
 		if (n - *got >= IBUF_SIZE) {
 			/* big reads go straight to the destination */
-			k = read(r->fd, d + *got, n - *got);
+			k = fd_read(r, d + *got, n - *got);
 			if (k > 0)
 				*got += (size_t)k;
 		} else {
-			k = read(r->fd, r->ibuf, IBUF_SIZE);
+			k = fd_read(r, r->ibuf, IBUF_SIZE);
 			if (k > 0) {
 				r->ibuf_len = (size_t)k;
 				r->ibuf_pos = 0;
@@ -397,6 +423,8 @@ reset_input(struct tk_reader *r)
 	r->ibuf_len = r->ibuf_pos = 0;
 	r->mem_len = r->mem_pos = 0;
 	r->feed = r->feed_ended = r->need_header = 0;
+	r->range = 0;
+	r->range_pos = r->range_end = 0;
 	r->fbuf.len = 0;
 	r->fpos = 0;
 	r->npending = r->pending_pos = 0;
@@ -436,6 +464,25 @@ tk_reader_open_fd(struct tk_reader *r, int fd, const char *name)
 	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
 		return nomem(r);
 	r->fd = fd;
+	return open_common(r);
+}
+
+TK_PUBLIC int
+tk_reader_open_range(struct tk_reader *r, int fd, uint64_t offset,
+                     uint64_t length, const char *name)
+{
+	if (!r || fd < 0 || offset > INT64_MAX || length > INT64_MAX - offset)
+		return TK_EINVAL;
+	reset_input(r);
+	if (set_name(r, name))
+		return r->err;
+	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
+		return nomem(r);
+	r->fd = fd;
+	r->range = 1;
+	r->range_pos = offset;
+	r->range_end = offset + length;
+	r->offset = offset; /* messages give offsets in the file */
 	return open_common(r);
 }
 
@@ -973,6 +1020,8 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 	k->attrs = p;
 	if (!(p = realloc(k->scratch, cap * sizeof(*k->scratch)))) return nomem(r);
 	k->scratch = p;
+	if (!(p = realloc(k->tracks, cap * sizeof(*k->tracks)))) return nomem(r);
+	k->tracks = p;
 	if (!(p = realloc(k->args, cap * sizeof(*k->args)))) return nomem(r);
 	k->args = p;
 	if (!(p = realloc(k->args_len, cap * sizeof(*k->args_len)))) return nomem(r);
@@ -1047,9 +1096,38 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 	return max ? corrupt(r, what) : TK_OK;
 }
 
+/* D columns: differences per track (see the writer's gather()). */
+static int
+undelta(struct tk_reader *r, const uint32_t *tracks, uint32_t n, uint64_t *v)
+{
+	if (++r->dgen == 0) {
+		memset(r->dprev_gen, 0, r->dprev_cap * sizeof(*r->dprev_gen));
+		r->dgen = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = tracks[i];
+		if (t >= r->dprev_cap &&
+		    grow((void **)&r->dprev_gen, &r->dprev_cap, sizeof(*r->dprev_gen), t))
+			return nomem(r);
+		if (t >= r->dprev_alloc) {
+			uint64_t *p = realloc(r->dprev, r->dprev_cap * sizeof(*p));
+			if (!p)
+				return nomem(r);
+			r->dprev = p;
+			r->dprev_alloc = r->dprev_cap;
+		}
+		uint64_t prev = r->dprev_gen[t] == r->dgen ? r->dprev[t] : 0;
+		v[i] = prev + (uint64_t)tkp_unzigzag(v[i]);
+		r->dprev[t] = v[i];
+		r->dprev_gen[t] = r->dgen;
+	}
+	return TK_OK;
+}
+
 static int
 decode_attr(struct tk_reader *r, const struct tkp_attr *a,
-            const struct colloc *c, uint32_t n, uint64_t *out)
+            const struct colloc *c, const uint32_t *tracks, uint32_t n,
+            uint64_t *out)
 {
 	int rc = decode_planes(r, c, n, out);
 	if (rc)
@@ -1059,12 +1137,10 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 		for (uint32_t i = 0; i < n; i++)
 			out[i] = (uint64_t)tkp_unzigzag(out[i]);
 		break;
-	case TKP_ENC_D: {
-		uint64_t prev = 0;
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = prev += (uint64_t)tkp_unzigzag(out[i]);
+	case TKP_ENC_D:
+		if ((rc = undelta(r, tracks, n, out)))
+			return rc;
 		break;
-	}
 	case TKP_ENC_STR:
 		if (r->raw)
 			break;
@@ -1230,7 +1306,8 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 		const struct tkp_attr *at = &ks->attrs[a];
 		const struct colloc *c = &cols[at->attr];
 		if (c->present) {
-			if ((rc = decode_attr(r, at, c, k->count, k->scratch)))
+			if ((rc = decode_attr(r, at, c, k->tracks, k->count,
+			                      k->scratch)))
 				return rc;
 		} else if (at->enc == TKP_ENC_STR) {
 			memset(k->scratch, 0, k->count * sizeof(*k->scratch));
@@ -1313,6 +1390,18 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	for (uint32_t i = 0; i < n; i++)
 		if (r->trackv[i] > max_track)
 			max_track = r->trackv[i];
+	/* each kind's tracks, for per-track differences */
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (r->kc[k].count &&
+		    (rc = ensure_kind_arrays(r, &r->kc[k], tkp_schema[k].size)))
+			return rc;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t k = r->kinds[i];
+		if (k <= TK_KIND_MAX)
+			r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
+	}
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		r->kc[k].pos = 0;
 	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
 	                       max_track)))
 		return rc;
@@ -1506,6 +1595,11 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			continue;
 		}
 		if (memcmp(magic, TKP_MAGIC, 4) == 0) {
+			if (!r->ended)
+				return fail(r, TK_ETRUNC,
+				            "truncated at byte %llu (a new trace starts "
+				            "there before the end of the previous one)",
+				            (unsigned long long)(r->offset - 4));
 			if ((rc = read_header(r, magic, 4)))
 				return rc;
 			rec->type = TK_REC_SCOPE;

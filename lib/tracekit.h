@@ -433,6 +433,16 @@ TK_PUBLIC int tk_reader_open_fd(struct tk_reader *r, int fd, const char *name);
 TK_PUBLIC int tk_reader_open_mem(struct tk_reader *r, const void *buf,
                               size_t len, const char *name);
 
+/* Read `length` bytes of `fd` from byte `offset` with pread(2): the
+ * descriptor's file position is neither used nor moved, so several
+ * readers can share one descriptor (one per trace of a file holding
+ * concatenated traces, found with tk_scan_fd()).  Offsets in messages,
+ * tk_reader_offset() and tk_reader_chunk() are those of the file.  The
+ * descriptor is not closed by the reader. */
+TK_PUBLIC int tk_reader_open_range(struct tk_reader *r, int fd,
+                                   uint64_t offset, uint64_t length,
+                                   const char *name);
+
 /* Feed mode, for a stream that is still being written (a recorder
  * tailing a growing file): bytes are pushed with tk_reader_feed(), and
  * tk_reader_next() returns TK_AGAIN when it needs more of them.  Only
@@ -482,6 +492,47 @@ TK_PUBLIC const struct tk_meta *tk_reader_meta(const struct tk_reader *r,
 /* Last value of `key` in the current scope, or NULL. */
 TK_PUBLIC const char *tk_reader_meta_get(const struct tk_reader *r,
                                       const char *key);
+
+/* ---- Scanning ---------------------------------------------------------- */
+
+/* The layout of a trace file read from its headers alone: payloads are
+ * skipped, not read or checked, so this is cheap even for huge files.
+ * It finds where each trace of a concatenation (`cat a.tkt b.tkt`)
+ * begins, and each chunk's event count, time range and watermark.  The
+ * scan stops where the framing cannot be followed (where a reader would
+ * fail on it); a reader still reports damage when it gets there. */
+struct tk_scan_chunk {
+	uint64_t offset;       /* byte offset of the chunk header */
+	uint32_t flags;        /* TK_CHUNK_* */
+	uint32_t events;
+	int64_t t_min;         /* earliest begin (meaningful if events > 0) */
+	int64_t t_max;         /* latest end */
+	int64_t watermark;
+};
+
+struct tk_scan_trace {
+	uint64_t offset;       /* byte offset of its file header */
+	uint64_t length;       /* bytes up to the next trace, or to the end
+	                          of the file for the last one */
+	size_t first;          /* its chunks: chunks[first .. first+nchunks) */
+	size_t nchunks;
+};
+
+struct tk_scan {
+	struct tk_scan_trace *traces;
+	size_t ntraces;        /* 0: not a trace (the reader says why) */
+	struct tk_scan_chunk *chunks;
+	size_t nchunks;
+	uint64_t size;         /* bytes in the file */
+	uint64_t end;          /* where the scan stopped: == size when every
+	                          header was followed to the end */
+};
+
+/* Scan a regular file with pread(2) (the file position is not moved).
+ * TK_OK with *out to free with tk_scan_free(); TK_EINVAL if `fd` is not
+ * a regular file, TK_EIO (errno set) or TK_ENOMEM. */
+TK_PUBLIC int tk_scan_fd(int fd, struct tk_scan **out);
+TK_PUBLIC void tk_scan_free(struct tk_scan *s);
 
 /* ---- Writing ----------------------------------------------------------- */
 
@@ -561,17 +612,30 @@ TK_PUBLIC uint64_t tk_writer_events(const struct tk_writer *w);
 
 /* ---- Merging -------------------------------------------------------------- */
 
-/* Merge traces into one, ordered by begin time: definitions are remapped
- * into the output's ids and deduplicated (a process is the same when
- * host, pid and start time are; a thread when process and tid are; ...).
- * Inputs need not be sorted: chunk watermarks tell how far each input
- * can still go back, events wait in memory until no input can precede
- * them, and when that memory fills they are spilled, sorted, to
- * temporary files.  Memory is bounded by the limit plus the definitions.
+/* Merge traces into one, ordered by begin time.  Definitions are
+ * remapped into the output's ids, and merged when their identity says
+ * they are the same thing: a process by host, pid, start time and label;
+ * a thread by process and tid; a stream by process, device, context and
+ * stream id; a counter by name, unit, process and device; a device by
+ * host and UUID (index when it has none); an NVTX category by domain,
+ * number and name.  A definition whose identity is incomplete (a process
+ * with no start time, a device with neither host nor UUID, a thread or
+ * stream of no process, a counter of neither process nor device) is
+ * never merged with one from another input: two ranks' "pid 1" of
+ * unknown start stay apart.
+ *
+ * Inputs need not be sorted: chunk watermarks (or the chunks scanned
+ * ahead, tk_merge_set_chunks()) tell how far each input can still go
+ * back, events wait in memory until no input can precede them, and when
+ * that memory fills they are spilled, sorted, to temporary files.
+ * Memory is bounded by the limit plus the definitions plus a small
+ * read-ahead buffer per input.
  *
  * The output writer is the caller's; it should not be opened `sorted`
- * (a live input that breaks its own watermark promise is still written,
- * late, and counted).  The merge stamps its own watermarks. */
+ * (an input that breaks its own watermark promise is still written,
+ * late; the merge counts such events and names the input through the
+ * warn callback when it finishes).  The merge stamps its own watermarks,
+ * so that its output merges again as a stream. */
 
 struct tk_merge;
 
@@ -595,6 +659,16 @@ TK_PUBLIC void tk_merge_free(struct tk_merge *m);
  * to all its times.  Returns the input's index (>= 0) or an error. */
 TK_PUBLIC int tk_merge_add(struct tk_merge *m, struct tk_reader *r,
                            const char *label, int64_t offset);
+
+/* The chunks of input `input` as scanned ahead (tk_scan_fd(); pass the
+ * chunks of the trace the input's reader reads).  The merge then knows
+ * how far the input can still go back from the time ranges of the
+ * chunks still to come, instead of trusting their watermarks, which a
+ * writer may have left weak or unset: such an input then streams
+ * instead of waiting in memory.  The list is copied. */
+TK_PUBLIC int tk_merge_set_chunks(struct tk_merge *m, int input,
+                                  const struct tk_scan_chunk *chunks,
+                                  size_t n);
 
 /* Read every input to its end and write everything.  Returns TK_OK, or
  * the error of the first bad input (without keep_going). */

@@ -35,6 +35,7 @@ struct column {
  * columns only when the chunk is sealed, column by column. */
 struct per_kind {
 	uint8_t *attrs;
+	uint32_t *tracks;        /* the track of each, for per-track deltas */
 	uint32_t cap;
 	uint64_t *scratch;       /* one column at seal time */
 	uint32_t scratch_cap;
@@ -88,6 +89,10 @@ struct tk_writer {
 	uint32_t *pred_gen;
 	uint32_t pred_cap;
 	uint32_t gen;
+	/* per track: previous value of the D column being built */
+	uint64_t *dprev;
+	uint32_t *dprev_gen;
+	uint32_t dprev_cap, dgen;
 
 	int64_t watermark;
 	int64_t sealed_watermark; /* of the last chunk written */
@@ -178,12 +183,15 @@ tk_writer_free(struct tk_writer *w)
 		free(w->common[i].v);
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		free(w->per_kind[k].attrs);
+		free(w->per_kind[k].tracks);
 		free(w->per_kind[k].scratch);
 		tkp_buf_free(&w->per_kind[k].args.bytes);
 	}
 	tkp_buf_free(&w->columns);
 	free(w->pred);
 	free(w->pred_gen);
+	free(w->dprev);
+	free(w->dprev_gen);
 	tkp_buf_free(&w->payload);
 	tkp_buf_free(&w->out);
 	tkp_buf_free(&w->scratch);
@@ -749,7 +757,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	uint32_t name = ev->name_id;
 	if (!name && ev->name && ev->name[0] && !w->opt.raw_ids &&
 	    !(name = intern_string(w, ev->name, strlen(ev->name))))
-		return w->err;
+		return w->err ? w->err : TK_EINVAL; /* a rejected string */
 	const struct tkp_kind_schema *ks = &tkp_schema[kind];
 	struct per_kind *pk = &w->per_kind[kind];
 	uint32_t j = w->kind_count[kind];
@@ -759,8 +767,13 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 		if (!p)
 			return nomem(w);
 		pk->attrs = p;
+		uint32_t *t = realloc(pk->tracks, (size_t)cap * sizeof(*t));
+		if (!t)
+			return nomem(w);
+		pk->tracks = t;
 		pk->cap = cap;
 	}
+	pk->tracks[j] = ev->track;
 	uint8_t *attrs = pk->attrs + (size_t)j * ks->size;
 	memcpy(attrs, (const char *)ev + TKP_UNION_OFF, ks->size);
 	/* strings given by pointer are interned now: the pointer is the
@@ -773,7 +786,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 		const char *s;
 		memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
 		if (!id && s && s[0] && !(id = intern_string(w, s, strlen(s))))
-			return w->err;
+			return w->err ? w->err : TK_EINVAL;
 		memcpy(attrs + (a->off - TKP_UNION_OFF), &id, 4);
 	}
 
@@ -890,6 +903,25 @@ put_planes(struct tkp_buf *b, unsigned kind, unsigned attr,
 	return 0;
 }
 
+static int
+grow_dprev(struct tk_writer *w, uint32_t track)
+{
+	uint32_t cap = w->dprev_cap ? w->dprev_cap : 64;
+	while (cap <= track)
+		cap *= 2;
+	uint64_t *p = realloc(w->dprev, cap * sizeof(*p));
+	if (!p)
+		return nomem(w);
+	w->dprev = p;
+	uint32_t *g = realloc(w->dprev_gen, cap * sizeof(*g));
+	if (!g)
+		return nomem(w);
+	memset(g + w->dprev_cap, 0, (cap - w->dprev_cap) * sizeof(*g));
+	w->dprev_gen = g;
+	w->dprev_cap = cap;
+	return TK_OK;
+}
+
 /* One attribute of every event of a kind, as a column: transformed as
  * its encoding says, in pk->scratch.  Returns 1 if any value is not 0. */
 static int
@@ -935,10 +967,21 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 			any |= v[j] = tkp_zigzag((int64_t)v[j]);
 		break;
 	case TKP_ENC_D:
+		/* differences on each track: ids grow per thread and per
+		 * stream, however the tracks interleave */
+		if (++w->dgen == 0) {
+			memset(w->dprev_gen, 0, w->dprev_cap * sizeof(*w->dprev_gen));
+			w->dgen = 1;
+		}
 		for (uint32_t j = 0; j < n; j++) {
+			uint32_t t = pk->tracks[j];
+			if (t >= w->dprev_cap && grow_dprev(w, t))
+				return -1;
+			prev = w->dprev_gen[t] == w->dgen ? w->dprev[t] : 0;
 			uint64_t x = v[j];
 			any |= v[j] = tkp_zigzag((int64_t)(x - prev));
-			prev = x;
+			w->dprev[t] = x;
+			w->dprev_gen[t] = w->dgen;
 		}
 		break;
 	default:
@@ -1106,6 +1149,15 @@ TK_PUBLIC int
 tk_writer_errno(const struct tk_writer *w)
 {
 	return w ? w->err_no : 0;
+}
+
+void
+tkp_writer_set_fd(struct tk_writer *w, int fd)
+{
+	if (w->own_fd && w->fd >= 0)
+		close(w->fd);
+	w->fd = fd;
+	w->own_fd = 0;
 }
 
 TK_PUBLIC uint64_t

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "tk_private.h"
 
 pthread_mutex_t tki_lock = PTHREAD_MUTEX_INITIALIZER;
 struct tk_writer *tki_writer;
@@ -246,17 +247,22 @@ tki_spool_check(void)
 	    st.st_ino == spool_ino)
 		return 0;
 	/* The program closed our descriptor (and the number may be one of
-	 * its files now: never touch it).  Go on in a new scope appended
-	 * to the same spool. */
-	tk_writer_free(tki_writer);
-	tki_writer = NULL;
+	 * its files now: never touch it).  Finish the trace through a new
+	 * descriptor, with what the writer holds, and go on in a new one
+	 * appended to the same spool: concatenated traces are a trace. */
 	spool_fd = -1;
 	int fd = open(spool_path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (fd >= 0)
 			close(fd);
+		tk_writer_free(tki_writer);
+		tki_writer = NULL;
 		return -1;
 	}
+	tkp_writer_set_fd(tki_writer, fd);
+	tk_writer_close(tki_writer);
+	tk_writer_free(tki_writer);
+	tki_writer = NULL;
 	if (open_writer(fd, spool_path) < 0) {
 		close(fd);
 		return -1;

@@ -163,6 +163,46 @@ TEST(concatenation)
 	mem_free(&b);
 }
 
+/* A trace cut short, then another one: the cut is reported where the
+ * second trace starts, after every complete chunk of the first. */
+TEST(concatenation_after_a_cut)
+{
+	struct mem_trace a, b;
+	small_trace(&a, 1200, 1024);
+	small_trace(&b, 10, 1024);
+	size_t cut = a.len - 60; /* inside the last chunk */
+	/* the complete chunks of a, by the spec's framing */
+	size_t pos = 36, keep = 36;
+	uint64_t want = 0;
+	while (pos + 56 <= cut) {
+		uint32_t hs = le32(a.buf + pos + 4), stored = le32(a.buf + pos + 12);
+		if (pos + hs + stored > cut)
+			break;
+		want += le32(a.buf + pos + 20);
+		pos += hs + stored;
+		keep = pos;
+	}
+	uint8_t *buf = malloc(keep + b.len);
+	memcpy(buf, a.buf, keep);
+	memcpy(buf + keep, b.buf, b.len);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	uint64_t n = 0;
+	int rc = tk_reader_open_mem(r, buf, keep + b.len, "cut");
+	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK)
+		n++;
+	CHECK_EQ_INT(rc, TK_ETRUNC);
+	CHECK_EQ_INT(n, want);
+	char msg[128];
+	snprintf(msg, sizeof(msg), "truncated at byte %zu (a new trace starts there "
+	         "before the end of the previous one)", keep);
+	CHECK_STR(tk_reader_error(r), msg);
+	tk_reader_free(r);
+	free(buf);
+	mem_free(&a);
+	mem_free(&b);
+}
+
 /* ---- hand-made streams ------------------------------------------------------ */
 
 struct bytes {
@@ -415,6 +455,27 @@ TEST(writer_rejects_bad_events)
 	tk_writer_free(w);
 	fclose(m.f);
 
+	/* a name too long to intern: refused, and said so */
+	w = mem_open(&m, NULL);
+	th = (struct tk_thread){ 0, 1, "" };
+	t = tk_writer_thread(w, 0, &th);
+	size_t huge = 40u << 20;
+	char *big = malloc(huge + 1);
+	memset(big, 'k', huge);
+	big[huge] = 0;
+	e = (struct tk_event){ .kind = TK_RANGE, .track = t, .ts = 1, .name = big };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	CHECK(strstr(tk_writer_error(w), "too long") != NULL);
+	e = (struct tk_event){ .kind = TK_KERNEL, .track = t, .ts = 1, .name = "k" };
+	e.u.kernel.mangled = big;
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_EINVAL);
+	e.u.kernel.mangled = "";
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK); /* still usable */
+	CHECK_EQ_INT(tk_writer_events(w), 1);
+	free(big);
+	tk_writer_free(w);
+	fclose(m.f);
+
 	w = mem_open(&m, NULL);
 	struct tk_thread bad = { 0, 1, "" };
 	CHECK(tk_writer_thread(w, 5, &bad) == 0); /* redefine a missing one */
@@ -481,6 +542,7 @@ main(void)
 	RUN(truncation_message);
 	RUN(every_bit_flip_detected);
 	RUN(concatenation);
+	RUN(concatenation_after_a_cut);
 	RUN(unknown_records_skipped);
 	RUN(versions_and_features);
 	RUN(writer_rejects_bad_events);

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Aggregation of traces into the figures trace-stats prints and
+ * trace-diff compares: operations grouped by kind and name with their
+ * duration distributions, GPU busy time per device, processes, memory
+ * peaks, what the recorder dropped, and optionally a per-instance view
+ * of one range (perinst.h).
+ *
+ *   struct agg_options o = AGG_OPTIONS_INIT;
+ *   struct agg *a = agg_new(&o);
+ *   status |= agg_read(a, "run.tkt");      (any number of inputs)
+ *   agg_finish(a);
+ *   for (size_t i = 0; i < agg_ngroups(a); i++) ... agg_group(a, i)
+ *   agg_free(a);
+ *
+ * Input is streamed: the trace is never held (--run and by_run read
+ * it twice: a first pass finds the runs; stdin is spooled to a file).  Exact mode keeps every
+ * duration (8 bytes per operation); approximate mode keeps a sketch
+ * per group instead (quantiles within 1 %, constant memory).
+ */
+#ifndef TK_CMD_AGGREGATE_H
+#define TK_CMD_AGGREGATE_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dist.h"
+#include "perinst.h"
+
+/* Tables of operations, in the order trace-stats prints them. */
+enum agg_table {
+	AGG_KERNELS,   /* TK_KERNEL, by name */
+	AGG_MEMOPS,    /* TK_MEMCPY by copy and memory kinds, TK_MEMSET by memory kind */
+	AGG_API,       /* TK_API, by name */
+	AGG_RANGES,    /* TK_RANGE and TK_ASYNC_RANGE, by domain and name */
+	AGG_NTABLES
+};
+
+struct agg_group {
+	enum agg_table table;
+	unsigned kind;           /* TK_KERNEL, TK_MEMCPY, TK_MEMSET, TK_API,
+	                            TK_RANGE or TK_ASYNC_RANGE */
+	char *name;              /* kernel, API call or range name; for
+	                            copies "Memcpy HtoD (Pinned -> Device)" */
+	char *domain;            /* ranges: NVTX domain or importer category */
+	unsigned copy_kind;      /* memcpy: enum tk_copy_kind */
+	unsigned src_kind, dst_kind; /* memcpy: enum tk_mem_kind; memset: dst */
+	struct dist dur;         /* durations, ns */
+	uint64_t bytes;          /* memops: bytes moved or set */
+	double rate_sum;         /* memops: sum of bytes/ns over ops with dur > 0 */
+	uint64_t rate_n;
+	int64_t first_ts, first_dur; /* the earliest instance */
+	int64_t *run_total;      /* options.by_run: time in run i + 1 */
+	uint32_t nrun_total;
+	struct summary s;        /* filled by agg_finish() */
+};
+
+struct agg_device {
+	char *host, *name;
+	int64_t index;           /* CUDA ordinal; -1 = GPU work on no known device */
+	uint32_t sm_count;
+	uint64_t memory;         /* bytes of global memory */
+	uint64_t ops;            /* kernels, copies and memsets */
+	/* busy: length of the union of its work; kernel and copy: of each */
+	int64_t busy, kernel, copy;
+	int64_t first, last;     /* first begin, last end of its work */
+	int overlap;             /* several traces hold it and overlap in time:
+	                            their busy times were added, so busy may
+	                            count concurrent work twice */
+	/* device memory: the "device memory" counter and TK_MEMORY events */
+	int has_counter;
+	double counter_max;
+	uint64_t allocs, frees, alloc_bytes;
+	int64_t in_use;          /* bytes allocated and not freed at the end
+	                            of each trace, added up (negative when the
+	                            window holds frees of earlier allocations) */
+	int64_t peak;            /* highest allocated-and-not-freed, counting
+	                            from 0 at the start of each trace */
+};
+
+struct agg_process {
+	char *host, *name, *command, *label;
+	int64_t pid, ppid, start;
+	int has_rusage;          /* a TK_PROCESS event was seen */
+	int64_t wall, utime, stime;
+	uint64_t max_rss;        /* bytes, from rusage */
+	unsigned exit;           /* enum tk_exit */
+	int32_t exit_code;
+	uint32_t signal;
+	int has_rss;             /* an "rss" counter was seen */
+	double rss_max;
+	uint64_t events;
+};
+
+struct agg_meta {
+	char *key, *value;       /* distinct pairs, in order of appearance */
+};
+
+struct agg_drop {
+	char *reason;
+	uint64_t count;
+};
+
+/* What was read and what the filters kept. */
+struct agg_run {
+	uint64_t events_read;    /* every event of every input */
+	uint64_t events;         /* those the filters kept */
+	uint64_t kind[16];       /* kept, by kind (index = enum tk_kind) */
+	int64_t t_min, t_max;    /* earliest begin, latest end of kept events */
+	uint64_t skipped;        /* events of kinds this reader does not know */
+	uint64_t dropped;        /* events the recorders dropped */
+	struct agg_drop *drops;
+	size_t ndrops;
+	struct agg_meta *meta;
+	size_t nmeta;
+	unsigned inputs, scopes;
+	uint32_t runs_seen;      /* highest TK_RUN index kept */
+	int64_t *run_wall;       /* duration of run i + 1 (added up over
+	                            inputs), from its TK_RUN event */
+	int run_missing;         /* --run N: some scope had no run N */
+};
+
+struct agg_options {
+	int approx;              /* sketches instead of every value */
+	const char *per;         /* range name for the per-instance view */
+	const regex_t *name;     /* keep operations whose name matches */
+	const regex_t *exclude;  /* drop operations whose name matches */
+	const int64_t *pids;     /* keep events of these processes */
+	size_t npids;
+	const int64_t *devices;  /* keep GPU work on these device ordinals */
+	size_t ndevices;
+	const int64_t *streams;  /* keep GPU work on these CUDA streams */
+	size_t nstreams;
+	int64_t from, to;        /* keep events beginning in [from, to), ns
+	                            after the start of each trace (or run) */
+	uint32_t run;            /* keep the events of TK_RUN number run; 0 = all */
+	int by_run;              /* split each group's total by run (for
+	                            comparing --repeat recordings run by run) */
+	unsigned skip;           /* work not wanted: AGG_SKIP_* (events are
+	                            still read and counted by kind) */
+};
+#define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
+                           0, INT64_MAX, 0, 0, 0 }
+#define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
+#define AGG_SKIP_GPU (1u << 8)         /* no busy time */
+#define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
+
+struct agg;
+
+/* NULL when out of memory.  `o` is copied; what it points to is borrowed
+ * until agg_free(). */
+struct agg *agg_new(const struct agg_options *o);
+void agg_free(struct agg *a);
+
+/* Read one input ("-" = stdin) to its end.  Returns 0, or 1 after
+ * reporting an unreadable input with cmd_reader_error() (what could be
+ * read still counts).  Dies (exit 2) only when out of memory. */
+int agg_read(struct agg *a, const char *path);
+
+/* Compute the summaries; call once, after the last agg_read(). */
+void agg_finish(struct agg *a);
+
+/* Results, valid until agg_free(). */
+size_t agg_ngroups(const struct agg *a);
+struct agg_group *agg_group(struct agg *a, size_t i);
+/* The group of kind and name (and domain, for ranges; NULL = ""), or NULL.
+ * Memops are found by their name. */
+struct agg_group *agg_find(struct agg *a, unsigned kind, const char *domain,
+                           const char *name);
+size_t agg_ndevices(const struct agg *a);
+const struct agg_device *agg_device(const struct agg *a, size_t i);
+size_t agg_nprocesses(const struct agg *a);
+const struct agg_process *agg_process(const struct agg *a, size_t i);
+const struct agg_run *agg_run(const struct agg *a);
+/* The per-instance view (options.per), or NULL. */
+const struct perinst_result *agg_per(const struct agg *a);
+/* Wall time of the kept events: t_max - t_min, 0 when none. */
+int64_t agg_wall(const struct agg *a);
+
+/* Which table an event kind goes to; -1 for none. */
+int agg_table_of(unsigned kind);
+
+#endif

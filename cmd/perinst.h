@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-instance attribution for `trace-stats --per NAME`: every instance
+ * of range NAME (a step, an epoch, a generated trajectory) is one unit,
+ * and each child range, API call, kernel or copy is charged to the
+ * instance it belongs to:
+ *
+ *  - host-side work (ranges, API calls) to the innermost instance on the
+ *    same thread that contains its begin time;
+ *  - GPU work to the instance that contains the API call that launched
+ *    it (same correlation id, same process), on that call's thread.  Not
+ *    to whatever instance overlaps it in time: GPU work runs later than
+ *    its launch, often during the next step.
+ *
+ * Events arrive in any order.  A child waits until the watermark passes
+ * its begin time (then every range beginning before it, and the launch
+ * call of a GPU operation, which precedes it, have been seen).
+ * Memory: the instances, the pending children between watermarks, and
+ * one 24-byte entry per API call with a correlation id.
+ *
+ * Ids passed in (threads, processes) are track ids of the current trace
+ * scope; perinst_scope_end() resolves everything and forgets them.
+ */
+#ifndef TK_CMD_PERINST_H
+#define TK_CMD_PERINST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dist.h"
+
+struct perinst;
+
+/* Groups standing for all GPU work of a class, charged besides each
+ * operation's own group: GPU time per instance. */
+#define PERINST_ALL_KERNELS 0xfffffff0u
+#define PERINST_ALL_COPIES 0xfffffff1u
+
+struct perinst_child {
+	uint32_t group;          /* the caller's group index, or PERINST_ALL_* */
+	struct dist count;       /* per instance, 0 where absent */
+	struct dist time;        /* per instance, ns */
+	uint64_t instances_with; /* instances where it occurs */
+};
+
+struct perinst_result {
+	struct dist dur;         /* instance durations */
+	int64_t first, last;     /* earliest begin, latest end of instances */
+	struct perinst_child *children;
+	size_t nchildren;
+	uint64_t gpu_outside, gpu_no_launch; /* GPU operations not attributed */
+	int64_t gpu_outside_ns, gpu_no_launch_ns;
+};
+
+/* NULL when out of memory. */
+struct perinst *perinst_new(int approx);
+void perinst_free(struct perinst *p);
+
+/* Each returns -1 when out of memory. */
+int perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
+                     int64_t end);
+int perinst_launch(struct perinst *p, uint32_t process, uint64_t correlation,
+                   uint32_t thread, int64_t ts);
+int perinst_cpu(struct perinst *p, uint32_t group, uint32_t thread,
+                int64_t ts, int64_t dur);
+int perinst_gpu(struct perinst *p, uint32_t group, int is_copy,
+                uint32_t process, uint64_t correlation, int64_t ts,
+                int64_t dur);
+/* Resolve the children that begin before w. */
+int perinst_release(struct perinst *p, int64_t w);
+/* End of a trace scope: resolve all, forget the scope's ids. */
+int perinst_scope_end(struct perinst *p);
+
+/* After the last scope: per-instance distributions, children ordered by
+ * group index.  The result belongs to p. */
+const struct perinst_result *perinst_finish(struct perinst *p);
+
+#endif
