@@ -446,8 +446,9 @@ rec_procs_sample_counters(int64_t now)
 		uint64_t before = p->cpu_ticks;
 		int64_t since = p->sample_ts ? p->sample_ts : p->start;
 		int fresh = !p->sample_ts;
-		if (rec_proc_sample(p, now) < 0 || now < p->win_begin ||
-		    now >= p->win_end)
+		/* no address space: caught exiting, or in the middle of exec */
+		if (rec_proc_sample(p, now) < 0 || p->rss == 0 ||
+		    now < p->win_begin || now >= p->win_end)
 			continue;
 		counter(&p->rss_track, p, "rss", "bytes", now, (double)p->rss);
 		if (now > since) {
