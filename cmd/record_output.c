@@ -21,6 +21,8 @@
 
 #include "record.h"
 
+#define SELF_NAME "(trace-record)"
+
 static struct tk_writer *out, *self;
 static int self_fd = -1;
 static uint64_t self_off, self_punched;
@@ -61,6 +63,17 @@ out_error(void)
 		cmd_warn("%s", tk_merge_error(merge));
 }
 
+/* What the merge says about an input.  Our own lifetimes come late by
+ * design (rec_out_step): the output's watermarks are held for them, so
+ * no promise of the output is broken, and there is nothing to say. */
+static void
+merge_warn(void *arg, const char *input, const char *message)
+{
+	if (strcmp(input, SELF_NAME) == 0 && strstr(message, "out of time order"))
+		return;
+	rec_spool_warn(arg, input, message);
+}
+
 void
 rec_out_open(const char *path, const char *spool)
 {
@@ -87,13 +100,13 @@ rec_out_open(const char *path, const char *spool)
 	self_fd = memfd_create("tracekit-self", MFD_CLOEXEC);
 	if (self_fd < 0)
 		rec_die("memfd_create: %s", strerror(errno));
-	if (tk_writer_open_fd(self, self_fd, "(trace-record)", &so) != TK_OK ||
-	    tk_reader_open_feed(self_reader, "(trace-record)") != TK_OK)
+	if (tk_writer_open_fd(self, self_fd, SELF_NAME, &so) != TK_OK ||
+	    tk_reader_open_feed(self_reader, SELF_NAME) != TK_OK)
 		rec_die("out of memory");
 	struct tk_merge_options mo = { 0 };
 	mo.tmpdir = spool;
 	mo.keep_going = 1;
-	mo.warn = rec_spool_warn;
+	mo.warn = merge_warn;
 	if (!(merge = tk_merge_new(out, &mo)) ||
 	    tk_merge_add(merge, self_reader, NULL, 0) < 0)
 		rec_die("out of memory");
