@@ -21,6 +21,7 @@ setup_file() {
 @test "trace-to-chrome: strings of 1 MiB" { cell_huge chrome; }
 @test "trace-to-chrome: invalid UTF-8 in every string" { cell_utf8 chrome; }
 @test "trace-to-chrome: concatenated traces, whole and cut short" { cell_cat chrome; }
+@test "trace-to-chrome: a damaged input among good ones" { cell_among_good chrome; }
 @test "trace-to-chrome: output to a full disk" { cell_dev_full chrome; }
 @test "trace-to-chrome: standard output closed" { cell_closed_stdout chrome; }
 @test "trace-to-chrome: the reader of the output goes away" { cell_epipe chrome; }

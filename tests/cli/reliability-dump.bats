@@ -21,6 +21,7 @@ setup_file() {
 @test "trace-dump: strings of 1 MiB" { cell_huge dump; }
 @test "trace-dump: invalid UTF-8 in every string" { cell_utf8 dump; }
 @test "trace-dump: concatenated traces, whole and cut short" { cell_cat dump; }
+@test "trace-dump: a damaged input among good ones" { cell_among_good dump; }
 @test "trace-dump: output to a full disk" { cell_dev_full dump; }
 @test "trace-dump: standard output closed" { cell_closed_stdout dump; }
 @test "trace-dump: the reader of the output goes away" { cell_epipe dump; }

@@ -21,6 +21,7 @@ setup_file() {
 @test "trace-merge: strings of 1 MiB" { cell_huge merge; }
 @test "trace-merge: invalid UTF-8 in every string" { cell_utf8 merge; }
 @test "trace-merge: concatenated traces, whole and cut short" { cell_cat merge; }
+@test "trace-merge: a damaged input among good ones" { cell_among_good merge; }
 @test "trace-merge: output to a full disk" { cell_dev_full merge; }
 @test "trace-merge: standard output closed" { cell_closed_stdout merge; }
 @test "trace-merge: the reader of the output goes away" { cell_epipe merge; }

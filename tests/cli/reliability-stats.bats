@@ -21,6 +21,7 @@ setup_file() {
 @test "trace-stats: strings of 1 MiB" { cell_huge stats; }
 @test "trace-stats: invalid UTF-8 in every string" { cell_utf8 stats; }
 @test "trace-stats: concatenated traces, whole and cut short" { cell_cat stats; }
+@test "trace-stats: a damaged input among good ones" { cell_among_good stats; }
 @test "trace-stats: output to a full disk" { cell_dev_full stats; }
 @test "trace-stats: standard output closed" { cell_closed_stdout stats; }
 @test "trace-stats: the reader of the output goes away" { cell_epipe stats; }

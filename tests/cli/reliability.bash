@@ -357,6 +357,25 @@ cell_cat() {
 	fi
 }
 
+# A damaged input among good ones: the others are read all the same.
+cell_among_good() {
+	local key=$1 d=$BATS_FILE_TMPDIR path off n what at
+	read -r path off n what at < <(awk '$4 == "chunk" && $3 > 0 { print; exit }' "$d/cuts.txt")
+	rel_run "$key" "$d/base.tkt" "$path" "$d/other.tkt"
+	rel_expect 1 "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
+	rel_output_valid "$key"
+	assert_eq "$(rel_events "$key")" $(( $(wc -l < "$d/base.csv") + n + $(wc -l < "$d/other.csv") ))
+	if [ "$key" = merge ]; then
+		# without -k trace-merge stops at the damage, and says so in
+		# its output too: it has no end marker
+		RC=0
+		trace-merge "$d/base.tkt" "$path" "$d/other.tkt" > "$OUT" 2> "$ERR" || RC=$?
+		rel_expect 1 "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
+		run -1 --separate-stderr trace-dump "$OUT"
+		[[ "$stderr" == *"(the trace has no end marker: its writer did not finish)" ]]
+	fi
+}
+
 # ---- output cells -------------------------------------------------------------------
 
 # ENOSPC is an error, never a silent short output.
