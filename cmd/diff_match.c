@@ -117,9 +117,8 @@ compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 	}
 	r->ratio = median_ratio(&b->s, &a->s);
 	/* the summaries are taken: the values may be reordered */
-	if (diff_sort_i64(b->d->v, b->d->count, scratch) < 0 ||
-	    diff_sort_i64(a->d->v, a->d->count, scratch) < 0 ||
-	    diff_mwu(b->d->v, b->d->count, a->d->v, a->d->count, &r->test) < 0)
+	if (diff_mwu_any(b->d->v, b->d->count, a->d->v, a->d->count, scratch,
+	                 &r->test) < 0)
 		cmd_die(EXIT_USAGE, "out of memory");
 	if (df->runs)
 		diff_welch_values(b->runs, b->nruns, a->runs, a->nruns, &r->runs_test);

@@ -263,73 +263,59 @@ exact_tied(const struct block *b, size_t nb, size_t m, uint64_t obs, double *p)
 	return 0;
 }
 
-int
-diff_mwu(const int64_t *x, size_t nx, const int64_t *y, size_t ny,
-         struct diff_test_result *r)
+/* What the test needs of the pooled ranks. */
+struct ranks {
+	uint64_t rank2_x;        /* sum of the doubled mean ranks of x */
+	double ties;             /* sum of t^3 - t over the tie blocks */
+	int tied;
+};
+
+/* One block of t equal values, a of them from x, at ranks first..
+ * first+t-1 (from 1): the doubled mean rank is 2*first + t - 1. */
+static inline uint64_t
+add_block(struct ranks *k, size_t first, size_t t, size_t a)
 {
-	memset(r, 0, sizeof(*r));
-	r->p = 1;
-	if (nx == 0 || ny == 0)
-		return 0;
-	size_t n = nx + ny;
-	int small_tied = n <= DIFF_EXACT_TIED_N;
-	struct block *blocks = small_tied ? malloc(n * sizeof(*blocks)) : NULL;
-	if (small_tied && !blocks)
-		return -1;
-	/* merge: R1 (doubled, exact in integers), tie term */
-	size_t i = 0, j = 0, nb = 0;
-	uint64_t rank2_x = 0;        /* sum of doubled mean ranks of x */
-	double ties = 0;
-	int tied = 0;
-	while (i < nx || j < ny) {
-		int64_t v = j >= ny || (i < nx && x[i] <= y[j]) ? x[i] : y[j];
-		size_t a = 0, c = 0;
-		while (i < nx && x[i] == v)
-			i++, a++;
-		while (j < ny && y[j] == v)
-			j++, c++;
-		size_t t = a + c;
-		/* ranks first..first+t-1 (from 1): doubled mean 2*first + t - 1 */
-		size_t first = i + j - t + 1;
-		uint64_t score = 2 * (uint64_t)first + t - 1;
-		rank2_x += a * score;
-		if (t > 1) {
-			tied = 1;
-			ties += (double)t * (double)t * (double)t - (double)t;
-		}
-		if (blocks)
-			blocks[nb++] = (struct block){ t, a, score };
+	uint64_t score = 2 * (uint64_t)first + t - 1;
+	k->rank2_x += a * score;
+	if (t > 1) {
+		k->tied = 1;
+		k->ties += (double)t * (double)t * (double)t - (double)t;
 	}
+	return score;
+}
+
+/* U and p from the ranks; blocks (for exact tied p) when nx + ny is
+ * small, else NULL. */
+static int
+mwu_finish(size_t nx, size_t ny, const struct ranks *k, struct block *blocks,
+           size_t nb, struct diff_test_result *r)
+{
+	size_t n = nx + ny;
 	/* U1 = R1 - nx(nx + 1)/2; doubled: */
-	uint64_t u2 = rank2_x - (uint64_t)nx * (nx + 1);
+	uint64_t u2 = k->rank2_x - (uint64_t)nx * (nx + 1);
 	r->u = (double)u2 / 2;
 	double mu = (double)nx * (double)ny / 2;
 	r->direction = r->u < mu ? 1 : r->u > mu ? -1 : 0;
-
-	if (!tied && (double)nx * (double)ny <= DIFF_EXACT_CELLS &&
+	if (!k->tied && (double)nx * (double)ny <= DIFF_EXACT_CELLS &&
 	    counts_fit(n, nx < ny ? nx : ny)) {
-		free(blocks);
 		r->test = TEST_MWU_EXACT;
 		return exact_untied(nx, ny, u2 / 2, &r->p);
 	}
-	if (tied && small_tied && counts_fit(n, nx < ny ? nx : ny)) {
+	if (k->tied && blocks && counts_fit(n, nx < ny ? nx : ny)) {
 		/* track the smaller sample; its rank sum mirrors the other's */
 		size_t m = nx <= ny ? nx : ny;
 		uint64_t obs = 0;
-		for (size_t k = 0; k < nb; k++) {
+		for (size_t i = 0; i < nb; i++) {
 			if (nx > ny)
-				blocks[k].a = blocks[k].t - blocks[k].a;
-			obs += blocks[k].a * blocks[k].score;
+				blocks[i].a = blocks[i].t - blocks[i].a;
+			obs += blocks[i].a * blocks[i].score;
 		}
 		r->test = TEST_MWU_EXACT;
-		int rc = exact_tied(blocks, nb, m, obs, &r->p);
-		free(blocks);
-		return rc;
+		return exact_tied(blocks, nb, m, obs, &r->p);
 	}
-	free(blocks);
 	r->test = TEST_MWU_NORMAL;
 	double N = (double)n;
-	double var = (double)nx * (double)ny / 12 * ((N + 1) - ties / (N * (N - 1)));
+	double var = (double)nx * (double)ny / 12 * ((N + 1) - k->ties / (N * (N - 1)));
 	if (!(var > 0)) {
 		/* every value equal: nothing to tell apart */
 		r->p = 1;
@@ -340,6 +326,84 @@ diff_mwu(const int64_t *x, size_t nx, const int64_t *y, size_t ny,
 	r->z = (d > 0 ? d : 0) / sqrt(var) * (r->u < mu ? 1 : -1);
 	r->p = diff_normal_sf2(r->z);
 	return 0;
+}
+
+int
+diff_mwu(const int64_t *x, size_t nx, const int64_t *y, size_t ny,
+         struct diff_test_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->p = 1;
+	if (nx == 0 || ny == 0)
+		return 0;
+	size_t n = nx + ny;
+	struct block *blocks = n <= DIFF_EXACT_TIED_N ? malloc(n * sizeof(*blocks)) : NULL;
+	if (n <= DIFF_EXACT_TIED_N && !blocks)
+		return -1;
+	/* merge the two sorted samples, a block of equal values at a time */
+	struct ranks k = { 0, 0, 0 };
+	size_t i = 0, j = 0, nb = 0;
+	while (i < nx || j < ny) {
+		int64_t v = j >= ny || (i < nx && x[i] <= y[j]) ? x[i] : y[j];
+		size_t a = 0, c = 0;
+		while (i < nx && x[i] == v)
+			i++, a++;
+		while (j < ny && y[j] == v)
+			j++, c++;
+		uint64_t score = add_block(&k, i + j - a - c + 1, a + c, a);
+		if (blocks)
+			blocks[nb++] = (struct block){ a + c, a, score };
+	}
+	int rc = mwu_finish(nx, ny, &k, blocks, nb, r);
+	free(blocks);
+	return rc;
+}
+
+int
+diff_mwu_any(int64_t *x, size_t nx, int64_t *y, size_t ny, int64_t *scratch,
+             struct diff_test_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->p = 1;
+	if (nx == 0 || ny == 0)
+		return 0;
+	size_t n = nx + ny;
+	int64_t lo = x[0], hi = x[0];
+	for (size_t i = 0; i < nx; i++) {
+		lo = x[i] < lo ? x[i] : lo;
+		hi = x[i] > hi ? x[i] : hi;
+	}
+	for (size_t j = 0; j < ny; j++) {
+		lo = y[j] < lo ? y[j] : lo;
+		hi = y[j] > hi ? y[j] : hi;
+	}
+	uint64_t range = (uint64_t)hi - (uint64_t)lo;
+	if (n <= DIFF_EXACT_TIED_N || range >= n || nx > UINT32_MAX || ny > UINT32_MAX) {
+		if (diff_sort_i64(x, nx, scratch) < 0 || diff_sort_i64(y, ny, scratch) < 0)
+			return -1;
+		return diff_mwu(x, nx, y, ny, r);
+	}
+	/* dense values: count each one, then sweep the counts in order
+	 * (no sort, and less memory than the values) */
+	size_t slots = (size_t)range + 1;
+	uint32_t *cx = calloc(2 * slots, sizeof(*cx)), *cy = cx + slots;
+	if (!cx)
+		return -1;
+	for (size_t i = 0; i < nx; i++)
+		cx[x[i] - lo]++;
+	for (size_t j = 0; j < ny; j++)
+		cy[y[j] - lo]++;
+	struct ranks k = { 0, 0, 0 };
+	size_t pos = 0;
+	for (size_t v = 0; v < slots; v++) {
+		size_t t = (size_t)cx[v] + cy[v];
+		if (!t)
+			continue;
+		add_block(&k, pos + 1, t, cx[v]);
+		pos += t;
+	}
+	free(cx);
+	return mwu_finish(nx, ny, &k, NULL, 0, r);
 }
 
 /* ---- verdicts --------------------------------------------------------------------- */

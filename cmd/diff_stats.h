@@ -43,6 +43,13 @@ struct diff_test_result {
 #define DIFF_EXACT_TIED_N 64
 int diff_mwu(const int64_t *x, size_t nx, const int64_t *y, size_t ny,
              struct diff_test_result *r);
+/* The same test of values in any order, which may be reordered: when
+ * there are more values than integers in their range (durations of
+ * many instances), the ranks come from counting each value; otherwise
+ * both samples are sorted in place (diff_sort_i64, with `scratch` room
+ * for max(nx, ny) values, or NULL).  Same result either way. */
+int diff_mwu_any(int64_t *x, size_t nx, int64_t *y, size_t ny, int64_t *scratch,
+                 struct diff_test_result *r);
 
 /* Welch's t-test, two-sided, from the means, sample variances and
  * sizes (each n >= 2, else TEST_NONE). */

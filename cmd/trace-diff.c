@@ -9,6 +9,7 @@
  * the options and the inputs; diff.h lists the others.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,33 +167,128 @@ read_trace(const char *path, int by_run)
 	return a;
 }
 
+/* Does the trace look like a repeated recording?  Its first chunk says:
+ * trace-record's "record.repeat" metadata, or a run event (generators
+ * that write in order).  Only a guess, to read it split by run at once
+ * rather than twice; read_both() checks. */
+static int
+looks_repeated(const char *path)
+{
+	struct tk_reader *r = tk_reader_new();
+	if (!r)
+		cmd_die(EXIT_USAGE, "out of memory");
+	int found = 0;
+	if (tk_reader_open_path(r, path) == TK_OK) {
+		struct tk_record rec;
+		uint64_t first = UINT64_MAX;
+		while (!found && tk_reader_next(r, &rec) == TK_OK) {
+			uint64_t chunk = tk_reader_chunk(r)->offset;
+			if (first == UINT64_MAX)
+				first = chunk;
+			else if (chunk != first)
+				break;
+			if (rec.type == TK_REC_META)
+				found = strcmp(rec.u.meta->key, "record.repeat") == 0 &&
+				        strtoul(rec.u.meta->value, NULL, 10) > 1;
+			else if (rec.type == TK_REC_EVENT)
+				found = rec.u.event->kind == TK_RUN;
+		}
+	}
+	tk_reader_free(r);
+	return found;
+}
+
+/* One trace to read, maybe in a thread of its own. */
+struct read_job {
+	const char *path;
+	int by_run;
+	int guess;               /* set by_run from the trace's first chunk */
+	struct agg *agg;         /* NULL when it could not be read */
+	FILE *messages;          /* where a thread's warnings wait */
+	char *text;
+	size_t len;
+};
+
+static void *
+read_job(void *arg)
+{
+	struct read_job *j = arg;
+	if (j->messages)
+		cmd_warn_to(j->messages);
+	/* standard input can be read only once: split by run from the
+	 * start (it is spooled to a file); so is a trace that looks like a
+	 * repeated recording */
+	if (j->guess)
+		j->by_run = strcmp(j->path, "-") == 0 || looks_repeated(j->path);
+	j->agg = read_trace(j->path, j->by_run);
+	cmd_warn_to(NULL);
+	return NULL;
+}
+
+/* Run the jobs: two at once on two cores, the second in a thread whose
+ * messages are printed after the first's, so that they come out in the
+ * order of the inputs whatever the timing. */
+static void
+run_jobs(struct read_job *j, int n)
+{
+	pthread_t t;
+	if (n == 2 && (j[1].messages = open_memstream(&j[1].text, &j[1].len)) != NULL) {
+		if (pthread_create(&t, NULL, read_job, &j[1]) == 0) {
+			read_job(&j[0]);
+			pthread_join(t, NULL);
+			fclose(j[1].messages);
+			j[1].messages = NULL;
+			fputs(j[1].text, stderr);
+			free(j[1].text);
+			j[1].text = NULL;
+			return;
+		}
+		fclose(j[1].messages);
+		j[1].messages = NULL;
+		free(j[1].text);
+		j[1].text = NULL;
+	}
+	for (int i = 0; i < n; i++)
+		read_job(&j[i]);
+}
+
 static int
 read_both(struct diff *df)
 {
-	/* standard input can be read only once: split by run from the
-	 * start (it is spooled to a file) */
-	int by_run[2];
+	struct read_job jobs[2];
+	memset(jobs, 0, sizeof(jobs));
 	for (int s = 0; s < 2; s++) {
-		by_run[s] = strcmp(diff_opt.paths[s], "-") == 0;
-		df->agg[s] = read_trace(diff_opt.paths[s], by_run[s]);
+		jobs[s].path = diff_opt.paths[s];
+		jobs[s].guess = 1;
 	}
 	/* both are read, so that every damaged input is reported */
+	run_jobs(jobs, 2);
+	df->agg[0] = jobs[0].agg;
+	df->agg[1] = jobs[1].agg;
 	if (!df->agg[0] || !df->agg[1])
 		return -1;
 	df->runs = agg_run(df->agg[0])->runs_seen >= 2 &&
 	           agg_run(df->agg[1])->runs_seen >= 2;
 	if (!df->runs)
 		return 0;
-	/* repeated recordings on both sides: read again, splitting each
-	 * operation's time by run (only then, as it costs a second pass) */
+	/* repeated recordings on both sides: read again what was not split
+	 * by run (only then, as that costs a second pass) */
+	struct read_job again[2];
+	int n = 0, side[2];
+	memset(again, 0, sizeof(again));
 	for (int s = 0; s < 2; s++) {
-		if (by_run[s])
+		if (jobs[s].by_run)
 			continue;
 		agg_free(df->agg[s]);
-		if (!(df->agg[s] = read_trace(diff_opt.paths[s], 1)))
-			return -1;
+		df->agg[s] = NULL;
+		again[n].path = diff_opt.paths[s];
+		again[n].by_run = 1;
+		side[n++] = s;
 	}
-	return 0;
+	run_jobs(again, n);
+	for (int i = 0; i < n; i++)
+		df->agg[side[i]] = again[i].agg;
+	return df->agg[0] && df->agg[1] ? 0 : -1;
 }
 
 enum {

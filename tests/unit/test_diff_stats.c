@@ -277,6 +277,46 @@ TEST(mwu_exact_and_normal_agree_in_between)
 	}
 }
 
+TEST(mwu_counted_matches_sorted)
+{
+	/* dense values (fewer integers in their range than values) are
+	 * counted, sparse ones sorted: the same U, p and test either way */
+	int counted = 0;
+	for (int trial = 0; trial < 60; trial++) {
+		size_t nx = 1 + rnd_below(3000), ny = 1 + rnd_below(3000);
+		uint64_t range = trial % 3 == 0 ? 50 : trial % 3 == 1 ? 2 * (nx + ny) : nx + ny;
+		int64_t base = (int64_t)rnd_below(1000000) - 500000;
+		int64_t *x = malloc(nx * sizeof(*x)), *y = malloc(ny * sizeof(*y));
+		int64_t *xs = malloc(nx * sizeof(*x)), *ys = malloc(ny * sizeof(*y));
+		for (size_t i = 0; i < nx; i++)
+			xs[i] = x[i] = base + (int64_t)rnd_below(range);
+		for (size_t j = 0; j < ny; j++)
+			ys[j] = y[j] = base + (int64_t)rnd_below(range) + (int64_t)(trial % 5);
+		sort(xs, nx);
+		sort(ys, ny);
+		struct diff_test_result a, b;
+		CHECK(diff_mwu_any(x, nx, y, ny, NULL, &a) == 0);
+		CHECK(diff_mwu(xs, nx, ys, ny, &b) == 0);
+		CHECK(a.test == b.test && a.u == b.u && a.p == b.p && a.direction == b.direction);
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (size_t i = 0; i < nx; i++) {
+			lo = (uint64_t)(xs[i] - base) < lo ? (uint64_t)(xs[i] - base) : lo;
+			hi = (uint64_t)(xs[i] - base) > hi ? (uint64_t)(xs[i] - base) : hi;
+		}
+		for (size_t j = 0; j < ny; j++) {
+			lo = (uint64_t)(ys[j] - base) < lo ? (uint64_t)(ys[j] - base) : lo;
+			hi = (uint64_t)(ys[j] - base) > hi ? (uint64_t)(ys[j] - base) : hi;
+		}
+		counted += nx + ny > DIFF_EXACT_TIED_N && hi - lo < nx + ny;
+		free(x);
+		free(y);
+		free(xs);
+		free(ys);
+	}
+	/* both ways were taken */
+	CHECK(counted > 10 && counted < 55);
+}
+
 /* ---- Welch's t-test and the distributions against scipy ------------------------------------- */
 
 TEST(welch_matches_scipy)
@@ -486,6 +526,7 @@ main(void)
 	RUN(mwu_direction_and_degenerate_cases);
 	RUN(mwu_exact_matches_brute_force);
 	RUN(mwu_exact_and_normal_agree_in_between);
+	RUN(mwu_counted_matches_sorted);
 	RUN(welch_matches_scipy);
 	RUN(distributions_match_scipy);
 	RUN(verdict_rule);
