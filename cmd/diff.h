@@ -109,6 +109,8 @@ struct diff_check {
 	double value;            /* the ratio after/before, or the speedup */
 	double limit;
 	int pass;
+	int tested;              /* a statistical test took part (else the
+	                            threshold alone decided) */
 };
 
 struct diff {

@@ -16,13 +16,14 @@
 
 static void
 add_check(struct diff *df, const char *type, const char *subject,
-          const char *kind, double value, double limit, int pass)
+          const char *kind, double value, double limit, int pass, int tested)
 {
 	df->checks = realloc(df->checks, (df->nchecks + 1) * sizeof(*df->checks));
 	char *s = strdup(subject);
 	if (!df->checks || !s)
 		cmd_die(EXIT_USAGE, "out of memory");
-	df->checks[df->nchecks++] = (struct diff_check){ type, s, kind, value, limit, pass };
+	df->checks[df->nchecks++] = (struct diff_check){ type, s, kind, value, limit, pass,
+	                                                 tested };
 	if (!pass)
 		df->regression = 1;
 }
@@ -59,7 +60,7 @@ diff_gate(struct diff *df)
 						continue;
 					enum diff_verdict vd = diff_row_verdict(r, diff_opt.fail_if_slower);
 					add_check(df, "fail-if-slower", r->name, tk_kind_name(r->kind),
-					          r->ratio, limit, vd != V_SLOWER);
+					          r->ratio, limit, vd != V_SLOWER, 1);
 				}
 				free(v);
 			}
@@ -69,7 +70,7 @@ diff_gate(struct diff *df)
 				return -1;
 			enum diff_verdict v = diff_summary_verdict(r, diff_opt.fail_if_slower);
 			add_check(df, "fail-if-slower", metric, NULL, diff_summary_ratio(r),
-			          limit, v != V_SLOWER);
+			          limit, v != V_SLOWER, r->test.test != TEST_NONE);
 		}
 	}
 	if (diff_opt.expect_speedup > 0) {
@@ -78,14 +79,14 @@ diff_gate(struct diff *df)
 			return -1;
 		double speedup = 1 / diff_summary_ratio(r);
 		add_check(df, "expect-speedup", metric, NULL, speedup,
-		          diff_opt.expect_speedup, speedup >= diff_opt.expect_speedup);
+		          diff_opt.expect_speedup, speedup >= diff_opt.expect_speedup, 0);
 	}
 	if (chosen)
 		return 0;
 	const struct diff_summary_row *w = diff_summary_find(df, diff_opt.metric);
 	if (w && w->has_verdict && w->verdict == V_SLOWER)
 		add_check(df, "regression", metric, NULL, diff_summary_ratio(w),
-		          1 + diff_opt.threshold, 0);
+		          1 + diff_opt.threshold, 0, w->test.test != TEST_NONE);
 	/* in the order of the report: by table, largest change first */
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		size_t shown, all;
@@ -93,7 +94,7 @@ diff_gate(struct diff *df)
 		for (size_t i = 0; i < all; i++)
 			if (v[i]->verdict == V_SLOWER)
 				add_check(df, "regression", v[i]->name, tk_kind_name(v[i]->kind),
-				          v[i]->ratio, 1 + diff_opt.threshold, 0);
+				          v[i]->ratio, 1 + diff_opt.threshold, 0, 1);
 		free(v);
 	}
 	return 0;

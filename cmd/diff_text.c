@@ -279,8 +279,11 @@ text_result(struct diff *df)
 			       c->kind ? c->kind : "", c->kind ? " " : "", what,
 			       diff_fmt_change(b, sizeof(b), c->value));
 		} else {
-			printf("  FAIL  slower beyond %g%% (p < %g): %s%s%s %s\n",
-			       (c->limit - 1) * 100, diff_opt.alpha, c->kind ? c->kind : "",
+			char p[32] = "";
+			if (c->tested)
+				snprintf(p, sizeof(p), " (p < %g)", diff_opt.alpha);
+			printf("  FAIL  slower beyond %g%%%s: %s%s%s %s\n",
+			       (c->limit - 1) * 100, p, c->kind ? c->kind : "",
 			       c->kind ? " " : "", what, diff_fmt_change(b, sizeof(b), c->value));
 		}
 	}
