@@ -138,7 +138,7 @@ double diff_summary_ratio(const struct diff_summary_row *r);
 enum diff_verdict diff_summary_verdict(const struct diff_summary_row *r,
                                        double threshold);
 /* diff_gate.c: fills checks and regression; 0, or -1 after a message
- * when the chosen metric is in neither trace */
+ * when the metric to judge is missing from a trace */
 int diff_gate(struct diff *df);
 void diff_free(struct diff *df);
 

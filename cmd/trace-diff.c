@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diff.h"
@@ -167,6 +168,18 @@ read_trace(const char *path, int by_run)
 	return a;
 }
 
+/* Can the input be read again?  Files can; standard input, pipes
+ * (as from <(zcat run.tkt.gz)) and devices cannot.  What cannot be
+ * looked at counts as a file: reading it reports why. */
+static int
+rereadable(const char *path)
+{
+	struct stat st;
+	if (strcmp(path, "-") == 0)
+		return 0;
+	return stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
 /* Does the trace look like a repeated recording?  Its first chunk says:
  * trace-record's "record.repeat" metadata, or a run event (generators
  * that write in order).  Only a guess, to read it split by run at once
@@ -178,7 +191,7 @@ looks_repeated(const char *path)
 	if (!r)
 		cmd_die(EXIT_USAGE, "out of memory");
 	int found = 0;
-	if (tk_reader_open_path(r, path) == TK_OK) {
+	if (rereadable(path) && tk_reader_open_path(r, path) == TK_OK) {
 		struct tk_record rec;
 		uint64_t first = UINT64_MAX;
 		while (!found && tk_reader_next(r, &rec) == TK_OK) {
@@ -215,11 +228,11 @@ read_job(void *arg)
 	struct read_job *j = arg;
 	if (j->messages)
 		cmd_warn_to(j->messages);
-	/* standard input can be read only once: split by run from the
-	 * start (it is spooled to a file); so is a trace that looks like a
-	 * repeated recording */
+	/* standard input and pipes can be read only once: split by run
+	 * from the start (they are spooled to a file); so is a trace that
+	 * looks like a repeated recording */
 	if (j->guess)
-		j->by_run = strcmp(j->path, "-") == 0 || looks_repeated(j->path);
+		j->by_run = !rereadable(j->path) || looks_repeated(j->path);
 	j->agg = read_trace(j->path, j->by_run);
 	cmd_warn_to(NULL);
 	return NULL;

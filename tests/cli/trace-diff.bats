@@ -428,7 +428,7 @@ PY
 	jq -e '.groups[0].before.count < 12 and .groups[0].before.count > 0' <<< "$output"
 }
 
-@test "stdin is read for one of the traces" {
+@test "stdin and pipes are read, once each" {
 	B=$(synth_trace before.tkt $SMALL --runs 2)
 	A=$(synth_trace after.tkt $SMALL --runs 2 --slow flash_bwd=1.3)
 	want=$(trace-diff --json "$B" "$A" | jq -c '.groups, .summary')
@@ -437,6 +437,10 @@ PY
 	run -1 bash -c "cat '$B' | trace-diff --json - '$A'"
 	assert_eq "$(jq -c '.groups, .summary' <<< "$output")" "$want"
 	assert_eq "$(jq -r '.before.input' <<< "$output")" "(stdin)"
+	# pipes cannot be read twice either, as from <(zcat run.tkt.gz)
+	run -1 bash -c "trace-diff --json <(cat '$B') <(cat '$A')"
+	assert_eq "$(jq -c '.groups, .summary' <<< "$output")" "$want"
+	jq -e '.runs' <<< "$output"
 }
 
 @test "--help names every option; the man page documents each" {
