@@ -34,10 +34,12 @@ static const struct tkp_attr api_attrs[] = {
 
 /* Attribute 2 of kernels is the launch configuration id; its fields
  * (grid, block, cluster, shared memory, registers) come from a
- * definition, so that a repeated configuration costs one small number. */
+ * definition, so that a repeated configuration costs one small number.
+ * Its offset points at the first of them, so that address arithmetic on
+ * it stays inside the struct. */
 static const struct tkp_attr kernel_attrs[] = {
 	A(1, D, U64, kernel.correlation),
-	{ 2, TKP_ENC_CONFIG, TKP_U32, 0, 0 },
+	{ 2, TKP_ENC_CONFIG, TKP_U32, F(kernel.grid), 0 },
 	A(3, U, U32, kernel.graph_id),
 	A(4, U, U64, kernel.graph_node),
 	STR(5, kernel.mangled_id, kernel.mangled),

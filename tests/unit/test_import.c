@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of trace-import's parts: numbers from their digits, the
+ * splitter, the parser's repairs, the input's gzip handling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "tap.h"
+#include "../../cmd/import.h"
+
+/* ---- numbers --------------------------------------------------------------- */
+
+TEST(us_to_ns_exact)
+{
+	static const struct {
+		const char *s;
+		int64_t ns;
+	} ok[] = {
+		{ "0", 0 }, { "1", 1000 }, { "-1", -1000 }, { "0.5", 500 },
+		{ "1.5", 1500 }, { "100", 100000 },
+		/* a double holds this one only to a quarter of a microsecond */
+		{ "1712195496004644.183", INT64_C(1712195496004644183) },
+		{ "4458676522709.059", INT64_C(4458676522709059) },
+		{ "1.2345", 1235 },            /* half away from zero */
+		{ "-1.2345", -1235 },
+		{ "1.2344", 1234 },
+		{ "0.0005", 1 }, { "0.0004", 0 }, { "0.00004", 0 },
+		{ "1e3", 1000000 }, { "1E-3", 1 }, { "2.5e+2", 250000 },
+		{ "1682725898237042", INT64_C(1682725898237042000) },
+		{ "9223372036854775.807", INT64_MAX },
+		{ "-9223372036854775.808", INT64_MIN },
+		{ "0.000000000000000000000000000000000000000000001", 0 },
+		{ "1.00000000000000000000000000000000000000000000009", 1000 },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t ns = 42;
+		int rc = imp_us_to_ns(ok[i].s, strlen(ok[i].s), &ns);
+		if (rc != 0 || ns != ok[i].ns)
+			fprintf(stderr, "# %s -> rc %d, %lld\n", ok[i].s, rc, (long long)ns);
+		CHECK(rc == 0 && ns == ok[i].ns);
+	}
+}
+
+TEST(us_to_ns_refuses)
+{
+	static const char *const bad[] = {
+		"", "-", ".", "e5", "1e", "1e+", "abc", "1x", "\"1\"", "1 ",
+		"9223372036854775.808",       /* one past INT64_MAX ns */
+		"1e30", "1e400", "99999999999999999999",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t ns;
+		CHECK(imp_us_to_ns(bad[i], strlen(bad[i]), &ns) == -1);
+	}
+}
+
+TEST(integers)
+{
+	uint64_t u;
+	int64_t i;
+	CHECK(imp_parse_u64("18446744073709551615", 20, &u) == 0 && u == UINT64_MAX);
+	CHECK(imp_parse_u64("18446744073709551616", 20, &u) == -1);
+	CHECK(imp_parse_u64("0x1f", 4, &u) == 0 && u == 31);
+	CHECK(imp_parse_u64("0xffffffffffffffff", 18, &u) == 0 && u == UINT64_MAX);
+	CHECK(imp_parse_u64("0x10000000000000000", 19, &u) == -1);
+	CHECK(imp_parse_u64("8780d402", 8, &u) == -1);
+	CHECK(imp_parse_u64("", 0, &u) == -1);
+	CHECK(imp_parse_i64("-9223372036854775808", 20, &i) == 0 && i == INT64_MIN);
+	CHECK(imp_parse_i64("9223372036854775808", 19, &i) == -1);
+	CHECK(imp_parse_i64("25738", 5, &i) == 0 && i == 25738);
+	CHECK(imp_parse_i64("stream 7", 8, &i) == -1);
+	CHECK(imp_parse_i64("0x10", 4, &i) == -1);
+}
+
+/* ---- the splitter ------------------------------------------------------------- */
+
+struct split {
+	int n, err;
+	char errmsg[512];
+	char *items[64];
+	uint64_t offsets[64];
+	char ts[64][32];
+	char keys[64][32];
+};
+
+static void
+split(const char *json, size_t len, struct split *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct imp_input in;
+	struct imp_scan sc;
+	struct imp_item it;
+	int rc;
+	if (imp_input_open_mem(&in, json, len, "t") < 0) {
+		out->err = 1;
+		snprintf(out->errmsg, sizeof(out->errmsg), "%s", in.errmsg);
+		return;
+	}
+	imp_scan_init(&sc, &in);
+	while ((rc = imp_scan_next(&sc, &it)) > 0 && out->n < 64) {
+		out->items[out->n] = strndup(it.text, it.len);
+		out->offsets[out->n] = it.offset;
+		snprintf(out->ts[out->n], 32, "%.*s", (int)it.span[IMP_SPAN_TS].len,
+		         it.text + it.span[IMP_SPAN_TS].off);
+		snprintf(out->keys[out->n], 32, "%s", it.key ? it.key : "");
+		out->n++;
+	}
+	if (rc < 0) {
+		out->err = 1;
+		snprintf(out->errmsg, sizeof(out->errmsg), "%s", sc.errmsg);
+	}
+	imp_scan_free(&sc);
+	imp_input_close(&in);
+}
+
+static void
+split_free(struct split *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->items[i]);
+}
+
+TEST(splitter_finds_events)
+{
+	/* strings full of what would end an event, escapes, nesting */
+	const char *j = "{\"a\": [1, {\"x\": \"]}\"}], \"traceEvents\" : [\n"
+	                " {\"name\": \"q\\\"}]{\", \"ts\" : 12.5 ,\"args\":{\"ts\":1}},"
+	                "{\"ts\":7,\"name\":\"\\\\\"}\n ], \"b\": \"s\", \"c\": null}";
+	struct split s;
+	split(j, strlen(j), &s);
+	CHECK(!s.err);
+	CHECK_EQ_INT(s.n, 5);
+	CHECK_STR(s.keys[0], "a");
+	CHECK_STR(s.items[0], "[1, {\"x\": \"]}\"}]");
+	CHECK_STR(s.items[1], "{\"name\": \"q\\\"}]{\", \"ts\" : 12.5 ,\"args\":{\"ts\":1}}");
+	CHECK_STR(s.ts[1], "12.5");           /* the top-level ts, not args' */
+	CHECK_STR(s.items[2], "{\"ts\":7,\"name\":\"\\\\\"}");
+	CHECK_STR(s.ts[2], "7");
+	CHECK_STR(s.keys[3], "b");
+	CHECK_STR(s.items[3], "\"s\"");
+	CHECK_STR(s.items[4], "null");
+	CHECK_EQ_INT(s.offsets[1], strstr(j, "{\"name\"") - j);
+	split_free(&s);
+}
+
+TEST(splitter_bare_arrays)
+{
+	struct split s;
+	const char *a = "\xef\xbb\xbf[{\"ts\":1},{\"ts\":2}]";
+	split(a, strlen(a), &s);
+	CHECK(!s.err && s.n == 2);
+	split_free(&s);
+	/* the closing bracket may be missing, after a comma or not */
+	const char *b = "[{\"ts\":1},\n{\"ts\":2},\n";
+	split(b, strlen(b), &s);
+	CHECK(!s.err && s.n == 2);
+	split_free(&s);
+	const char *c = "[{\"ts\":1}";
+	split(c, strlen(c), &s);
+	CHECK(!s.err && s.n == 1);
+	split_free(&s);
+}
+
+TEST(splitter_errors_say_where)
+{
+	static const struct {
+		const char *json, *msg;
+	} bad[] = {
+		{ "", "the input is empty" },
+		{ "  x", "not JSON: expected '{' or '[' at byte 2" },
+		{ "[{\"ts\":1} {\"ts\":2}]", "expected ',' or ']' at byte 10" },
+		{ "{\"traceEvents\":[{\"ts\":1}", "unexpected end of input: expected ',' or ']' at byte 24" },
+		{ "{\"traceEvents\":[{\"ts\":1", "unexpected end of input in the event that begins at byte 16" },
+		{ "{\"traceEvents\":[]} {}", "unexpected data after the end of the JSON at byte 19" },
+		{ "{\"traceEvents\":[],}", "expected a key at byte 18" },
+		{ "{\"traceEvents\" 1}", "expected ':' at byte 15" },
+		{ "{\"traceEvents\":5}", "'traceEvents' is not an array at byte 15" },
+		{ "[{\"ts\":1},]", "expected an event at byte 10" },
+		{ "{\"a\":\"b", "unexpected end of input in the value that begins at byte 5" },
+		{ "{\"a", "unexpected end of input in a key that begins at byte 1" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct split s;
+		split(bad[i].json, strlen(bad[i].json), &s);
+		CHECK(s.err);
+		CHECK_STR(s.errmsg, bad[i].msg);
+		split_free(&s);
+	}
+}
+
+/* Events across many buffer refills, some larger than the buffer. */
+TEST(splitter_large_input)
+{
+	size_t cap = 12u << 20, len = 0;
+	char *j = malloc(cap);
+	CHECK(j != NULL);
+	if (!j)
+		return;
+	len += (size_t)sprintf(j, "{\"traceEvents\":[");
+	int n = 0;
+	while (len < cap - (3u << 20)) {
+		size_t pad = n % 1000 == 999 ? (1u << 20) + 77 : (size_t)(n % 300);
+		if (n)
+			j[len++] = ',';
+		len += (size_t)sprintf(j + len, "{\"ts\":%d,\"name\":\"e\\\"}{[%d\",\"s\":\"", n, n);
+		memset(j + len, n % 2 ? 'x' : '}', pad);
+		len += pad;
+		len += (size_t)sprintf(j + len, "\"}");
+		n++;
+	}
+	len += (size_t)sprintf(j + len, "]}");
+	struct imp_input in;
+	struct imp_scan sc;
+	struct imp_item it;
+	CHECK(imp_input_open_mem(&in, j, len, "big") == 0);
+	imp_scan_init(&sc, &in);
+	int got = 0, ok = 1, rc;
+	while ((rc = imp_scan_next(&sc, &it)) > 0) {
+		char want[32];
+		int w = snprintf(want, sizeof(want), "%d", got);
+		ok &= it.span[IMP_SPAN_TS].len == (uint32_t)w &&
+		      memcmp(it.text + it.span[IMP_SPAN_TS].off, want, (size_t)w) == 0 &&
+		      it.text[0] == '{' && it.text[it.len - 1] == '}';
+		got++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(got, n);
+	CHECK(ok);
+	imp_scan_free(&sc);
+	imp_input_close(&in);
+	free(j);
+}
+
+/* ---- the parser's repairs ---------------------------------------------------------- */
+
+TEST(parse_repairs)
+{
+	struct imp_parse_stats st = { 0 };
+	char msg[256];
+	size_t at;
+	const char *bad = "{\"name\":\"a\xff\",\"id\":18446744073709551615,"
+	                  "\"r\":1e400,\"n\":-9223372036854775809,\"ok\":1}";
+	json_t *v = imp_parse(bad, strlen(bad), &st, msg, sizeof(msg), &at);
+	CHECK(v != NULL);
+	CHECK(st.repaired);
+	CHECK_EQ_INT(st.utf8_repaired, 1);
+	CHECK_EQ_INT(st.big_numbers, 3);
+	CHECK_STR(json_string_value(json_object_get(v, "name")), "a\xef\xbf\xbd");
+	CHECK_STR(json_string_value(json_object_get(v, "id")), "18446744073709551615");
+	CHECK_STR(json_string_value(json_object_get(v, "r")), "1e400");
+	CHECK_STR(json_string_value(json_object_get(v, "n")), "-9223372036854775809");
+	CHECK_EQ_INT(json_integer_value(json_object_get(v, "ok")), 1);
+	json_decref(v);
+	const char *broken = "{\"a\": 1,, \"b\": 2}";
+	v = imp_parse(broken, strlen(broken), &st, msg, sizeof(msg), &at);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(at, 8);
+	CHECK_STR(msg, "string or '}' expected near ','");
+	imp_parse_free();
+}
+
+/* ---- the input ---------------------------------------------------------------------- */
+
+static size_t
+gz(const char *s, unsigned char *out, size_t cap)
+{
+	z_stream z = { 0 };
+	deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	z.next_in = (unsigned char *)(uintptr_t)s;
+	z.avail_in = (uInt)strlen(s);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	deflate(&z, Z_FINISH);
+	size_t n = cap - z.avail_out;
+	deflateEnd(&z);
+	return n;
+}
+
+static int
+read_all(struct imp_input *in, char *buf, size_t cap)
+{
+	size_t len = 0;
+	long n;
+	while ((n = imp_input_read(in, buf + len, cap - len - 1)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	return n < 0 ? -1 : (int)len;
+}
+
+TEST(input_gzip_members_and_truncation)
+{
+	unsigned char z[512];
+	size_t a = gz("[{\"ts\":1},", z, sizeof(z));
+	size_t b = gz("{\"ts\":2}]", z + a, sizeof(z) - a);
+	struct imp_input in;
+	char out[256];
+	CHECK(imp_input_open_mem(&in, z, a + b, "gz") == 0);
+	CHECK(in.gz);
+	CHECK_EQ_INT(read_all(&in, out, sizeof(out)), 19);
+	CHECK_STR(out, "[{\"ts\":1},{\"ts\":2}]");
+	imp_input_close(&in);
+	/* cut short: what came is handed out, then an error */
+	CHECK(imp_input_open_mem(&in, z, a - 4, "gz") == 0);
+	CHECK_EQ_INT(read_all(&in, out, sizeof(out)), -1);
+	CHECK_STR(in.errmsg, "truncated gzip data");
+	imp_input_close(&in);
+	/* plain text passes through; a .tkt is refused */
+	CHECK(imp_input_open_mem(&in, "[]", 2, "p") == 0 && !in.gz);
+	imp_input_close(&in);
+	CHECK(imp_input_open_mem(&in, "\x89TKT\r\n\x1a\n", 8, "t") == -1);
+	CHECK_STR(in.errmsg, "already a tracekit trace");
+	imp_input_close(&in);
+}
+
+int
+main(void)
+{
+	imp_alloc_init();
+	RUN(us_to_ns_exact);
+	RUN(us_to_ns_refuses);
+	RUN(integers);
+	RUN(splitter_finds_events);
+	RUN(splitter_bare_arrays);
+	RUN(splitter_errors_say_where);
+	RUN(splitter_large_input);
+	RUN(parse_repairs);
+	RUN(input_gzip_members_and_truncation);
+	return tap_done();
+}
