@@ -242,6 +242,77 @@ check-gpu: tests
 
 .PHONY: check-gpu FORCE
 
+# ---- trace-record: the injection library and its test programs ------------
+# libtracekit-inject.so is loaded into the recorded programs (through
+# NVTX_INJECTION64_PATH), so it is never built with sanitizers: a
+# sanitized library cannot load into an unsanitized program.  Its code
+# runs under the sanitizers in tests/unit/test_inject.c instead, which
+# links the same sources.  It carries its own hidden copy of the format
+# writer and exports nothing but its entry points.
+
+INJECT_SO := $(O)/lib/tracekit/libtracekit-inject.so
+# The CUPTI converter joins the library with its CUDA entry point (issue
+# 4): it needs the CUPTI headers and libcupti, and is built below.
+INJECT_SRC := $(filter-out lib/inject/cupti_convert.c,$(wildcard lib/inject/*.c))
+ifeq ($(HAVE_NVTX),)
+INJECT_SRC := $(filter-out lib/inject/nvtx.c,$(INJECT_SRC))
+endif
+INJECT_HDR := $(wildcard lib/inject/*.h) $(wildcard lib/*.h)
+INJECT_OBJ := $(INJECT_SRC:lib/inject/%.c=$(O)/inject/%.o) \
+              $(LIB_SRC:lib/%.c=$(O)/inject/lib/%.o)
+NVTX_CFLAGS := $(if $(HAVE_NVTX),-DTK_HAVE_NVTX=1 -isystem $(CUDA_HOME)/include)
+INJECT_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib -Ilib/inject $(WARN) -fPIC \
+                 -fvisibility=hidden -pthread $(DEPS_CFLAGS) $(NVTX_CFLAGS) \
+                 $(CFLAGS)
+APP_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -pthread $(NVTX_CFLAGS) $(CFLAGS)
+APP_BINS := $(O)/tests/apps/no_ptrace $(O)/tests/apps/sigcount \
+            $(if $(HAVE_NVTX),$(O)/tests/apps/nvtx_sample $(O)/tests/apps/nvtx_bench)
+
+ifneq ($(HAVE_NVTX),)
+all: $(INJECT_SO)
+endif
+tests: $(APP_BINS)
+
+$(O)/inject/%.o: lib/inject/%.c $(INJECT_HDR)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(INJECT_CFLAGS) -c -o $@ $<
+
+$(O)/inject/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(INJECT_CFLAGS) -c -o $@ $<
+
+# -z nodelete: once loaded it stays, so its fork and signal handlers
+# never point into unmapped code.
+$(INJECT_SO): $(INJECT_OBJ)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libtracekit-inject.so -Wl,-z,nodelete \
+		-Wl,--no-undefined -pthread $(LDFLAGS) -o $@ $^ \
+		-Wl,--as-needed $(DEPS_LIBS)
+
+$(O)/cmd/trace-record.o: ALL_CFLAGS += $(NVTX_CFLAGS)
+
+$(O)/tests/unit/test_inject: tests/unit/test_inject.c tests/unit/tap.h \
+		$(INJECT_SRC) $(INJECT_HDR) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -pthread -Ilib/inject -Itests/unit $(NVTX_CFLAGS) \
+		$(ALL_LDFLAGS) -o $@ $< $(INJECT_SRC) $(STATIC_LIB) $(DEPS_LIBS)
+
+$(O)/tests/apps/%: tests/apps/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lm
+
+.PHONY: install-inject uninstall-inject
+install: install-inject
+uninstall: uninstall-inject
+install-inject: all
+	$(if $(HAVE_NVTX),install -d $(DESTDIR)$(LIBDIR)/tracekit)
+	$(if $(HAVE_NVTX),install -m 755 $(INJECT_SO) $(DESTDIR)$(LIBDIR)/tracekit)
+uninstall-inject:
+	rm -f $(DESTDIR)$(LIBDIR)/tracekit/libtracekit-inject.so
+	-rmdir $(DESTDIR)$(LIBDIR)/tracekit 2>/dev/null
+
+# ---- end of trace-record ----------------------------------------------------
+
 # ---- demo -------------------------------------------------------------------
 
 demo:

@@ -122,6 +122,7 @@ struct tk_merge {
 	struct tkp_buf scratch;  /* args of an event kept across a refill */
 	int64_t last_written;
 	int64_t watermark;       /* promised to the output so far */
+	int64_t hold;            /* promises go no further (tk_merge_hold) */
 	int reported;            /* late inputs named */
 	struct tk_merge_stats stats;
 };
@@ -190,6 +191,7 @@ tk_merge_new(struct tk_writer *out, const struct tk_merge_options *o)
 		m->opt.memory_limit = DEFAULT_LIMIT;
 	m->last_written = INT64_MIN;
 	m->watermark = INT64_MIN;
+	m->hold = INT64_MAX;
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		const struct tkp_kind_schema *ks = &tkp_schema[k];
 		for (unsigned i = 0; i < ks->n; i++)
@@ -626,8 +628,15 @@ refill(struct tk_merge *m, struct input *in)
 	in->args.len = 0;
 	while (in->n < BATCH && !in->eof) {
 		rc = tk_reader_next(in->r, &rec);
-		if (rc == TK_AGAIN)
+		if (rc == TK_AGAIN) {
+			/* every event of the chunks read is out: the last chunk's
+			 * promise bounds the rest, even when that chunk held no
+			 * event (a live writer's heartbeat) */
+			int64_t later = later_chunks(in, tk_reader_chunk(in->r));
+			if (later > in->future)
+				in->future = later;
 			break;
+		}
 		if (rc == TK_EOF) {
 			in->eof = 1;
 			break;
@@ -860,6 +869,8 @@ heap_pop(struct tk_merge *m)
 static void
 promise(struct tk_merge *m, int64_t t)
 {
+	if (t > m->hold)
+		t = m->hold;
 	if (t > m->watermark) {
 		m->watermark = t;
 		tk_writer_watermark(m->out, t);
@@ -997,6 +1008,11 @@ drain(struct tk_merge *m)
 {
 	int64_t waiting = waiting_bound(m);
 	while (m->niheap) {
+		/* nothing an input here holds can go out before a waiting
+		 * input moves on: leave it where it is (in its reader, compact)
+		 * rather than in memory, or spilled and read back again */
+		if (m->iheap[0].bound > waiting)
+			break;
 		uint32_t idx = m->iheap[0].idx;
 		struct input *in = m->inputs[idx];
 		const struct tk_event *ev = &in->buf[in->pos++].ev;
@@ -1102,6 +1118,13 @@ tk_merge_run(struct tk_merge *m)
 		return rc;
 	report_late(m);
 	return TK_OK;
+}
+
+TK_PUBLIC void
+tk_merge_hold(struct tk_merge *m, int64_t t)
+{
+	if (m)
+		m->hold = t;
 }
 
 TK_PUBLIC void

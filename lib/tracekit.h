@@ -594,7 +594,10 @@ TK_PUBLIC int tk_writer_event(struct tk_writer *w, const struct tk_event *ev);
 TK_PUBLIC void tk_writer_watermark(struct tk_writer *w, int64_t t);
 
 /* End the current chunk now and write it (even if it only holds
- * definitions).  Data written before a flush survives a crash. */
+ * definitions).  Data written before a flush survives a crash.  When
+ * there is nothing to write but the watermark moved since the last
+ * chunk, an empty chunk carries it: a heartbeat that lets a reader of a
+ * live stream (tk_merge_step) go on while the writer is idle. */
 TK_PUBLIC int tk_writer_flush(struct tk_writer *w);
 
 /* Flush and finish.  The writer may be freed or reopened afterwards. */
@@ -675,6 +678,13 @@ TK_PUBLIC int tk_merge_run(struct tk_merge *m);
  * and write every event no input can precede any more.  Returns TK_OK
  * or an error; call again after feeding more bytes. */
 TK_PUBLIC int tk_merge_step(struct tk_merge *m);
+
+/* For a caller that will still add events beginning at `t` or later
+ * through an input that has promised more (a recorder writing a process
+ * when it ends, with its start as the begin): events are still written
+ * as soon as the inputs allow, but the output's watermarks promise no
+ * more than `t` until called again.  INT64_MAX (the default) lifts it. */
+TK_PUBLIC void tk_merge_hold(struct tk_merge *m, int64_t t);
 
 /* Counts, for reports. */
 struct tk_merge_stats {

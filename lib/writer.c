@@ -95,6 +95,7 @@ struct tk_writer {
 	uint32_t dprev_cap, dgen;
 
 	int64_t watermark;
+	int64_t sealed_watermark; /* of the last chunk written */
 	int64_t last_ts;         /* sorted writers: last begin written */
 	struct tkp_buf payload;
 	struct tkp_buf out;
@@ -276,6 +277,7 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 	w->offset = 0;
 	w->events = 0;
 	w->watermark = INT64_MIN;
+	w->sealed_watermark = INT64_MIN;
 	w->last_ts = INT64_MIN;
 	reset_scope(w);
 	reset_chunk(w);
@@ -1039,10 +1041,14 @@ build_payload(struct tk_writer *w)
 	return TK_OK;
 }
 
+/* `heartbeat`: write the chunk even if it holds nothing, when only its
+ * watermark would be news (a live reader then knows time went on). */
 static int
-seal_chunk(struct tk_writer *w, uint32_t extra_flags)
+seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 {
-	if (w->nev == 0 && w->defs.len == 0 && !extra_flags)
+	int64_t watermark = w->opt.sorted ? w->last_ts : w->watermark;
+	if (w->nev == 0 && w->defs.len == 0 && !extra_flags &&
+	    !(heartbeat && watermark != w->sealed_watermark))
 		return TK_OK;
 	int rc = build_payload(w);
 	if (rc)
@@ -1074,7 +1080,6 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags)
 		flags |= TK_CHUNK_SORTED;
 	flags |= extra_flags;
 
-	int64_t watermark = w->opt.sorted ? w->last_ts : w->watermark;
 	if (flags & TK_CHUNK_END)
 		watermark = INT64_MAX; /* nothing follows in this trace */
 	memset(h, 0, TKP_CHUNK_HEADER_SIZE);
@@ -1096,6 +1101,7 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags)
 	if (tkp_write_all(w->fd, h, total) < 0)
 		return fail(w, TK_EIO, errno, "%s", strerror(errno));
 	w->offset += total;
+	w->sealed_watermark = watermark;
 	reset_chunk(w);
 	return TK_OK;
 }
@@ -1103,7 +1109,7 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags)
 static int
 seal(struct tk_writer *w)
 {
-	return seal_chunk(w, 0);
+	return seal_chunk(w, 0, 0);
 }
 
 TK_PUBLIC int
@@ -1113,7 +1119,7 @@ tk_writer_flush(struct tk_writer *w)
 		return TK_EINVAL;
 	if (check_open(w))
 		return w->err;
-	return seal(w);
+	return seal_chunk(w, 0, 1);
 }
 
 TK_PUBLIC int
@@ -1123,7 +1129,7 @@ tk_writer_close(struct tk_writer *w)
 		return TK_EINVAL;
 	int rc = w->err;
 	if (w->open && !rc)
-		rc = seal_chunk(w, TK_CHUNK_END);
+		rc = seal_chunk(w, TK_CHUNK_END, 0);
 	w->open = 0;
 	if (w->own_fd && w->fd >= 0 && close(w->fd) < 0 && rc == TK_OK)
 		rc = fail(w, TK_EIO, errno, "%s", strerror(errno));
@@ -1143,6 +1149,15 @@ TK_PUBLIC int
 tk_writer_errno(const struct tk_writer *w)
 {
 	return w ? w->err_no : 0;
+}
+
+void
+tkp_writer_set_fd(struct tk_writer *w, int fd)
+{
+	if (w->own_fd && w->fd >= 0)
+		close(w->fd);
+	w->fd = fd;
+	w->own_fd = 0;
 }
 
 TK_PUBLIC uint64_t

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # make demo: on a fresh Debian or Ubuntu machine, install what is missing
-# (as root) or print the one command that would, build, make a trace and
-# show what the tools say about it.
+# (as root) or print the one command that would, build, record the bundled
+# sample program (a simulated training loop with NVTX ranges, threads and
+# a forked child), and show what the tools say about the trace.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -26,15 +27,33 @@ make -s all tests
 export PATH="$PWD/build/bin:$PWD/build/tests/tools:$PATH"
 out=build/demo
 mkdir -p "$out"
+trace=$out/sample.tkt
 
-echo "== a synthetic training run (trace-record is not built yet)"
-synth --steps 20 -o "$out/run.tkt"
-trace-dump --info "$out/run.tkt"
+sample=build/tests/apps/nvtx_sample
+if [ -x "$sample" ]; then
+	echo "== trace-record -s 10ms -- $sample --steps 5 --fork --domain --async"
+	trace-record -o "$trace" -s 10ms -- "$sample" --steps 5 --fork --domain --async
+else
+	echo "== (no NVTX headers under CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}:"
+	echo "   the NVTX sample is not built; recording a shell pipeline instead)"
+	trace-record -o "$trace" -s 10ms -- sh -c 'seq 200000 | sort -n | tail -1 > /dev/null'
+fi
+
+echo "== the first events (trace-dump -n 12)"
+trace-dump -n 12 "$trace"
+echo "== processes"
+trace-dump -k process "$trace"
+
 if command -v trace-stats >/dev/null; then
-	echo "== trace-stats $out/run.tkt"
-	trace-stats "$out/run.tkt"
+	echo "== trace-stats $trace"
+	trace-stats "$trace"
+else
+	echo "== trace-dump --info $trace   (trace-stats is not built yet)"
+	trace-dump --info "$trace"
 fi
 if command -v trace-to-chrome >/dev/null; then
-	trace-to-chrome -o "$out/run.json" "$out/run.tkt"
-	echo "== Chrome trace for chrome://tracing or https://ui.perfetto.dev: $out/run.json"
+	trace-to-chrome -o "$out/sample.json" "$trace"
+	echo "== Chrome trace for chrome://tracing or https://ui.perfetto.dev: $out/sample.json"
+else
+	echo "== (trace-to-chrome is not built yet: no Chrome JSON)"
 fi

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A simulated training loop with NVTX ranges, for trace-record's tests
+ * and `make demo`.  Everything it records is fixed by its options, so a
+ * test can count the events exactly:
+ *
+ *   main thread, per step s (from 0):
+ *     step       push/pop, payload s (uint64), colour 0xff76b900, category 1
+ *       forward      push/pop
+ *         layer.N    push/pop for each layer (message from a stack buffer)
+ *       backward     push/pop
+ *       loss         mark, payload 1/(s+1) (double)
+ *       optimizer    push/pop
+ *   each loader thread (named "loader-N"), per step:
+ *     load       push/pop
+ *   --domain: once, "io" in domain "sample" (a registered string),
+ *             category 2 named "disk"; category 1 is named "compute"
+ *   --async:  "prefetch", started by the main thread before the first
+ *             step and ended by loader thread 0 after its first load
+ *   --fork:   a child after the steps: child.work push/pop, child.done mark
+ *   --wide:   a mark with a wide-character message "wide-ü"
+ *
+ * Then it exits with --exit CODE, or kills itself with --signal SIG.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+static int steps = 3, layers = 2, threads = 2, work_us = 200, sleep_ms;
+static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open;
+static const char *chdir_to;
+static nvtxRangeId_t prefetch;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
+static int prefetch_started;
+static volatile double sink;
+
+static void
+work(int us)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	double x = 1;
+	do {
+		for (int i = 0; i < 1000; i++)
+			x = sqrt(x + i);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+	sink = x;
+}
+
+static void
+nap(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+}
+
+static void *
+loader(void *arg)
+{
+	int n = (int)(long)arg;
+	char name[32];
+	snprintf(name, sizeof(name), "loader-%d", n);
+	nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);
+	for (int s = 0; s < steps; s++) {
+		nvtxRangePushA("load");
+		work(work_us);
+		nvtxRangePop();
+		if (do_async && n == 0 && s == 0) {
+			pthread_mutex_lock(&lock);
+			while (!prefetch_started)
+				pthread_cond_wait(&started, &lock);
+			pthread_mutex_unlock(&lock);
+			nvtxRangeEnd(prefetch);
+		}
+		if (sleep_ms)
+			nap(sleep_ms);
+	}
+	return NULL;
+}
+
+static void
+step(int s)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 1;
+	a.colorType = NVTX_COLOR_ARGB;
+	a.color = 0xff76b900;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.payload.ullValue = (uint64_t)s;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "step";
+	nvtxRangePushEx(&a);
+
+	nvtxRangePushA("forward");
+	for (int l = 0; l < layers; l++) {
+		char name[32];  /* gone when the push returns: it must be copied */
+		snprintf(name, sizeof(name), "layer.%d", l);
+		nvtxRangePushA(name);
+		memset(name, 'X', sizeof(name) - 1);
+		work(work_us);
+		nvtxRangePop();
+	}
+	nvtxRangePop();
+
+	nvtxRangePushA("backward");
+	work(2 * work_us);
+	nvtxRangePop();
+
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+	a.payload.dValue = 1.0 / (s + 1);
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "loss";
+	nvtxMarkEx(&a);
+
+	nvtxRangePushA("optimizer");
+	work(work_us / 2);
+	nvtxRangePop();
+
+	nvtxRangePop();
+}
+
+static void
+domain_range(void)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("sample");
+	nvtxStringHandle_t io = nvtxDomainRegisterStringA(d, "io");
+	nvtxDomainNameCategoryA(d, 2, "disk");
+	nvtxNameCategoryA(1, "compute");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 2;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = io;
+	nvtxDomainRangePushEx(d, &a);
+	work(work_us);
+	nvtxDomainRangePop(d);
+}
+
+static void
+close_all_fds(void)
+{
+	/* what a daemon does: every descriptor but the standard ones */
+	DIR *d = opendir("/proc/self/fd");
+	int fds[1024], n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < 1024) {
+		int fd = atoi(de->d_name);
+		if (fd > 2 && fd != dirfd(d))
+			fds[n++] = fd;
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	/* and reuses the numbers for files of its own */
+	for (int i = 0; i < 4; i++)
+		if (!fopen("/dev/null", "w"))
+			break;
+}
+
+static int
+usage(void)
+{
+	fprintf(stderr, "usage: nvtx_sample [--steps N] [--layers N] [--threads N] "
+	        "[--work US] [--sleep MS] [--fork] [--domain] [--async] [--wide] "
+	        "[--close-fds] [--chdir DIR] [--hold-open] [--exit CODE] "
+	        "[--signal SIG]\n");
+	return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	int code = 0, sig = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--steps") && v) steps = atoi(argv[++i]);
+		else if (!strcmp(a, "--layers") && v) layers = atoi(argv[++i]);
+		else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
+		else if (!strcmp(a, "--work") && v) work_us = atoi(argv[++i]);
+		else if (!strcmp(a, "--sleep") && v) sleep_ms = atoi(argv[++i]);
+		else if (!strcmp(a, "--exit") && v) code = atoi(argv[++i]);
+		else if (!strcmp(a, "--signal") && v) sig = atoi(argv[++i]);
+		else if (!strcmp(a, "--chdir") && v) chdir_to = argv[++i];
+		else if (!strcmp(a, "--fork")) do_fork = 1;
+		else if (!strcmp(a, "--domain")) do_domain = 1;
+		else if (!strcmp(a, "--async")) do_async = 1;
+		else if (!strcmp(a, "--wide")) do_wide = 1;
+		else if (!strcmp(a, "--close-fds")) close_fds = 1;
+		else if (!strcmp(a, "--hold-open")) hold_open = 1;
+		else return usage();
+	}
+	if (threads > 64)
+		threads = 64;
+
+	pthread_t t[64];
+	for (int i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, loader, (void *)(long)i);
+	if (do_async) {
+		prefetch = nvtxRangeStartA("prefetch");
+		pthread_mutex_lock(&lock);
+		prefetch_started = 1;
+		pthread_cond_broadcast(&started);
+		pthread_mutex_unlock(&lock);
+	}
+	if (do_domain)
+		domain_range();
+	for (int s = 0; s < steps; s++) {
+		step(s);
+		if (s == 0 && close_fds)
+			close_all_fds();
+		if (s == 0 && chdir_to && chdir(chdir_to) < 0)
+			perror(chdir_to);
+		if (sleep_ms)
+			nap(sleep_ms);
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	if (do_wide)
+		nvtxMarkW(L"wide-\u00fc");
+	if (do_fork) {
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid == 0) {
+			nvtxRangePushA("child.work");
+			work(work_us);
+			nvtxRangePop();
+			nvtxMarkA("child.done");
+			exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+	}
+	if (hold_open)
+		nvtxRangePushA("never.closed");
+	if (sig) {
+		fflush(NULL);
+		/* the events of the last flush interval go with it (SIGKILL) */
+		kill(getpid(), sig);
+		nap(1000);
+	}
+	return code;
+}

@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The injection library inside this process: real NVTX calls (the
+ * NVTX v3 loader, attached through its static-injection hook) recorded
+ * into a spool, flushed, and read back with the library's reader.
+ * Checked: names (copied from stack buffers), nesting, payloads,
+ * colours, categories, domains and registered strings, thread names,
+ * start/end ranges across threads, marks, watermarks and open ranges,
+ * full buffers (every record dropped is counted), the capture
+ * schedule, the recording window, a program that closes the spool's
+ * descriptor, fork, and the last flush at exit; and that what the
+ * status page says was produced is what the spool holds.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "helpers.h"
+#include "tap.h"
+#include "inject.h"
+#include "tbuf.h"
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+
+static char spool[256];
+
+/* ---- reading a spool back ------------------------------------------------------- */
+
+struct ev {
+	unsigned kind;
+	int64_t ts, dur;
+	char name[64];
+	int64_t tid;
+	char thread[64];
+	char domain[32];
+	uint32_t category, color, payload_type;
+	union tk_value payload;
+	uint64_t id;
+	int64_t end_tid;
+	int unfinished;
+	uint64_t count;
+};
+
+struct spool_read {
+	struct ev *ev;
+	size_t n;
+	int ended;            /* closed with an end marker */
+	unsigned scopes;
+	int64_t last_wm;
+	uint64_t events;
+};
+
+static int64_t
+tid_of(const struct tk_reader *r, uint32_t track)
+{
+	const struct tk_track *t = tk_reader_track(r, track);
+	return t && t->type == TK_TRACK_THREAD ? t->u.thread.tid : -1;
+}
+
+static void
+read_file(const char *path, struct spool_read *s)
+{
+	memset(s, 0, sizeof(*s));
+	struct tk_reader *r = tk_reader_new();
+	if (tk_reader_open_path(r, path) != TK_OK) {
+		tk_reader_free(r);
+		return;
+	}
+	const struct tk_event *e;
+	size_t cap = 0;
+	int rc;
+	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
+		if (s->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			s->ev = realloc(s->ev, cap * sizeof(*s->ev));
+		}
+		struct ev *x = &s->ev[s->n++];
+		memset(x, 0, sizeof(*x));
+		x->kind = e->kind;
+		x->ts = e->ts;
+		x->dur = e->dur;
+		snprintf(x->name, sizeof(x->name), "%s", e->name);
+		if (e->trk->type == TK_TRACK_THREAD) {
+			x->tid = e->trk->u.thread.tid;
+			snprintf(x->thread, sizeof(x->thread), "%s", e->trk->u.thread.name);
+		}
+		if (e->kind == TK_RANGE || e->kind == TK_ASYNC_RANGE || e->kind == TK_MARK) {
+			snprintf(x->domain, sizeof(x->domain), "%s", e->u.range.domain);
+			x->category = e->u.range.category;
+			x->color = e->u.range.color;
+			x->payload_type = e->u.range.payload_type;
+			x->payload = e->u.range.payload;
+			x->id = e->u.range.id;
+			x->end_tid = e->u.range.end_track
+			             ? tid_of(r, e->u.range.end_track) : 0;
+		}
+		if (e->kind == TK_DROPPED)
+			x->count = e->u.dropped.count;
+		x->unfinished = e->args && strstr(e->args, "unfinished") != NULL;
+		s->last_wm = tk_reader_chunk(r)->watermark;
+	}
+	s->ended = rc == TK_EOF;
+	s->scopes = tk_reader_scope(r);
+	s->events = s->n;
+	tk_reader_free(r);
+}
+
+/* The spool of process `pid` (the latest, if it has several). */
+static int
+read_spool(long pid, struct spool_read *s)
+{
+	DIR *d = opendir(spool);
+	char best[512] = "";
+	struct dirent *de;
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "%ld-", pid);
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && n > 4 &&
+		    strcmp(de->d_name + n - 4, ".tkt") == 0 &&
+		    strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	memset(s, 0, sizeof(*s));
+	if (!best[0])
+		return -1;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", spool, best);
+	read_file(path, s);
+	return 0;
+}
+
+static void
+flush_and_read(struct spool_read *s)
+{
+	tki_flusher_round(0);
+	read_spool(getpid(), s);
+}
+
+static size_t
+count(const struct spool_read *s, unsigned kind, const char *name)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ev[i].kind == kind && (!name || !strcmp(s->ev[i].name, name)))
+			n++;
+	return n;
+}
+
+static const struct ev *
+find(const struct spool_read *s, unsigned kind, const char *name, size_t nth)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ev[i].kind == kind && !strcmp(s->ev[i].name, name) && nth-- == 0)
+			return &s->ev[i];
+	return NULL;
+}
+
+static int
+inside(const struct ev *in, const struct ev *out)
+{
+	return in && out && in->ts >= out->ts && in->ts + in->dur <= out->ts + out->dur;
+}
+
+static uint64_t
+produced(void)
+{
+	return tki_status_produced(tki_status);
+}
+
+static int64_t
+gettid_(void)
+{
+	return syscall(SYS_gettid);
+}
+
+/* ---- tests --------------------------------------------------------------------------- */
+
+TEST(loads_and_records)
+{
+	CHECK_EQ_INT(nvtxRangePushA("outer"), 0);
+	{
+		char name[16];
+		snprintf(name, sizeof(name), "inner.%d", 7);
+		CHECK_EQ_INT(nvtxRangePushA(name), 1);
+		memset(name, 'X', sizeof(name) - 1); /* the copy must not see it */
+	}
+	nvtxMarkA("tick");
+	CHECK_EQ_INT(nvtxRangePop(), 1);
+	CHECK_EQ_INT(nvtxRangePop(), 0);
+	CHECK(nvtxRangePop() < 0); /* nothing left to pop */
+	CHECK(tki_writer != NULL);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, NULL), 2);
+	CHECK_EQ_INT(count(&s, TK_MARK, "tick"), 1);
+	const struct ev *o = find(&s, TK_RANGE, "outer", 0);
+	const struct ev *i = find(&s, TK_RANGE, "inner.7", 0);
+	const struct ev *m = find(&s, TK_MARK, "tick", 0);
+	CHECK(inside(i, o));
+	CHECK(m && i && m->ts >= i->ts && m->ts <= i->ts + i->dur);
+	CHECK(o && o->tid == gettid_());
+	CHECK(o && o->domain[0] == 0);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+TEST(attributes_domains_categories)
+{
+	nvtxNameCategoryA(3, "compute");
+	nvtxDomainHandle_t d = nvtxDomainCreateA("net");
+	CHECK(d == nvtxDomainCreateA("net"));
+	nvtxDomainNameCategoryA(d, 4, "wire");
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringA(d, "send");
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 3;
+	a.colorType = NVTX_COLOR_ARGB;
+	a.color = 0xff112233;
+	a.payloadType = NVTX_PAYLOAD_TYPE_INT32;
+	a.payload.iValue = -5;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "attrs";
+	nvtxRangePushEx(&a);
+	nvtxRangePop();
+
+	a.payloadType = NVTX_PAYLOAD_TYPE_FLOAT;
+	a.payload.fValue = 0.5f;
+	a.colorType = NVTX_COLOR_UNKNOWN;
+	a.message.ascii = "float";
+	nvtxMarkEx(&a);
+
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 4;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = reg;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.payload.ullValue = 1ull << 40;
+	nvtxDomainRangePushEx(d, &a);
+	/* a default-domain range inside: a separate stack */
+	nvtxRangePushA("default.in.net");
+	nvtxDomainRangePop(d);
+	nvtxRangePop();
+
+	nvtxMarkW(L"wide-\u00fc\u4e2d");
+
+	struct spool_read s;
+	flush_and_read(&s);
+	const struct ev *e = find(&s, TK_RANGE, "attrs", 0);
+	CHECK(e && e->category == 3 && e->color == 0xff112233);
+	CHECK(e && e->payload_type == TK_PAYLOAD_INT && e->payload.i == -5);
+	e = find(&s, TK_MARK, "float", 0);
+	CHECK(e && e->payload_type == TK_PAYLOAD_DOUBLE && e->payload.d == 0.5);
+	CHECK(e && e->color == 0);
+	e = find(&s, TK_RANGE, "send", 0);
+	CHECK(e && !strcmp(e->domain, "net") && e->category == 4);
+	CHECK(e && e->payload_type == TK_PAYLOAD_UINT && e->payload.u == 1ull << 40);
+	/* the pops of two domains do not close each other's ranges */
+	const struct ev *in = find(&s, TK_RANGE, "default.in.net", 0);
+	CHECK(e && in && in->ts > e->ts && in->ts + in->dur > e->ts + e->dur);
+	CHECK_EQ_INT(count(&s, TK_MARK, "wide-\xc3\xbc\xe4\xb8\xad"), 1);
+	free(s.ev);
+
+	/* the categories are in the spool's definitions */
+	char path[1024];
+	DIR *dir = opendir(spool);
+	struct dirent *de;
+	int compute = 0, wire = 0;
+	while (dir && (de = readdir(dir))) {
+		if (atol(de->d_name) != getpid() || !strstr(de->d_name, ".tkt"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", spool, de->d_name);
+		struct tk_reader *r = tk_reader_new();
+		struct tk_record rec;
+		if (tk_reader_open_path(r, path) == TK_OK)
+			while (tk_reader_next(r, &rec) == TK_OK)
+				if (rec.type == TK_REC_CATEGORY) {
+					compute |= !strcmp(rec.u.category->name, "compute") &&
+					           rec.u.category->category == 3 &&
+					           !rec.u.category->domain[0];
+					wire |= !strcmp(rec.u.category->name, "wire") &&
+					        !strcmp(rec.u.category->domain, "net");
+				}
+		tk_reader_free(r);
+	}
+	if (dir)
+		closedir(dir);
+	CHECK(compute && wire);
+}
+
+#define NTHREADS 4
+#define PER_THREAD 2000
+
+static pthread_barrier_t barrier;
+static nvtxRangeId_t handoff;
+
+static void *
+thread_main(void *arg)
+{
+	int n = (int)(long)arg;
+	char name[32];
+	snprintf(name, sizeof(name), "worker-%d", n);
+	nvtxNameOsThreadA((uint32_t)gettid_(), name);
+	if (n == 0)
+		handoff = nvtxRangeStartA("handoff");
+	pthread_barrier_wait(&barrier);
+	for (int i = 0; i < PER_THREAD; i++) {
+		nvtxRangePushA("work");
+		nvtxRangePushA("part");
+		nvtxRangePop();
+		nvtxRangePop();
+	}
+	if (n == 1)
+		nvtxRangeEnd(handoff);
+	return NULL;
+}
+
+TEST(threads_names_and_async)
+{
+	pthread_t t[NTHREADS];
+	pthread_barrier_init(&barrier, NULL, NTHREADS);
+	for (long i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, thread_main, (void *)i);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&barrier);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "work"), NTHREADS * PER_THREAD);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "part"), NTHREADS * PER_THREAD);
+	int named[NTHREADS] = { 0 };
+	for (size_t i = 0; i < s.n; i++) {
+		int k;
+		if (sscanf(s.ev[i].thread, "worker-%d", &k) == 1 && k >= 0 && k < NTHREADS)
+			named[k]++;
+	}
+	for (int k = 0; k < NTHREADS; k++)
+		CHECK(named[k] >= 2 * PER_THREAD);
+	const struct ev *h = find(&s, TK_ASYNC_RANGE, "handoff", 0);
+	CHECK(h && h->id != 0 && h->end_tid > 0 && h->end_tid != h->tid);
+	CHECK(h && !strcmp(h->thread, "worker-0"));
+	/* the exited threads are gone from the list */
+	struct tki_thread **ts;
+	size_t n = tki_threads_snapshot(&ts);
+	free(ts);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+TEST(open_ranges_hold_the_watermark)
+{
+	int64_t before = tki_now();
+	nvtxRangePushA("long");
+	nvtxRangePushA("short");
+	nvtxRangePop();
+	struct spool_read s;
+	flush_and_read(&s);
+	int64_t open = __atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE);
+	CHECK(open >= before && open <= tki_now());
+	CHECK(s.last_wm <= open);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "long"), 0);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "short"), 1);
+	nvtxRangePop();
+	free(s.ev);
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "long"), 1);
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+	free(s.ev);
+}
+
+static void *
+flood(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200000; i++) {
+		nvtxRangePushA("flood");
+		nvtxRangePop();
+	}
+	return NULL;
+}
+
+TEST(full_buffers_count_what_they_drop)
+{
+	/* two blocks for the whole process, and a flusher that only runs
+	 * when asked: most of the flood cannot be kept */
+	size_t limit = tki_cfg.buffer_limit;
+	tki_cfg.buffer_limit = 2 * TKI_BLOCK_BYTES;
+	pthread_t t;
+	pthread_create(&t, NULL, flood, NULL);
+	pthread_join(t, NULL);
+	tki_cfg.buffer_limit = limit;
+	struct spool_read s;
+	flush_and_read(&s);
+	uint64_t dropped = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.ev[i].kind == TK_DROPPED)
+			dropped += s.ev[i].count;
+	size_t kept = count(&s, TK_RANGE, "flood");
+	CHECK(kept > 0);
+	CHECK_EQ_INT(kept + dropped, 200000);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+TEST(capture_schedule)
+{
+	/* skip 1, warmup 1, active 2, two cycles: occurrences 3, 4, 7, 8 */
+	tki_cfg.capture = "step";
+	tki_cfg.capture_domain = NULL;
+	tki_cfg.skip = 1;
+	tki_cfg.warmup = 1;
+	tki_cfg.active = 2;
+	tki_cfg.cycles = 2;
+	tki_capture_init();
+	nvtxMarkA("before");
+	for (uint64_t i = 1; i <= 10; i++) {
+		nvtxEventAttributes_t a;
+		memset(&a, 0, sizeof(a));
+		a.version = NVTX_VERSION;
+		a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+		a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+		a.payload.ullValue = i;
+		a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+		a.message.ascii = "step";
+		nvtxRangePushEx(&a);
+		nvtxRangePushA("inside");
+		nvtxRangePop();
+		nvtxRangePop();
+		nvtxMarkA("between");
+	}
+	tki_cfg.capture = NULL;
+	tki_capture_init();
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_MARK, "before"), 0);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "step"), 4);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "inside"), 4);
+	/* active phases hold between their occurrences: after 3, not after 4 */
+	CHECK_EQ_INT(count(&s, TK_MARK, "between"), 2);
+	uint64_t want[] = { 3, 4, 7, 8 };
+	for (int k = 0; k < 4; k++) {
+		const struct ev *e = find(&s, TK_RANGE, "step", (size_t)k);
+		CHECK(e && e->payload.u == want[k]);
+	}
+	free(s.ev);
+}
+
+TEST(recording_window)
+{
+	nvtxRangePushA("across.end");
+	int64_t end = tki_now();
+	tki_cfg.win_end = end;
+	nvtxRangePushA("after.end");
+	nvtxRangePop();
+	nvtxMarkA("late");
+	nvtxRangePop();
+	struct spool_read s;
+	flush_and_read(&s);
+	tki_cfg.win_end = INT64_MAX;
+	CHECK_EQ_INT(count(&s, TK_RANGE, "after.end"), 0);
+	CHECK_EQ_INT(count(&s, TK_MARK, "late"), 0);
+	const struct ev *e = find(&s, TK_RANGE, "across.end", 0);
+	CHECK(e && e->unfinished && e->ts + e->dur == end);
+	free(s.ev);
+}
+
+/* The descriptor of the spool file, found as the program would not. */
+static int
+spool_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+	while (d && (de = readdir(d))) {
+		char link[300], target[1024];
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		ssize_t k = readlink(link, target, sizeof(target) - 1);
+		if (k <= 0)
+			continue;
+		target[k] = 0;
+		if (strstr(target, spool) && strstr(target, ".tkt"))
+			found = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+TEST(program_closes_the_spool_descriptor)
+{
+	nvtxRangePushA("before.close");
+	nvtxRangePop();
+	tki_flusher_round(0);
+	int fd = spool_fd();
+	CHECK(fd >= 0);
+	/* the number now is one of the program's files */
+	int other = open("/dev/null", O_WRONLY);
+	CHECK(dup2(other, fd) == fd);
+	close(other);
+	nvtxRangePushA("after.close");
+	nvtxRangePop();
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(s.scopes, 2);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "before.close"), 1);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "after.close"), 1);
+	const struct ev *e = find(&s, TK_RANGE, "after.close", 0);
+	CHECK(e && e->tid == gettid_());
+	close(fd);
+	free(s.ev);
+}
+
+TEST(fork_child_has_its_own_spool)
+{
+	nvtxRangePushA("parent.open");
+	pid_t pid = fork();
+	if (pid == 0) {
+		nvtxRangePushA("child.range");
+		nvtxRangePop();
+		nvtxRangePop(); /* the parent's range is not the child's */
+		exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	nvtxRangePop();
+	struct spool_read c;
+	CHECK(read_spool(pid, &c) == 0);
+	CHECK(c.ended);
+	CHECK_EQ_INT(c.n, 1);
+	CHECK(c.n == 1 && !strcmp(c.ev[0].name, "child.range") && c.ev[0].tid == pid);
+	free(c.ev);
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "parent.open"), 1);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "child.range"), 0);
+	free(s.ev);
+}
+
+TEST(exit_flush_writes_open_ranges_and_ends)
+{
+	nvtxRangePushA("never.closed");
+	tki_flusher_finish();
+	CHECK(!atomic_load(&tki_on));
+	nvtxMarkA("after.exit"); /* ignored */
+	struct spool_read s;
+	read_spool(getpid(), &s);
+	CHECK(s.ended);
+	const struct ev *e = find(&s, TK_RANGE, "never.closed", 0);
+	CHECK(e && e->unfinished);
+	CHECK_EQ_INT(count(&s, TK_MARK, "after.exit"), 0);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+static void
+remove_spool(void)
+{
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' || de->d_name[1] == 'p')
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(spool);
+}
+
+int
+main(void)
+{
+	strcpy(spool, "/tmp/tracekit-test-XXXXXX");
+	if (!mkdtemp(spool))
+		return 1;
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	setenv(TKI_ENV_SPOOL, spool, 1);
+	setenv(TKI_ENV_RECORDER, pid, 1);
+	setenv(TKI_ENV_FLUSH, "60000000000", 1); /* rounds when asked */
+	unsetenv("NVTX_INJECTION64_PATH");
+	/* the NVTX loader's hook for a statically linked tool */
+	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
+
+	RUN(loads_and_records);
+	RUN(attributes_domains_categories);
+	RUN(threads_names_and_async);
+	RUN(open_ranges_hold_the_watermark);
+	RUN(full_buffers_count_what_they_drop);
+	RUN(capture_schedule);
+	RUN(recording_window);
+	RUN(program_closes_the_spool_descriptor);
+	RUN(fork_child_has_its_own_spool);
+	RUN(exit_flush_writes_open_ranges_and_ends);
+	remove_spool();
+	return tap_done();
+}
