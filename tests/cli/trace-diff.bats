@@ -193,6 +193,25 @@ PY
 	jq -e '[.groups[] | select(.verdict == "faster" or .verdict == "slower")] | length == 0' <<< "$output"
 }
 
+@test "a trace-record --repeat recording is compared run by run" {
+	command -v trace-record > /dev/null || skip "trace-record is not built"
+	under_valgrind && skip "recording under valgrind takes too long"
+	d=$BATS_TEST_TMPDIR
+	loop='i=0; while [ $i -lt "$0" ]; do i=$((i + 1)); done'
+	trace-record --repeat 6 -o "$d/a.tkt" -- sh -c "$loop" 20000 2> /dev/null
+	trace-record --repeat 6 -o "$d/b.tkt" -- sh -c "$loop" 80000 2> /dev/null
+	run trace-diff --json "$d/a.tkt" "$d/b.tkt"
+	[ "$status" -le 1 ]
+	# four times the work per run; run times vary on a shared machine,
+	# so only what cannot: the runs found, tested, at least 2x slower
+	jq -e '.runs and (.summary[0] | .metric == "wall" and .per_run and
+	       .runs_before == 6 and .runs_after == 6 and .test == "welch" and
+	       .ratio > 2)' <<< "$output"
+	assert_eq "$(jq '.before.run_wall_ns | length' <<< "$output")" 6
+	run -0 trace-diff -q --expect-speedup 2 "$d/b.tkt" "$d/a.tkt"
+	run -1 trace-diff -q --expect-speedup 10 "$d/b.tkt" "$d/a.tkt"
+}
+
 @test "exit status: 0 without, 1 with a regression; -q prints nothing" {
 	B=$(synth_trace before.tkt $SMALL)
 	S=$(synth_trace slow.tkt $SMALL --slow flash_bwd=1.3)
