@@ -3,9 +3,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -89,18 +92,41 @@ cmd_version(void)
 	exit(cmd_finish(0));
 }
 
+/* Why writing to f failed, once ferror(f) is set.  stdio keeps no errno,
+ * and it drops its buffer when a write fails: flushing again tells why
+ * only if something was buffered since.  When nothing was (the last
+ * write was the one that failed), ask the descriptor: a pipe whose
+ * reader is gone polls POLLERR, and a write of nothing reports a closed
+ * descriptor or a full device. */
+static int
+output_errno(FILE *f)
+{
+	errno = 0;
+	if (fflush(f) != 0 && errno)
+		return errno;
+	int fd = fileno(f);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return EBADF;
+	if (S_ISFIFO(st.st_mode)) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+			return EPIPE;
+	}
+	if (write(fd, "", 0) < 0)
+		return errno;
+	return EIO;
+}
+
 void
 cmd_check_output(FILE *f)
 {
 	if (!ferror(f))
 		return;
-	/* stdio keeps no errno; flushing again tells why it failed */
-	errno = 0;
-	fflush(f);
-	if (errno == EPIPE)
+	int e = output_errno(f);
+	if (e == EPIPE)
 		exit(0);
-	fprintf(stderr, "%s: write error: %s\n", cmd_name,
-	        strerror(errno ? errno : EIO));
+	fprintf(stderr, "%s: write error: %s\n", cmd_name, strerror(e));
 	exit(EXIT_USAGE);
 }
 
@@ -109,10 +135,10 @@ cmd_finish(int status)
 {
 	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno == EPIPE)
+		int e = errno ? errno : output_errno(stdout);
+		if (e == EPIPE)
 			return status;
-		fprintf(stderr, "%s: write error: %s\n", cmd_name,
-		        strerror(errno ? errno : EIO));
+		fprintf(stderr, "%s: write error: %s\n", cmd_name, strerror(e));
 		return EXIT_USAGE;
 	}
 	return status;
