@@ -68,17 +68,21 @@ json_input(struct diff *df, int side)
 	json_t *meta = json_object();
 	for (size_t i = 0; i < run->nmeta; i++) {
 		/* a key with several values (merged traces) becomes an array */
-		json_t *old = json_object_get(meta, run->meta[i].key);
 		json_t *v = jstr(run->meta[i].value);
+		/* keys too must be UTF-8 (jansson refuses others); taken
+		 * after the value, as both share cmd_utf8()'s buffer */
+		size_t n;
+		const char *key = cmd_utf8(run->meta[i].key, strlen(run->meta[i].key), &n);
+		json_t *old = json_object_get(meta, key);
 		if (!old) {
-			jset(meta, run->meta[i].key, v);
+			jset(meta, key, v);
 		} else if (json_is_array(old)) {
 			jappend(old, v);
 		} else {
 			json_t *arr = json_array();
 			json_array_append(arr, old);
 			jappend(arr, v);
-			jset(meta, run->meta[i].key, arr);
+			jset(meta, key, arr);
 		}
 	}
 	jset(o, "metadata", meta);
