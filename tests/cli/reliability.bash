@@ -52,26 +52,44 @@ rel_fixtures() {
 # ---- running a command ------------------------------------------------------------
 
 # The command line of a key.  trace-merge runs with -k so that it merges
-# all it can read; its stop without -k is a cell of its own.
+# all it can read; its stop without -k is a cell of its own.  trace-diff
+# gets two operands (rel_files).
 # VARIANTS: the other output formats, which the output cells try too.
+# BAD: the exit status for an input that cannot be read completely.
 rel_argv() {
+	BAD=1
 	case $1 in
 	dump) ARGV=(trace-dump) VARIANTS=("" --csv --json --info "--info --json") ;;
 	stats) ARGV=(trace-stats --json) VARIANTS=("" --csv --json) ;;
 	chrome) ARGV=(trace-to-chrome) VARIANTS=("" -z) ;;
 	merge) ARGV=(trace-merge -k) VARIANTS=("") ;;
+	diff) ARGV=(trace-diff --json) VARIANTS=("" --json --csv --markdown) BAD=2 ;;
 	*) echo "unknown key $1" >&2; return 1 ;;
 	esac
 }
 
-# rel_run KEY ARG...: run it, stdout to $OUT, stderr to $ERR, status $RC.
-# Never for ever: a command that hangs fails the cell (status 124).
+# rel_files KEY FILE: the file operands for FILE, in $FILES.  trace-diff
+# compares an intact input with itself, and a damaged one (any other
+# name) with the intact base.tkt, so that the damage is reported once.
+rel_files() {
+	FILES=("$2")
+	[ "$1" = diff ] || return 0
+	case ${2##*/} in
+	base.tkt|big.tkt|other.tkt|v1.9.tkt|huge.tkt|utf8.tkt|cat.tkt) FILES=("$2" "$2") ;;
+	*) FILES=("$BATS_FILE_TMPDIR/base.tkt" "$2") ;;
+	esac
+}
+
+# rel_run KEY ARG... FILE: run it, stdout to $OUT, stderr to $ERR, status
+# $RC.  Never for ever: a command that hangs fails the cell (status 124).
 rel_run() {
-	rel_argv "$1" || return 1
+	local key=$1
+	rel_argv "$key" || return 1
 	shift
+	rel_files "$key" "${@: -1}"
 	OUT=$BATS_TEST_TMPDIR/out ERR=$BATS_TEST_TMPDIR/err
 	RC=0
-	timeout 300 "${ARGV[@]}" "$@" > "$OUT" 2> "$ERR" || RC=$?
+	timeout 300 "${ARGV[@]}" "${@:1:$#-1}" "${FILES[@]}" > "$OUT" 2> "$ERR" || RC=$?
 }
 
 # The events the last run delivered, counted from its output.
@@ -81,6 +99,7 @@ rel_events() {
 	stats) if [ -s "$OUT" ]; then jq '.run.events' "$OUT"; else echo 0; fi ;;
 	chrome) jq '.otherData.tracekit.events_read' "$OUT" ;;
 	merge) trace-dump "$OUT" 2>/dev/null | wc -l ;;
+	diff) if [ -s "$OUT" ]; then jq '.after.events' "$OUT"; else echo 0; fi ;;
 	esac
 }
 
@@ -117,6 +136,7 @@ rel_msg() {
 rel_output_valid() {
 	case $1 in
 	stats) [ ! -s "$OUT" ] || jq -e '.run' "$OUT" > /dev/null ;;
+	diff) [ ! -s "$OUT" ] || jq -e '.after' "$OUT" > /dev/null ;;
 	chrome) jq -e '.traceEvents | type == "array"' "$OUT" > /dev/null ;;
 	merge) trace-dump --info "$OUT" > /dev/null ;;
 	esac
@@ -127,6 +147,11 @@ rel_output_valid() {
 # lines themselves for the listings).
 rel_delivered() {
 	local key=$1 n=$2 d=$BATS_FILE_TMPDIR got
+	if [ "$key" = diff ] && [ "$RC" = 2 ]; then
+		# a trace with a part missing is not compared at all
+		[ ! -s "$OUT" ] || { echo "trace-diff compared a damaged trace" >&2; return 1; }
+		return 0
+	fi
 	got=$(rel_events "$key")
 	if [ "$got" != "$n" ]; then
 		echo "delivered $got events, expected $n" >&2
@@ -171,7 +196,7 @@ rel_sample_note() {
 cell_empty() {
 	local f=$BATS_FILE_TMPDIR/empty.tkt
 	rel_run "$1" "$f"
-	rel_expect 1 "$(rel_msg "$1" "$f" 'empty input \(not a trace\)')"
+	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'empty input \(not a trace\)')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 }
@@ -179,7 +204,7 @@ cell_empty() {
 cell_magic() {
 	local f=$BATS_FILE_TMPDIR/magic.tkt
 	rel_run "$1" "$f"
-	rel_expect 1 "$(rel_msg "$1" "$f" 'not a tracekit trace \(bad magic at byte 0\)')"
+	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'not a tracekit trace \(bad magic at byte 0\)')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 }
@@ -187,12 +212,12 @@ cell_magic() {
 cell_future_version() {
 	local d=$BATS_FILE_TMPDIR
 	rel_run "$1" "$d/v2.tkt"
-	rel_expect 1 "$(rel_msg "$1" "$d/v2.tkt" \
+	rel_expect "$BAD" "$(rel_msg "$1" "$d/v2.tkt" \
 		'unsupported format version 2\.0 at byte 0 \(this reader reads 1\.x\)')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 	rel_run "$1" "$d/features.tkt"
-	rel_expect 1 "$(rel_msg "$1" "$d/features.tkt" \
+	rel_expect "$BAD" "$(rel_msg "$1" "$d/features.tkt" \
 		'unsupported format features 0x4 at byte 0')"
 	rel_delivered "$1" 0
 	# a later minor version with a longer header is read as usual
@@ -228,7 +253,7 @@ cell_flipped() {
 cell_directory() {
 	local f=$BATS_FILE_TMPDIR/dir
 	rel_run "$1" "$f"
-	rel_expect 1 "$(rel_msg "$1" "$f" 'read error at byte 0: Is a directory')"
+	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'read error at byte 0: Is a directory')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 }
@@ -236,26 +261,37 @@ cell_directory() {
 cell_missing() {
 	local f=$BATS_FILE_TMPDIR/no-such.tkt
 	rel_run "$1" "$f"
-	rel_expect 1 "$(rel_msg "$1" "$f" 'No such file or directory')"
+	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'No such file or directory')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 }
 
-# A named pipe: nothing can be sought or read twice.
+# A named pipe: nothing can be sought or read twice.  (trace-diff cannot
+# read one pipe twice: it compares base.tkt with the pipe.)
 cell_fifo() {
 	local d=$BATS_FILE_TMPDIR p=$BATS_TEST_TMPDIR/fifo path off n what at
 	mkfifo "$p"
 	cat "$d/base.tkt" > "$p" &
-	rel_run "$1" "$p"
+	if [ "$1" = diff ]; then
+		OUT=$BATS_TEST_TMPDIR/out ERR=$BATS_TEST_TMPDIR/err RC=0 BAD=2
+		trace-diff --json "$d/base.tkt" "$p" > "$OUT" 2> "$ERR" || RC=$?
+	else
+		rel_run "$1" "$p"
+	fi
 	wait
 	rel_expect 0
 	rel_delivered "$1" "$(wc -l < "$d/base.csv")"
 	# cut inside a chunk
 	read -r path off n what at < <(awk '$4 == "chunk" && $3 > 0 { print; exit }' "$d/cuts.txt")
 	cat "$path" > "$p" &
-	rel_run "$1" "$p"
+	if [ "$1" = diff ]; then
+		RC=0
+		trace-diff --json "$d/base.tkt" "$p" > "$OUT" 2> "$ERR" || RC=$?
+	else
+		rel_run "$1" "$p"
+	fi
 	wait
-	rel_expect 1 "$(rel_msg "$1" "$p" "$(cut_message "$what" "$at")")"
+	rel_expect "$BAD" "$(rel_msg "$1" "$p" "$(cut_message "$what" "$at")")"
 	rel_delivered "$1" "$n"
 }
 
@@ -280,6 +316,8 @@ cell_huge() {
 		assert_eq "$(jq '[.traceEvents[] | select(.cat == "kernel") | .name | length] | unique' -c "$OUT")" "[$mib]" ;;
 	merge)
 		diff <(trace-dump --csv "$OUT" | sort | md5sum) <(trace-dump --csv "$f" | sort | md5sum) ;;
+	diff)
+		assert_eq "$(jq '[.groups[] | select(.kind == "kernel" or .kind == "range") | .name | length] | unique' -c "$OUT")" "[$mib]" ;;
 	esac
 }
 
@@ -317,6 +355,14 @@ assert len(rows) == 24 and len({len(r) for r in rows}) == 1, rows' "$OUT" ;;
 		assert_eq "$(jq '.otherData.tracekit.events_written' "$OUT")" 23 ;;
 	merge)
 		cmp <(trace-dump --csv "$OUT" | sort) <(trace-dump --csv "$f" | sort) ;;
+	diff)
+		json_lines_valid "$OUT"
+		assert_eq "$(jq -c '[.before.metadata[] | arrays | length]' "$OUT")" "[2]"
+		local v
+		for v in --csv --markdown ""; do
+			rel_run diff $v "$f"
+			rel_expect 0
+		done ;;
 	esac
 }
 
@@ -341,6 +387,7 @@ cell_cat() {
 	case $key in
 	stats) assert_eq "$(jq .run.scopes "$OUT")" 2 ;;
 	chrome) assert_eq "$(jq -c '[.traceEvents[] | select(.ph == "X" and .cat == "process") | .pid]' "$OUT")" "[4242,5151]" ;;
+	diff) assert_eq "$(jq .after.processes "$OUT")" 2 ;;
 	merge) trace-dump --csv "$OUT" | awk -F, 'NR > 2 && $2 < prev { exit 1 } { prev = $2 }' ;;
 	esac
 	# the first trace cut short between two chunks, then a whole one
@@ -348,10 +395,10 @@ cell_cat() {
 	rel_run "$key" "$d/catcut.tkt"
 	if [ "$key" = merge ]; then
 		# it splits the file at its headers: the second trace is merged too
-		rel_expect 1 "$(rel_msg "$key" "$d/catcut.tkt" "$(cut_message end "$at")")"
+		rel_expect "$BAD" "$(rel_msg "$key" "$d/catcut.tkt" "$(cut_message end "$at")")"
 		assert_eq "$(rel_events "$key")" $((cut + $(wc -l < "$d/other.csv")))
 	else
-		rel_expect 1 "$(rel_msg "$key" "$d/catcut.tkt" \
+		rel_expect "$BAD" "$(rel_msg "$key" "$d/catcut.tkt" \
 			"truncated at byte $at \\(a new trace starts there before the end of the previous one\\)")"
 		rel_delivered "$key" "$cut"
 	fi
@@ -361,8 +408,17 @@ cell_cat() {
 cell_among_good() {
 	local key=$1 d=$BATS_FILE_TMPDIR path off n what at
 	read -r path off n what at < <(awk '$4 == "chunk" && $3 > 0 { print; exit }' "$d/cuts.txt")
+	if [ "$key" = diff ]; then
+		# two operands: the damaged one first, then an intact one, which
+		# is read all the same (in a thread of its own) and says nothing
+		OUT=$BATS_TEST_TMPDIR/out ERR=$BATS_TEST_TMPDIR/err RC=0
+		trace-diff --json "$path" "$d/other.tkt" > "$OUT" 2> "$ERR" || RC=$?
+		rel_expect 2 "$(rel_msg diff "$path" "$(cut_message "$what" "$at")")"
+		[ ! -s "$OUT" ]
+		return
+	fi
 	rel_run "$key" "$d/base.tkt" "$path" "$d/other.tkt"
-	rel_expect 1 "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
+	rel_expect "$BAD" "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
 	rel_output_valid "$key"
 	assert_eq "$(rel_events "$key")" $(( $(wc -l < "$d/base.csv") + n + $(wc -l < "$d/other.csv") ))
 	if [ "$key" = merge ]; then
@@ -370,7 +426,7 @@ cell_among_good() {
 		# its output too: it has no end marker
 		RC=0
 		trace-merge "$d/base.tkt" "$path" "$d/other.tkt" > "$OUT" 2> "$ERR" || RC=$?
-		rel_expect 1 "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
+		rel_expect "$BAD" "$(rel_msg "$key" "$path" "$(cut_message "$what" "$at")")"
 		run -1 --separate-stderr trace-dump "$OUT"
 		[[ "$stderr" == *"(the trace has no end marker: its writer did not finish)" ]]
 	fi
@@ -385,9 +441,10 @@ cell_dev_full() {
 	rel_argv "$key"
 	ERR=$BATS_TEST_TMPDIR/err
 	for f in base.tkt big.tkt; do
+		rel_files "$key" "$d/$f"
 		for v in "${VARIANTS[@]}"; do
 			RC=0
-			${ARGV[0]} $v "$d/$f" > /dev/full 2> "$ERR" || RC=$?
+			${ARGV[0]} $v "${FILES[@]}" > /dev/full 2> "$ERR" || RC=$?
 			rel_expect 2 "${ARGV[0]}: (\\(stdout\\): )?write error: No space left on device" ||
 				{ echo "with '$v' on $f" >&2; return 1; }
 		done
@@ -409,9 +466,10 @@ cell_closed_stdout() {
 	local key=$1 v
 	rel_argv "$key"
 	ERR=$BATS_TEST_TMPDIR/err
+	rel_files "$key" "$BATS_FILE_TMPDIR/base.tkt"
 	for v in "${VARIANTS[@]}"; do
 		RC=0
-		${ARGV[0]} $v "$BATS_FILE_TMPDIR/base.tkt" >&- 2> "$ERR" || RC=$?
+		${ARGV[0]} $v "${FILES[@]}" >&- 2> "$ERR" || RC=$?
 		rel_expect 2 "${ARGV[0]}: (\\(stdout\\): )?write error: Bad file descriptor" ||
 			{ echo "with '$v'" >&2; return 1; }
 	done
@@ -433,13 +491,14 @@ cell_epipe() {
 	local key=$1 d=$BATS_FILE_TMPDIR v lines
 	rel_argv "$key"
 	ERR=$BATS_TEST_TMPDIR/err
+	rel_files "$key" "$d/big.tkt"
 	for v in "${VARIANTS[@]}"; do
 		RC=0
-		closed_pipe ${ARGV[0]} $v "$d/big.tkt" 2> "$ERR" || RC=$?
+		closed_pipe ${ARGV[0]} $v "${FILES[@]}" 2> "$ERR" || RC=$?
 		rel_expect 0 || { echo "with '$v'" >&2; return 1; }
 		# and the way people do it
 		RC=0
-		lines=$(set -o pipefail; ${ARGV[0]} $v "$d/big.tkt" 2> "$ERR" | head -1 | wc -l) || RC=$?
+		lines=$(set -o pipefail; ${ARGV[0]} $v "${FILES[@]}" 2> "$ERR" | head -1 | wc -l) || RC=$?
 		rel_expect 0 || { echo "with '$v' | head -1" >&2; return 1; }
 		assert_eq "$lines" 1
 	done

@@ -7,7 +7,7 @@ trace of a manifest written by `badtrace cuts` or `badtrace flips`.
     reliability.py json-fixtures DIR
     reliability.py json-cuts|json-flips DIR
 
-KEY is dump, stats, chrome or merge; DIR holds base.tkt and what
+KEY is dump, stats, chrome, merge or diff; DIR holds base.tkt and what
 rel_fixtures (reliability.bash) made of it.  For each damaged trace the
 command must exit 1, print exactly one line on stderr naming the file
 and the byte offset the manifest gives, and deliver every event of the
@@ -37,6 +37,8 @@ ARGV = {
     "stats": ["trace-stats", "--json"],
     "chrome": ["trace-to-chrome"],
     "merge": ["trace-merge", "-k"],
+    # compares base.tkt with the damaged trace: it is not compared at all
+    "diff": ["trace-diff", "--json"],
 }
 
 
@@ -64,6 +66,8 @@ class Base:
 
 def delivered(key, out, n, base):
     """None if `out` holds exactly the first n events, else what differs."""
+    if key == "diff":
+        return "a damaged trace was compared" if out else None
     if key == "dump":
         if out != b"".join(base.lines[:n]):
             return f"not the first {n} lines of the listing"
@@ -256,12 +260,15 @@ def main():
             path, off, n, at = f
             msg = flip_message(at)
         n = int(n)
-        p = subprocess.run(ARGV[key] + [path], capture_output=True)
+        # trace-diff: the damaged trace after the intact one
+        files = [os.path.join(d, "base.tkt"), path] if key == "diff" else [path]
+        p = subprocess.run(ARGV[key] + files, capture_output=True)
         err = p.stderr.decode(errors="replace")
         name = ARGV[key][0]
+        bad = 2 if key == "diff" else 1
         problem = None
-        if p.returncode != 1:
-            problem = f"exit status {p.returncode}, expected 1"
+        if p.returncode != bad:
+            problem = f"exit status {p.returncode}, expected {bad}"
         elif not re.fullmatch(f"{name}: {re.escape(path)}: {msg}\n", err):
             problem = f"expected one line matching '{msg}'"
         else:
