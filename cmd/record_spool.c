@@ -203,9 +203,17 @@ follow(struct spool *s, const uint8_t *p, size_t n)
 			}
 			s->chunk_events = le32(h + 20);
 			s->skip = (uint64_t)(hs - 56) + le32(h + 12);
-			s->last_wm = (int64_t)le64(h + 40);
-			if (flags & TK_CHUNK_END)
+			if (flags & TK_CHUNK_END) {
+				/* its watermark says "nothing follows" (the
+				 * largest time); what it covers ends with its
+				 * last event */
+				int64_t t_max = (int64_t)le64(h + 32);
+				if (s->chunk_events && t_max > s->last_wm)
+					s->last_wm = t_max;
 				s->ended = 1;
+			} else {
+				s->last_wm = (int64_t)le64(h + 40);
+			}
 			s->hlen = 0;
 			if (!s->skip)
 				s->events += s->chunk_events;

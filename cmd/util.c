@@ -19,15 +19,26 @@ cmd_init(const char *name)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static void vwarn(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* Where this thread's warnings go; NULL: stderr (cmd_warn_to). */
+static _Thread_local FILE *warn_to;
+
+void
+cmd_warn_to(FILE *f)
+{
+	warn_to = f;
+}
+
+static void vwarn(FILE *out, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 static void
-vwarn(const char *fmt, va_list ap)
+vwarn(FILE *out, const char *fmt, va_list ap)
 {
-	fflush(stdout);
-	fprintf(stderr, "%s: ", cmd_name);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	if (out == stderr)
+		fflush(stdout);
+	fprintf(out, "%s: ", cmd_name);
+	vfprintf(out, fmt, ap);
+	fputc('\n', out);
 }
 
 void
@@ -35,7 +46,7 @@ cmd_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	vwarn(warn_to ? warn_to : stderr, fmt, ap);
 	va_end(ap);
 }
 
@@ -44,7 +55,8 @@ cmd_die(int status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	/* the process ends: this goes out now, whoever says it */
+	vwarn(stderr, fmt, ap);
 	va_end(ap);
 	exit(status);
 }
@@ -54,7 +66,7 @@ cmd_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	vwarn(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help' for more information.\n", cmd_name);
 	exit(EXIT_USAGE);

@@ -30,6 +30,10 @@ void cmd_init(const char *name);
 
 /* "trace-dump: message" on stderr. */
 void cmd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's cmd_warn() messages go to f until it is reset
+ * with NULL: work done in another thread can then hand its messages
+ * over to be printed in order.  cmd_die() always writes to stderr. */
+void cmd_warn_to(FILE *f);
 _Noreturn void cmd_die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Message plus "Try 'trace-dump --help'.", exit 2. */

@@ -264,9 +264,13 @@ TKP_HIDDEN uint32_t tkp_crc32(uint32_t crc, const void *p, size_t n);
 TKP_HIDDEN uint64_t tkp_hash(const void *p, size_t n);
 /* write(2) all of it, retrying on EINTR; 0 or -1 with errno. */
 TKP_HIDDEN int tkp_write_all(int fd, const void *p, size_t n);
-/* Go on writing a trace to another descriptor, opened on the same file
- * (the injection library: the recorded program closed ours), so that
- * the trace can still be finished. */
-TKP_HIDDEN void tkp_writer_set_fd(struct tk_writer *w, int fd);
+/* Go on writing a trace through `sink` rather than a descriptor: it gets
+ * every piece of the stream in order and returns 0, or -1 with errno.
+ * The injection library opens its spool for each write, so that the
+ * recorded program, which may close any descriptor, never has ours. */
+TKP_HIDDEN void tkp_writer_set_sink(struct tk_writer *w,
+                                    int (*sink)(void *arg, const void *p,
+                                                size_t n),
+                                    void *arg);
 
 #endif /* TK_PRIVATE_H */

@@ -55,6 +55,9 @@ struct config_cache {
 struct tk_writer {
 	int fd;
 	int own_fd;
+	/* where the bytes go instead of fd, when set (tkp_writer_set_sink) */
+	int (*sink)(void *arg, const void *p, size_t n);
+	void *sink_arg;
 	char *name;
 	struct tk_writer_options opt;
 	int open;
@@ -226,6 +229,12 @@ reset_chunk(struct tk_writer *w)
 }
 
 static int
+put(struct tk_writer *w, const void *p, size_t n)
+{
+	return w->sink ? w->sink(w->sink_arg, p, n) : tkp_write_all(w->fd, p, n);
+}
+
+static int
 write_header(struct tk_writer *w)
 {
 	uint8_t h[TKP_HEADER_SIZE] = { 0 };
@@ -235,7 +244,7 @@ write_header(struct tk_writer *w)
 	tkp_le32(h + 12, TKP_HEADER_SIZE);
 	/* 16: incompatible feature flags, 24: compatible flags: none yet */
 	tkp_le32(h + 32, tkp_crc32(0, h, 32));
-	if (tkp_write_all(w->fd, h, sizeof(h)) < 0)
+	if (put(w, h, sizeof(h)) < 0)
 		return fail(w, TK_EIO, errno, "%s", strerror(errno));
 	w->offset += sizeof(h);
 	return TK_OK;
@@ -272,6 +281,8 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 			return nomem(w);
 	}
 	w->fd = fd;
+	w->sink = NULL;
+	w->sink_arg = NULL;
 	w->err = 0;
 	w->errmsg[0] = 0;
 	w->offset = 0;
@@ -1098,7 +1109,7 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	tkp_le32(h + 52, crc);
 
 	size_t total = TKP_CHUNK_HEADER_SIZE + stored;
-	if (tkp_write_all(w->fd, h, total) < 0)
+	if (put(w, h, total) < 0)
 		return fail(w, TK_EIO, errno, "%s", strerror(errno));
 	w->offset += total;
 	w->sealed_watermark = watermark;
@@ -1152,12 +1163,12 @@ tk_writer_errno(const struct tk_writer *w)
 }
 
 void
-tkp_writer_set_fd(struct tk_writer *w, int fd)
+tkp_writer_set_sink(struct tk_writer *w,
+                    int (*sink)(void *arg, const void *p, size_t n), void *arg)
 {
-	if (w->own_fd && w->fd >= 0)
-		close(w->fd);
-	w->fd = fd;
-	w->own_fd = 0;
+	close_fd(w);
+	w->sink = sink;
+	w->sink_arg = arg;
 }
 
 TK_PUBLIC uint64_t

@@ -181,9 +181,6 @@ extern volatile struct tki_status *tki_status;
 extern uint32_t tki_scope;
 
 int tki_spool_open(void);
-/* Check that the spool descriptor is still ours (a program may close
- * every descriptor): reopen by path when not.  Lock held. */
-int tki_spool_check(void);
 /* Write a chunk with watermark w; publish open_since first.  Lock held. */
 int tki_spool_flush(int64_t w, int64_t open_since);
 /* Close with an end marker (exit) or abandon (after fork, recorder

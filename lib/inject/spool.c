@@ -30,7 +30,6 @@ uint32_t tki_scope;
  * until the child has its own): counts go nowhere. */
 static struct tki_status dummy_status;
 
-static int spool_fd = -1;
 static int64_t last_watermark;  /* a promise made stands: never lower */
 static dev_t spool_dev;
 static ino_t spool_ino;
@@ -138,6 +137,42 @@ define_process(void)
 	return process_track ? 0 : -1;
 }
 
+/*
+ * Everything after the spool's first chunk goes through a descriptor
+ * opened for that one write and closed right after it.  The program may
+ * close any descriptor it did not open (daemons do, closefrom() does),
+ * even while its other threads run, and reuse the number for a file of
+ * its own: a descriptor we held for the whole run would then lose our
+ * events, or write them into the program's file.  An open and a close
+ * per chunk cost nothing next to compressing it.
+ */
+static int
+spool_append(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	for (int tries = 0; tries < 3; tries++) {
+		int fd = open(spool_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		int rc = tkp_write_all(fd, p, n), err = errno;
+		/* closed and reused in the microseconds between: the number
+		 * is the program's now, and so is closing it */
+		struct stat st;
+		int ours = fstat(fd, &st) == 0 && st.st_dev == spool_dev &&
+		           st.st_ino == spool_ino;
+		if (ours)
+			close(fd);
+		if (ours && rc == 0)
+			return 0;
+		if (rc < 0 && err != EBADF) {
+			errno = err;
+			return -1;
+		}
+	}
+	errno = EBADF;
+	return -1;
+}
+
 static int
 open_writer(int fd, const char *name)
 {
@@ -218,11 +253,12 @@ tki_spool_open(void)
 	if (tk_writer_flush(tki_writer) != TK_OK || rename(tmp, spool_path) < 0)
 		goto fail_writer;
 	struct stat st;
-	if (fstat(fd, &st) == 0) {
-		spool_dev = st.st_dev;
-		spool_ino = st.st_ino;
-	}
-	spool_fd = fd;
+	if (fstat(fd, &st) < 0)
+		goto fail_writer;
+	spool_dev = st.st_dev;
+	spool_ino = st.st_ino;
+	tkp_writer_set_sink(tki_writer, spool_append, NULL);
+	close(fd);
 	return 0;
 fail_writer:
 	tk_writer_free(tki_writer);
@@ -235,42 +271,6 @@ fail:
 	munmap((void *)tki_status, sizeof(struct tki_status));
 	tki_status = &dummy_status;
 	return -1;
-}
-
-int
-tki_spool_check(void)
-{
-	if (!tki_writer)
-		return -1;
-	struct stat st;
-	if (fstat(spool_fd, &st) == 0 && st.st_dev == spool_dev &&
-	    st.st_ino == spool_ino)
-		return 0;
-	/* The program closed our descriptor (and the number may be one of
-	 * its files now: never touch it).  Finish the trace through a new
-	 * descriptor, with what the writer holds, and go on in a new one
-	 * appended to the same spool: concatenated traces are a trace. */
-	spool_fd = -1;
-	int fd = open(spool_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (fd >= 0)
-			close(fd);
-		tk_writer_free(tki_writer);
-		tki_writer = NULL;
-		return -1;
-	}
-	tkp_writer_set_fd(tki_writer, fd);
-	tk_writer_close(tki_writer);
-	tk_writer_free(tki_writer);
-	tki_writer = NULL;
-	if (open_writer(fd, spool_path) < 0) {
-		close(fd);
-		return -1;
-	}
-	spool_fd = fd;
-	spool_dev = st.st_dev;
-	spool_ino = st.st_ino;
-	return 0;
 }
 
 int
@@ -302,22 +302,16 @@ tki_spool_close(void)
 	tk_writer_close(tki_writer);
 	tk_writer_free(tki_writer);
 	tki_writer = NULL;
-	if (spool_fd >= 0)
-		close(spool_fd);
-	spool_fd = -1;
 }
 
 void
 tki_spool_abandon(int remove)
 {
-	/* after fork the writer and descriptor are the parent's: drop our
-	 * copies without writing a byte */
+	/* after fork the writer is the parent's: drop our copy without
+	 * writing a byte */
 	if (tki_writer)
 		tk_writer_free(tki_writer);
 	tki_writer = NULL;
-	if (spool_fd >= 0)
-		close(spool_fd);
-	spool_fd = -1;
 	if (tki_status != &dummy_status)
 		munmap((void *)tki_status, sizeof(struct tki_status));
 	tki_status = &dummy_status;

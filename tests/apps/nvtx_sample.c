@@ -39,7 +39,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 static int steps = 3, layers = 2, threads = 2, work_us = 200, sleep_ms;
-static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open;
+static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open, late_mark;
 static const char *chdir_to;
 static nvtxRangeId_t prefetch;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -159,6 +159,17 @@ domain_range(void)
 	nvtxDomainRangePop(d);
 }
 
+/* A thread that never stops recording: what it records after the
+ * process's last flush, as exit() runs, is lost and counted. */
+static void *
+marker(void *arg)
+{
+	(void)arg;
+	for (;;)
+		nvtxMarkA("until.exit");
+	return NULL;
+}
+
 static void
 close_all_fds(void)
 {
@@ -186,7 +197,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: nvtx_sample [--steps N] [--layers N] [--threads N] "
 	        "[--work US] [--sleep MS] [--fork] [--domain] [--async] [--wide] "
-	        "[--close-fds] [--chdir DIR] [--hold-open] [--exit CODE] "
+	        "[--close-fds] [--chdir DIR] [--hold-open] [--mark-until-exit] [--exit CODE] "
 	        "[--signal SIG]\n");
 	return 2;
 }
@@ -211,12 +222,18 @@ main(int argc, char **argv)
 		else if (!strcmp(a, "--wide")) do_wide = 1;
 		else if (!strcmp(a, "--close-fds")) close_fds = 1;
 		else if (!strcmp(a, "--hold-open")) hold_open = 1;
+		else if (!strcmp(a, "--mark-until-exit")) late_mark = 1;
 		else return usage();
 	}
 	if (threads > 64)
 		threads = 64;
 
 	pthread_t t[64];
+	if (late_mark) {
+		pthread_t m;
+		pthread_create(&m, NULL, marker, NULL);
+		pthread_detach(m);
+	}
 	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, loader, (void *)(long)i);
 	if (do_async) {

@@ -331,6 +331,19 @@ for r in rows:
 	assert_eq "$(ev 'select(.kind=="dropped") | .name')" ""
 }
 
+@test "a thread that records while the process exits" {
+	need_nvtx
+	run -0 trace-record -o "$T" -- "$APPS/nvtx_sample" --steps 2 --threads 0 --mark-until-exit
+	[ "$(ev 'select(.name=="until.exit") | .name' | wc -l)" -gt 0 ]
+	# what it recorded after the last flush, if anything, is counted
+	# within the process's lifetime, never at the end of time
+	ev 'select(.kind=="process") | "\(.ts) \(.ts + .dur)"' > "$BATS_TEST_TMPDIR/span"
+	ev 'select(.kind=="dropped") | "\(.ts) \(.reason)"' | while read -r ts reason; do
+		read -r from to < "$BATS_TEST_TMPDIR/span"
+		[ "$ts" -ge "$from" ] && [ "$ts" -le "$to" ] || { echo "dropped at $ts outside $from..$to: $reason"; false; }
+	done
+}
+
 @test "TMPDIR not writable: spools elsewhere, says so, the command sees its TMPDIR" {
 	need_nvtx
 	under_valgrind && skip "valgrind itself needs a usable TMPDIR"

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Independent reference for trace-diff, for its tests.
+
+  diff_reference.py BEFORE.jsonl AFTER.jsonl [--threshold F] [--alpha A] > ref.json
+  diff_reference.py --compare ref.json ours.json
+
+BEFORE.jsonl and AFTER.jsonl are `trace-dump --json` of the two traces.
+The first form computes, from the events alone and with nothing from
+tracekit's C code, what trace-diff --json reports: per operation
+(grouped as stats_reference.py groups them) the count, total and
+percentiles of each side, the change in total, the ratio of medians, the
+Mann-Whitney U statistic by comparing every pair, its two-sided p-value
+(exact by the classic recursion f(u; m, n) = f(u - n; m - 1, n) +
+f(u; m, n - 1) without ties, by a knapsack over the pooled values with
+ties, else the normal approximation with tie and continuity
+corrections), Welch's t-test over the runs by numerical integration of
+the t density, the verdict; and the run-wide figures.  The second form
+checks trace-diff's JSON against it and exits 1 listing the differences.
+Pure Python: no numpy or scipy needed.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+from functools import lru_cache
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.setrecursionlimit(100000)
+from stats_reference import TABLE_OF, group_key, stats, union_length  # noqa: E402
+
+
+def load(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def runs_of(events):
+    """Windows (index, begin, end) of the TK_RUN events, by begin."""
+    return sorted((e["ts"], e["ts"] + e["dur"], e["run"]) for e in events if e["kind"] == "run")
+
+
+def run_at(windows, ts):
+    """The run whose window holds ts: the last to begin at or before it."""
+    best = None
+    for b, e, i in windows:
+        if b <= ts:
+            best = (b, e, i)
+    return best[2] if best and ts <= best[1] else 0
+
+
+def trace_figures(events):
+    groups, runs = {}, {}
+    windows = runs_of(events)
+    nruns = max([w[2] for w in windows], default=0)
+    for e in events:
+        if e["kind"] in TABLE_OF:
+            k = group_key(e)
+            groups.setdefault(k, []).append(e["dur"])
+            r = run_at(windows, e["ts"]) if nruns >= 2 else 0
+            if r:
+                runs.setdefault(k, [0] * nruns)[r - 1] += e["dur"]
+    timed = [e for e in events if e["kind"] != "dropped"]
+    wall = (max(e["ts"] + e["dur"] for e in timed) - min(e["ts"] for e in timed)) if timed else 0
+    run_wall = [0] * nruns
+    for w in windows:
+        run_wall[w[2] - 1] += w[1] - w[0]
+    gpu = {}
+    for e in events:
+        if e["kind"] in ("kernel", "memcpy", "memset"):
+            gpu.setdefault(e.get("device", -1), []).append((e["ts"], e["ts"] + e["dur"]))
+    summary = {
+        "wall": wall,
+        "gpu": sum(union_length(v) for v in gpu.values()),
+        "kernel": sum(sum(v) for k, v in groups.items() if k[0] == "kernel"),
+        "copy": sum(sum(v) for k, v in groups.items() if k[0] in ("memcpy", "memset")),
+        "api": sum(sum(v) for k, v in groups.items() if k[0] == "api"),
+        "bytes": sum(e["bytes"] for e in events if e["kind"] == "memcpy"),
+    }
+    per_run = {}
+    if nruns >= 2:
+        per_run["wall"] = run_wall
+        for m, kinds in (("kernel", ("kernel",)), ("copy", ("memcpy", "memset")), ("api", ("api",))):
+            per_run[m] = [sum(v[i] for k, v in runs.items() if k[0] in kinds) for i in range(nruns)]
+    return groups, runs, nruns, summary, per_run
+
+
+# ---- Mann-Whitney U ----------------------------------------------------------------
+
+def u_pairwise(x, y):
+    u = 0.0
+    for a in x:
+        for b in y:
+            u += 1.0 if a > b else 0.5 if a == b else 0.0
+    return u
+
+
+@lru_cache(maxsize=None)
+def count_u(u, m, n):
+    """Arrangements of m x-values and n y-values with U (x above y) = u."""
+    if u < 0 or u > m * n:
+        return 0
+    if m == 0 or n == 0:
+        return 1 if u == 0 else 0
+    # the largest value is an x (above all n y's) or a y
+    return count_u(u - n, m - 1, n) + count_u(u, m, n - 1)
+
+
+def two_sided(counts, obs):
+    lo = sum(c for s, c in counts.items() if s <= obs)
+    hi = sum(c for s, c in counts.items() if s >= obs)
+    return min(1.0, 2.0 * min(lo, hi) / sum(counts.values()))
+
+
+def mwu(x, y):
+    """(test, U, p) as trace-diff computes them, by other means."""
+    m, n = len(x), len(y)
+    u = u_pairwise(x, y)
+    pool = sorted(x + y)
+    tied = len(set(pool)) < len(pool)
+    N = m + n
+    if not tied and m * n <= (1 << 21) and math.comb(N, min(m, n)) < 2e18:
+        counts = {s: count_u(s, m, n) for s in range(m * n + 1)}
+        return "mann-whitney-exact", u, two_sided(counts, u)
+    if tied and N <= 64:
+        # doubled mean ranks; subsets of m values chosen one value at a time
+        score = {}
+        for v in set(pool):
+            first = pool.index(v) + 1
+            t = pool.count(v)
+            score[v] = 2 * first + t - 1
+        dp = [dict() for _ in range(m + 1)]
+        dp[0][0] = 1
+        for v in pool:
+            s = score[v]
+            for k in range(m, 0, -1):
+                for tot, c in dp[k - 1].items():
+                    dp[k][tot + s] = dp[k].get(tot + s, 0) + c
+        obs = sum(score[v] for v in x)
+        return "mann-whitney-exact", u, two_sided(dp[m], obs)
+    ties = sum(t ** 3 - t for t in (pool.count(v) for v in set(pool)))
+    var = m * n / 12.0 * ((N + 1) - ties / (N * (N - 1)))
+    if var <= 0:
+        return "mann-whitney-normal", u, 1.0
+    d = max(abs(u - m * n / 2.0) - 0.5, 0.0)
+    return "mann-whitney-normal", u, math.erfc(d / math.sqrt(var) / math.sqrt(2))
+
+
+# ---- Welch's t-test --------------------------------------------------------------------
+
+def t_sf2(t, df):
+    """P(|T| >= |t|) by Simpson's rule over the density on [0, |t|]."""
+    t = abs(t)
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    f = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)  # noqa: E731
+    # tails: integrate the tail itself, over x = t e^s (the integrand
+    # then decays like e^(-df s))
+    if t > 5:
+        g = lambda s: f(t * math.exp(s)) * t * math.exp(s)  # noqa: E731
+        hi, steps = 60.0 / df + 5, 20000
+        h = hi / steps
+        s = g(0) + g(hi) + sum((4 if i % 2 else 2) * g(i * h) for i in range(1, steps))
+        return 2 * s * h / 3
+    steps = 20000
+    h = t / steps
+    s = f(0) + f(t) + sum((4 if i % 2 else 2) * f(i * h) for i in range(1, steps))
+    return max(0.0, 1 - 2 * s * h / 3)
+
+
+def welch(x, y):
+    nx, ny = len(x), len(y)
+    if nx < 2 or ny < 2:
+        return None, 0
+    mx, my = sum(x) / nx, sum(y) / ny
+    vx = sum((v - mx) ** 2 for v in x) / (nx - 1)
+    vy = sum((v - my) ** 2 for v in y) / (ny - 1)
+    se2 = vx / nx + vy / ny
+    direction = (my > mx) - (my < mx)
+    if se2 <= 0:
+        return (1.0 if mx == my else 0.0), direction
+    t = (my - mx) / math.sqrt(se2)
+    df = se2 * se2 / ((vx / nx) ** 2 / (nx - 1) + (vy / ny) ** 2 / (ny - 1))
+    return t_sf2(t, df), direction
+
+
+def verdict(ratio, threshold, alpha, p, direction, p_runs=None, runs_dir=0):
+    if ratio - 1 > threshold:
+        d = 1
+    elif 1 - ratio > threshold:
+        d = -1
+    else:
+        return "same"
+    sure = p < alpha and direction == d
+    if p_runs is not None:
+        sure = sure and p_runs < alpha and runs_dir == d
+    return ("slower" if d > 0 else "faster") if sure else "unsure"
+
+
+def reference(args):
+    b = trace_figures(load(args.before))
+    a = trace_figures(load(args.after))
+    both_runs = b[2] >= 2 and a[2] >= 2
+    groups = []
+    for key in sorted(set(b[0]) | set(a[0])):
+        row = {"kind": key[0], "domain": key[1], "name": key[2]}
+        sides = []
+        for fig in (b, a):
+            v = fig[0].get(key)
+            sides.append(stats(v) if v else None)
+        row["before"], row["after"] = sides
+        tb = sides[0]["total_ns"] if sides[0] else 0
+        ta = sides[1]["total_ns"] if sides[1] else 0
+        row["delta_ns"] = ta - tb
+        if not sides[1]:
+            row["verdict"] = "gone"
+        elif not sides[0]:
+            row["verdict"] = "new"
+        else:
+            mb, ma = sides[0]["median_ns"], sides[1]["median_ns"]
+            ratio = ma / mb if mb > 0 else (math.inf if ma > 0 else 1.0)
+            test, u, p = mwu(b[0][key], a[0][key])
+            mu = len(b[0][key]) * len(a[0][key]) / 2.0
+            direction = 1 if u < mu else -1 if u > mu else 0
+            if ratio != ratio or math.isinf(ratio):
+                row["ratio"] = None
+            else:
+                row["ratio"] = ratio
+            row.update({"test": test, "u": u, "p_value": p})
+            p_runs, runs_dir = None, 0
+            if both_runs:
+                zero = lambda fig: fig[1].get(key, [0] * fig[2])  # noqa: E731
+                p_runs, runs_dir = welch(zero(b), zero(a))
+                row["runs_p_value"] = p_runs
+            row["verdict"] = verdict(ratio, args.threshold, args.alpha, p, direction,
+                                     p_runs, runs_dir)
+        groups.append(row)
+    summary = {}
+    for m in ("wall", "gpu", "kernel", "copy", "api", "bytes"):
+        if both_runs and m in b[4]:
+            vb, va = b[4][m], a[4][m]
+            summary[m] = {"before": sum(vb) / len(vb), "after": sum(va) / len(va),
+                          "p_value": welch(vb, va)[0]}
+        else:
+            summary[m] = {"before": b[3][m], "after": a[3][m]}
+    json.dump({"runs": both_runs, "groups": groups, "summary": summary}, sys.stdout, indent=1)
+    print()
+
+
+def compare(args):
+    ref = json.load(open(args.before))
+    ours = json.load(open(args.after))
+    bad = []
+
+    def close(x, y, rel, absolute=0.0):
+        if x is None or y is None:
+            return x is None and y is None
+        return abs(x - y) <= max(rel * abs(y), absolute)
+
+    if ours.get("runs") != ref["runs"]:
+        bad.append("runs: %s, want %s" % (ours.get("runs"), ref["runs"]))
+    got = {(g["kind"], g["domain"], g["name"]): g for g in ours["groups"]}
+    if len(got) != len(ref["groups"]):
+        bad.append("%d groups, want %d" % (len(got), len(ref["groups"])))
+    for r in ref["groups"]:
+        key = (r["kind"], r["domain"], r["name"])
+        g = got.get(key)
+        if g is None:
+            bad.append("missing %s" % (key,))
+            continue
+        what = "%s %s" % (r["kind"], r["name"][:60])
+        for side in ("before", "after"):
+            if (g[side] is None) != (r[side] is None):
+                bad.append("%s %s: %s, want %s" % (what, side, g[side], r[side]))
+                continue
+            if r[side] is None:
+                continue
+            for k in ("count", "total_ns", "min_ns", "max_ns"):
+                if g[side][k] != r[side][k]:
+                    bad.append("%s %s.%s: %s, want %s" % (what, side, k, g[side][k], r[side][k]))
+            for k in ("mean_ns", "median_ns", "p95_ns", "std_ns"):
+                if abs(g[side][k] - r[side][k]) > 0.5 + 1e-6:
+                    bad.append("%s %s.%s: %s, want %s" % (what, side, k, g[side][k], r[side][k]))
+        if g["delta_ns"] != r["delta_ns"]:
+            bad.append("%s delta_ns: %s, want %s" % (what, g["delta_ns"], r["delta_ns"]))
+        if g["verdict"] != r["verdict"]:
+            bad.append("%s verdict: %s, want %s" % (what, g["verdict"], r["verdict"]))
+        if "test" in r:
+            if g["test"] != r["test"]:
+                bad.append("%s test: %s, want %s" % (what, g["test"], r["test"]))
+            if not close(g["ratio"], r["ratio"], 1e-9):
+                bad.append("%s ratio: %s, want %s" % (what, g["ratio"], r["ratio"]))
+            if not close(g["p_value"], r["p_value"], 1e-6, 1e-12):
+                bad.append("%s p_value: %s, want %s" % (what, g["p_value"], r["p_value"]))
+        if "runs_p_value" in r and not close(g["runs_p_value"], r["runs_p_value"], 1e-5, 1e-9):
+            bad.append("%s runs_p_value: %s, want %s" % (what, g["runs_p_value"], r["runs_p_value"]))
+    summary = {s["metric"]: s for s in ours.get("summary", []) if s["device"] is None}
+    for m, r in ref["summary"].items():
+        s = summary.get(m if m != "bytes" else "bytes")
+        if s is None:
+            bad.append("summary %s missing" % m)
+            continue
+        for side in ("before", "after"):
+            if abs(s[side] - r[side]) > 0.5 + 1e-6:
+                bad.append("summary %s.%s: %s, want %s" % (m, side, s[side], r[side]))
+        if "p_value" in r and not close(s["p_value"], r["p_value"], 1e-5, 1e-9):
+            bad.append("summary %s.p_value: %s, want %s" % (m, s["p_value"], r["p_value"]))
+    for line in bad[:40]:
+        print(line)
+    sys.exit(1 if bad else 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--alpha", type=float, default=0.01)
+    ap.add_argument("before")
+    ap.add_argument("after")
+    args = ap.parse_args()
+    if args.compare:
+        compare(args)
+    else:
+        reference(args)
+
+
+if __name__ == "__main__":
+    main()
