@@ -251,11 +251,21 @@ check-gpu: tests
 # writer and exports nothing but its entry points.
 
 INJECT_SO := $(O)/lib/tracekit/libtracekit-inject.so
-# The CUPTI converter joins the library with its CUDA entry point (issue
-# 4): it needs the CUPTI headers and libcupti, and is built below.
-INJECT_SRC := $(filter-out lib/inject/cupti_convert.c,$(wildcard lib/inject/*.c))
+# CUDA activity (InitializeInjection, CUPTI's buffers, the converter) is
+# built with CUPTI 13.0 headers only.  libcupti is not linked: the
+# library loads it when the driver calls InitializeInjection (a program
+# that only makes NVTX calls never pays for it), from the program's own
+# copy, $$TRACEKIT_CUPTI, or the one found here ($(CUPTI_LIB)).
+CUDA_INJECT_SRC := lib/inject/cuda.c lib/inject/cuda_activity.c \
+                   lib/inject/cupti_load.c lib/inject/cupti_convert.c
+INJECT_SRC := $(filter-out $(CUDA_INJECT_SRC),$(wildcard lib/inject/*.c))
 ifeq ($(HAVE_NVTX),)
 INJECT_SRC := $(filter-out lib/inject/nvtx.c,$(INJECT_SRC))
+endif
+ifneq ($(HAVE_CUPTI_CONVERT),)
+INJECT_SRC += $(CUDA_INJECT_SRC)
+INJECT_CUPTI_CFLAGS := $(CUPTI_CFLAGS) \
+	-DTKI_CUPTI_PATH='"$(if $(CUPTI_LIB),$(realpath $(CUPTI_LIB)))"'
 endif
 INJECT_HDR := $(wildcard lib/inject/*.h) $(wildcard lib/*.h)
 INJECT_OBJ := $(INJECT_SRC:lib/inject/%.c=$(O)/inject/%.o) \
@@ -263,9 +273,10 @@ INJECT_OBJ := $(INJECT_SRC:lib/inject/%.c=$(O)/inject/%.o) \
 NVTX_CFLAGS := $(if $(HAVE_NVTX),-DTK_HAVE_NVTX=1 -isystem $(CUDA_HOME)/include)
 INJECT_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib -Ilib/inject $(WARN) -fPIC \
                  -fvisibility=hidden -pthread $(DEPS_CFLAGS) $(NVTX_CFLAGS) \
-                 $(CFLAGS)
+                 $(INJECT_CUPTI_CFLAGS) $(CFLAGS)
 APP_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -pthread $(NVTX_CFLAGS) $(CFLAGS)
 APP_BINS := $(O)/tests/apps/no_ptrace $(O)/tests/apps/sigcount \
+            $(O)/tests/apps/fake_driver \
             $(if $(HAVE_NVTX),$(O)/tests/apps/nvtx_sample $(O)/tests/apps/nvtx_bench)
 
 ifneq ($(HAVE_NVTX),)
@@ -287,15 +298,45 @@ $(INJECT_SO): $(INJECT_OBJ)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit-inject.so -Wl,-z,nodelete \
 		-Wl,--no-undefined -pthread $(LDFLAGS) -o $@ $^ \
-		-Wl,--as-needed $(DEPS_LIBS)
+		-Wl,--as-needed $(DEPS_LIBS) -ldl
 
+# trace-record and its CUDA part know whether the library records CUDA.
 $(O)/cmd/trace-record.o: ALL_CFLAGS += $(NVTX_CFLAGS)
+$(O)/cmd/trace-record.o $(O)/cmd/record_cuda.o: ALL_CFLAGS += \
+	$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),-DTK_HAVE_CUPTI=1))
+$(O)/cmd/trace-record.o $(O)/cmd/record_cuda.o: $(CUPTI_STATE)
 
 $(O)/tests/unit/test_inject: tests/unit/test_inject.c tests/unit/tap.h \
 		$(INJECT_SRC) $(INJECT_HDR) $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -pthread -Ilib/inject -Itests/unit $(NVTX_CFLAGS) \
-		$(ALL_LDFLAGS) -o $@ $< $(INJECT_SRC) $(STATIC_LIB) $(DEPS_LIBS)
+		$(INJECT_CUPTI_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(INJECT_SRC) \
+		$(STATIC_LIB) $(DEPS_LIBS) -ldl
+
+# A stand-in for libcupti, for end-to-end tests of GPU recording without
+# a GPU (tests/cli/trace-record-cuda.bats); the library loads it through
+# TRACEKIT_CUPTI.
+FAKE_CUPTI := $(O)/tests/apps/libfake_cupti.so
+ifneq ($(HAVE_CUPTI_CONVERT),)
+tests: $(FAKE_CUPTI)
+endif
+$(FAKE_CUPTI): tests/apps/fake_cupti.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -shared -pthread \
+		$(CUPTI_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# The CUDA session against a fake CUPTI (and libcupti's own buffer walk
+# when it can be linked); a skipped test without CUPTI 13.0 or NVTX.
+$(O)/tests/unit/test_cuda: tests/unit/test_cuda.c tests/unit/tap.h \
+		$(INJECT_SRC) $(INJECT_HDR) $(STATIC_LIB) $(CUPTI_STATE)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -pthread -Ilib/inject -Itests/unit $(NVTX_CFLAGS) \
+		$(INJECT_CUPTI_CFLAGS) \
+		$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),-DTK_HAVE_CUPTI=1)) \
+		$(ALL_LDFLAGS) -o $@ $< \
+		$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),$(INJECT_SRC))) \
+		$(STATIC_LIB) $(DEPS_LIBS) \
+		$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),$(CUPTI_LIBS))) -ldl
 
 $(O)/tests/apps/%: tests/apps/%.c
 	@mkdir -p $(@D)

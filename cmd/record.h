@@ -9,6 +9,7 @@
  *   record_spool.c   the spool directory and the spools being tailed
  *   record_output.c  trace-record's own events, the merge, the output
  *   record_meta.c    run metadata
+ *   record_cuda.c    CUDA: the driver, --cuda, processes not recorded
  *
  * Exit statuses: the command's own, 128+N when a signal N killed it,
  * 126/127 when it cannot be run, 125 when trace-record fails.
@@ -54,6 +55,8 @@ struct rec_options {
 	const char *capture_domain;
 	uint64_t skip, warmup, active, cycles;
 	int no_ptrace;
+	unsigned cuda;            /* TKI_CUDA_* kinds, 0 = none */
+	int cuda_given;           /* --cuda was given */
 	char **argv;              /* the command */
 	int argc;
 };
@@ -71,6 +74,19 @@ void rec_meta_write(struct tk_writer *w, const struct rec_options *o,
 char *rec_shell_quote(char *const *argv, int argc);
 /* ISO 8601 UTC with nanoseconds. */
 void rec_iso_time(char *buf, size_t n, int64_t ns);
+
+/* ---- CUDA (record_cuda.c) ------------------------------------------------------ */
+
+/* Look for a CUDA driver (in a child process). */
+void rec_cuda_probe(void);
+/* Warn when --cuda was given and cannot be honoured. */
+void rec_cuda_check(const struct rec_options *o);
+/* Metadata: record.cuda, cuda.driver, and why not when known now. */
+void rec_cuda_meta_start(struct tk_writer *w, const struct rec_options *o);
+/* Metadata at the end: why not, when no process said anything. */
+void rec_cuda_meta_end(struct tk_writer *w, const struct rec_options *o);
+/* What a process's status page says about CUDA (TKI_CUDA_STATE_*). */
+void rec_cuda_process(pid_t pid, int state, const char *note);
 
 /* ---- starting the command (record_exec.c) ------------------------------------ */
 

@@ -156,12 +156,19 @@ rec_env(const struct rec_options *o, const char *spool, const char *inject,
 	for (char **e = environ; *e; e++) {
 		/* ours replace those of an outer recording */
 		if (strncmp(*e, "TRACEKIT_", 9) == 0 ||
-		    (inject && strncmp(*e, "NVTX_INJECTION64_PATH=", 22) == 0))
+		    (inject && strncmp(*e, "NVTX_INJECTION64_PATH=", 22) == 0) ||
+		    (inject && o->cuda && strncmp(*e, "CUDA_INJECTION64_PATH=", 22) == 0))
 			continue;
 		push_env(&env, &n, &cap, strdup(*e));
 	}
 	if (inject)
 		push_env(&env, &n, &cap, env_pair("NVTX_INJECTION64_PATH", inject));
+	/* the CUDA driver loads the same library (lib/inject/cuda.c) */
+	if (inject && o->cuda)
+		push_env(&env, &n, &cap, env_pair("CUDA_INJECTION64_PATH", inject));
+	char kinds[128];
+	tki_cuda_format(o->cuda, kinds, sizeof(kinds));
+	push_env(&env, &n, &cap, env_pair(TKI_ENV_CUDA, kinds));
 	push_env(&env, &n, &cap, env_pair(TKI_ENV_SPOOL, spool));
 	push_env(&env, &n, &cap, env_i64(TKI_ENV_RECORDER, getpid()));
 	push_env(&env, &n, &cap, env_i64(TKI_ENV_FLUSH, o->flush_ns));
@@ -183,9 +190,13 @@ rec_env(const struct rec_options *o, const char *spool, const char *inject,
 		         o->skip, o->warmup, o->active, o->cycles);
 		push_env(&env, &n, &cap, env_pair(TKI_ENV_SCHEDULE, b));
 	}
-	const char *buf = getenv(TKI_ENV_BUFFER);
-	if (buf)
-		push_env(&env, &n, &cap, env_pair(TKI_ENV_BUFFER, buf));
+	/* the user's settings */
+	const char *const kept[] = { TKI_ENV_BUFFER, TKI_ENV_CUDA_BUFFER, TKI_ENV_CUPTI };
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		const char *v = getenv(kept[i]);
+		if (v)
+			push_env(&env, &n, &cap, env_pair(kept[i], v));
+	}
 	return env;
 }
 

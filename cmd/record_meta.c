@@ -236,6 +236,7 @@ rec_meta_write(struct tk_writer *w, const struct rec_options *o, int64_t start,
 		         o->warmup, o->active, o->cycles);
 		tk_writer_meta(w, "record.capture", b);
 	}
+	rec_cuda_meta_start(w, o);
 	for (size_t i = 0; i < o->nmeta; i++) {
 		char *kv = strdup(o->meta[i]);
 		if (!kv)

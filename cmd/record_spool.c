@@ -69,6 +69,8 @@ struct spool {
 	int64_t gone_ts;
 	int finished;
 	int warned;
+	int cuda_seen;           /* its CUDA state was told */
+	int cuda_on;             /* it recorded GPU activity */
 };
 
 static char *dir;
@@ -298,10 +300,29 @@ scan_directory(void)
 	closedir(d);
 }
 
+/* The process attached to CUDA, or said why it could not. */
+static void
+cuda_state(struct spool *s)
+{
+	if (!s->st || s->cuda_seen)
+		return;
+	uint32_t c = __atomic_load_n(&s->st->cuda, __ATOMIC_ACQUIRE);
+	if (c == TKI_CUDA_STATE_NONE)
+		return;
+	char note[sizeof(s->st->cuda_note)];
+	for (size_t i = 0; i < sizeof(note); i++)
+		note[i] = s->st->cuda_note[i];
+	note[sizeof(note) - 1] = 0;
+	s->cuda_seen = 1;
+	s->cuda_on = c == TKI_CUDA_STATE_ON;
+	rec_cuda_process(s->pid, (int)c, note);
+}
+
 static void
 pump(struct spool *s)
 {
 	static uint8_t buf[READ_PIECE];
+	cuda_state(s);
 	if (s->fd < 0)
 		return;
 	for (int i = 0; i < 256; i++) {
@@ -355,6 +376,7 @@ finish(struct spool *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	cuda_state(s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
 	if (s->st)
 		munmap((void *)s->st, sizeof(struct tki_status));
@@ -373,7 +395,7 @@ finish(struct spool *s)
 	if (p && e.ts < p->start)
 		e.ts = p->start;
 	e.dur = end > e.ts ? end - e.ts : 0;
-	e.name = "nvtx";
+	e.name = s->cuda_on ? "nvtx+cuda" : "nvtx";
 	e.u.dropped.count = produced - s->events;
 	e.u.dropped.reason = why;
 	if (e.track)

@@ -60,7 +60,13 @@ usage(void)
 	       "      --repeat-cycles N      warmup+active cycles, 0 = no end (1)\n"
 	       "      --flush-interval DUR   the programs flush their events (1s)\n"
 	       "      --no-ptrace            follow processes by scanning /proc\n"
-	       "      --cuda=LIST            GPU activity (not built yet)\n"
+#ifdef TK_HAVE_CUPTI
+	       "      --cuda=LIST            CUDA activity to record through CUPTI:\n"
+	       "                             kernel,memcpy,memset,memory,runtime,driver,\n"
+	       "                             sync,overhead (all, the default), or none\n"
+#else
+	       "      --cuda=LIST            CUDA activity (not built: no CUPTI 13.0)\n"
+#endif
 	       "  -h, --help                 show this help\n"
 	       "  -V, --version              show the version\n"
 	       "\n"
@@ -152,34 +158,24 @@ count_arg(const char *name, const char *v)
 	return n;
 }
 
-/* --cuda=LIST: checked, then refused while GPU recording is not built. */
+/* --cuda=LIST: the kinds (protocol.h); refused when the injection
+ * library records no CUDA (built without CUPTI 13.0). */
 static void
 cuda_arg(const char *list)
 {
-	static const char *const kinds[] = {
-		"all", "none", "kernel", "memcpy", "memset", "memory", "runtime",
-		"driver", "api", "sync", "overhead",
-	};
-	char *copy = strdup(list), *save = NULL;
-	int wanted = 0;
-	if (!copy)
-		rec_die("out of memory");
-	for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-		size_t i;
-		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			if (strcmp(k, kinds[i]) == 0)
-				break;
-		if (i == sizeof(kinds) / sizeof(kinds[0]))
-			usage_error("--cuda: unknown activity '%s' (kernel, memcpy, "
-			            "memset, memory, runtime, driver, api, sync, "
-			            "overhead, all, none)", k);
-		if (strcmp(k, "none") != 0)
-			wanted = 1;
-	}
-	free(copy);
-	if (wanted)
+	const char *bad;
+	size_t len;
+	if (tki_cuda_parse(list, &opt.cuda, &bad, &len) < 0)
+		usage_error("--cuda: unknown activity '%.*s' (kernel, memcpy, "
+		            "memset, memory, runtime, driver, api, sync, "
+		            "overhead, all, none)", (int)len, bad);
+	opt.cuda_given = 1;
+#ifndef TK_HAVE_CUPTI
+	if (opt.cuda)
 		rec_die("--cuda: GPU recording is not built into this trace-record "
-		        "yet; record without --cuda");
+		        "(no CUPTI 13.0 under CUDA_HOME when it was built); record "
+		        "without --cuda");
+#endif
 }
 
 static void
@@ -208,6 +204,9 @@ parse_options(int argc, char **argv)
 	opt.flush_ns = 1000000000;
 	opt.active = 1;
 	opt.cycles = 1;
+#ifdef TK_HAVE_CUPTI
+	opt.cuda = TKI_CUDA_ALL;
+#endif
 	while ((c = getopt_long(argc, argv, "+:o:l:m:r:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': opt.output = optarg; break;
@@ -463,6 +462,7 @@ finish_output(int64_t now)
 	rec_spools_pump(1);
 	if (rec.root && !rec.root->end)
 		write_run(rec.root, now);
+	rec_cuda_meta_end(rec_self(), &opt);
 	rec.recording = 0;
 	return rec_out_finish();
 }
@@ -556,6 +556,10 @@ main(int argc, char **argv)
 		        "'make install')", tried);
 #endif
 	rec_meta_collect();
+	if (opt.cuda) {
+		rec_cuda_probe();
+		rec_cuda_check(&opt);
+	}
 	spool_dir = rec.spool = rec_spool_create();
 	atexit(cleanup);
 	rec_out_open(opt.output, spool_dir);

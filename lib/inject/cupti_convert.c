@@ -56,7 +56,9 @@ typedef CUpti_ActivityStream stream_rec;
 
 /* libcupti is needed only to walk buffers and name API calls.  Weak
  * references let the converter link without it (the unit tests feed it
- * records directly); a host linked with -lcupti gets the real ones. */
+ * records directly); a host linked with -lcupti gets the real ones, and
+ * a host that loads libcupti with dlopen() passes them in struct
+ * cupti_convert_host (fill_cupti() below). */
 #pragma weak cuptiActivityGetNextRecord
 #pragma weak cuptiGetCallbackName
 #pragma weak cuptiGetResultString
@@ -283,6 +285,10 @@ def_failed(struct cupti_convert *c)
 static int
 emit(struct cupti_convert *c, const struct tk_event *e)
 {
+	if (c->host.keep && e->kind != TK_DROPPED && !c->host.keep(c->host.arg, e)) {
+		c->st.filtered++;
+		return TK_OK;
+	}
 	int rc = tk_writer_event(c->w, e);
 	if (rc == TK_OK) {
 		c->st.events++;
@@ -482,8 +488,8 @@ api_name_lookup(struct cupti_convert *c, int runtime, uint32_t cbid)
 	const char *name = NULL;
 	CUpti_CallbackDomain dom = runtime ? CUPTI_CB_DOMAIN_RUNTIME_API
 	                                   : CUPTI_CB_DOMAIN_DRIVER_API;
-	if (cuptiGetCallbackName &&
-	    cuptiGetCallbackName(dom, cbid, &name) == CUPTI_SUCCESS && name &&
+	if (c->host.callback_name &&
+	    c->host.callback_name(dom, cbid, &name) == CUPTI_SUCCESS && name &&
 	    name[0]) {
 		size_t n = runtime ? runtime_name_len(name) : strlen(name);
 		return tk_writer_string(c->w, name, n < NAME_MAX_BYTES ? n : NAME_MAX_BYTES);
@@ -1235,7 +1241,7 @@ cupti_convert_buffer(struct cupti_convert *c, uint8_t *buf, size_t valid_size,
 {
 	if (!c)
 		return TK_EINVAL;
-	if (!cuptiActivityGetNextRecord) {
+	if (!c->host.next_record) {
 		note(c, "%s", "libcupti is not linked: cannot walk a CUPTI buffer");
 		return TK_EINVAL;
 	}
@@ -1243,12 +1249,13 @@ cupti_convert_buffer(struct cupti_convert *c, uint8_t *buf, size_t valid_size,
 	CUpti_Activity *r = NULL;
 	next_generation(c);
 	while (buf && valid_size) {
-		CUptiResult st = cuptiActivityGetNextRecord(buf, valid_size, &r);
+		CUptiResult st = c->host.next_record(buf, valid_size, &r);
 		if (st == CUPTI_ERROR_MAX_LIMIT_REACHED)
 			break;
 		if (st != CUPTI_SUCCESS) {
 			const char *why = NULL;
-			if (!cuptiGetResultString || cuptiGetResultString(st, &why) || !why)
+			if (!c->host.result_string || c->host.result_string(st, &why) ||
+			    !why)
 				why = "unknown error";
 			char reason[160];
 			/* where the last good record ends (or begins, for a
@@ -1336,6 +1343,12 @@ cupti_convert_new(struct tk_writer *w, const struct cupti_convert_host *host)
 		return NULL;
 	c->w = w;
 	c->host = *host;
+	if (!c->host.next_record)
+		c->host.next_record = cuptiActivityGetNextRecord;
+	if (!c->host.callback_name)
+		c->host.callback_name = cuptiGetCallbackName;
+	if (!c->host.result_string)
+		c->host.result_string = cuptiGetResultString;
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
 		c->ev[k].kind = k;
 	c->corr = calloc(CORR_SLOTS, sizeof(*c->corr));
@@ -1381,6 +1394,15 @@ cupti_convert_reset(struct cupti_convert *c)
 		c->devices[i].tk_id = c->devices[i].counter = 0;
 	memset(c->corr, 0, CORR_SLOTS * sizeof(*c->corr));
 	c->npending = 0; /* their tracks belonged to the old scope */
+}
+
+void
+cupti_convert_set_writer(struct cupti_convert *c, struct tk_writer *w)
+{
+	if (!c || !w)
+		return;
+	cupti_convert_reset(c);
+	c->w = w;
 }
 
 void
@@ -1443,6 +1465,12 @@ cupti_convert_check_version(char *msg, size_t len)
 		snprintf(msg, len, "cuptiGetVersion failed (CUPTI error %d)", (int)st);
 		return -1;
 	}
+	return cupti_convert_check_api_version(v, msg, len);
+}
+
+int
+cupti_convert_check_api_version(uint32_t v, char *msg, size_t len)
+{
 	/* xxyyzz: the same toolkit major and minor write the same layouts */
 	if (v / 100 != CUPTI_API_VERSION / 100) {
 		snprintf(msg, len, "libcupti API version %" PRIu32 ", built for %d: "

@@ -79,6 +79,21 @@ struct cupti_convert_host {
 
 	const char *host_name;   /* host of device definitions; NULL = "" */
 	unsigned flags;          /* CUPTI_CONVERT_* */
+
+	/* Whether to write an event (the capture window of the host, say):
+	 * 0 skips it, counted in stats.filtered, not as lost.  Called for
+	 * every event but lost-record reports, which are always written.
+	 * NULL: every event. */
+	int (*keep)(void *arg, const struct tk_event *ev);
+
+	/* libcupti's functions, for a host that loads libcupti with
+	 * dlopen(): the converter's weak references to it stay unresolved
+	 * then.  NULL: the functions linked into the program, if any. */
+	CUptiResult (*next_record)(uint8_t *buf, size_t valid_size,
+	                           CUpti_Activity **rec);
+	CUptiResult (*callback_name)(CUpti_CallbackDomain domain,
+	                             uint32_t cbid, const char **name);
+	CUptiResult (*result_string)(CUptiResult result, const char **str);
 };
 
 /* Keep kernel names as CUPTI gives them (no demangling). */
@@ -103,6 +118,7 @@ struct cupti_convert_stats {
 	uint64_t rejected;       /* events the writer refused */
 	uint64_t dropped;        /* records CUPTI reported dropped */
 	uint64_t unreadable;     /* buffers whose walk stopped on an error */
+	uint64_t filtered;       /* events the host's keep() declined */
 };
 
 struct cupti_convert;
@@ -134,8 +150,8 @@ void cupti_convert_release(CUpti_Activity *rec);
  * the count cuptiActivityGetNumDroppedRecords() gave for this buffer's
  * context and stream, as a TK_DROPPED event.  The buffer stays the
  * caller's.  A walk that stops on an error is reported in the trace and
- * in stats.unreadable.  Needs libcupti at run time: TK_EINVAL (and
- * cupti_convert_error()) when it is not linked. */
+ * in stats.unreadable.  Needs libcupti at run time, linked or given as
+ * host->next_record: TK_EINVAL (and cupti_convert_error()) without. */
 int cupti_convert_buffer(struct cupti_convert *c, uint8_t *buf,
                          size_t valid_size, size_t dropped);
 
@@ -156,6 +172,11 @@ int cupti_convert_finish(struct cupti_convert *c);
  * track and device id.  Devices and contexts seen so far are defined
  * again when next used; device memory in use is kept. */
 void cupti_convert_reset(struct cupti_convert *c);
+
+/* The writer was replaced (the host reopened its output: a new trace
+ * scope): write to `w` from now on, forgetting every id as
+ * cupti_convert_reset() does. */
+void cupti_convert_set_writer(struct cupti_convert *c, struct tk_writer *w);
 
 /* Counters so far (borrowed). */
 const struct cupti_convert_stats *cupti_convert_stats(
@@ -178,5 +199,8 @@ const char *cupti_convert_error(const struct cupti_convert *c);
  * "libcupti API version 130200, built for 130001: its records would be
  * misread".  Call before enabling activities. */
 int cupti_convert_check_version(char *msg, size_t len);
+/* The same for a version the host got itself (cuptiGetVersion() called
+ * through dlopen()). */
+int cupti_convert_check_api_version(uint32_t version, char *msg, size_t len);
 
 #endif

@@ -20,9 +20,12 @@
  *    SIGKILL leaves its spool as of the last flush, and its status page
  *    tells trace-record how many events it lost.
  *
- * Other event sources of the process (the CUPTI activity converter of
- * issue 4) use the functions under "Event sources" below: they are
- * thread-safe and write straight into the spool.
+ * Other event sources of the process use the functions under "Event
+ * sources" below: they are thread-safe and write straight into the
+ * spool.  CUDA activity (cuda.c, cuda_activity.c, cuda_record.h) writes
+ * through the spool's writer under the spool lock instead, with the
+ * same accounting, because the CUPTI converter defines its own tracks,
+ * devices and strings as records come.
  */
 #ifndef TK_INJECT_H
 #define TK_INJECT_H
@@ -210,7 +213,7 @@ void tki_flusher_after_fork(void);
 /* Run one flush round now (tests, and the recording window's end). */
 void tki_flusher_round(int final);
 
-/* ==== Event sources (for the CUPTI converter, issue 4) ========================
+/* ==== Event sources ===========================================================
  *
  * Thread-safe; usable from any thread once tki_init() returned 0.  Ids
  * are track/device ids of the process's spool; they stay valid until
@@ -218,25 +221,12 @@ void tki_flusher_round(int final);
  * after which they must be looked up again, and after fork() (a child
  * has its own spool).
  *
- * `InitializeInjection` (loaded through CUDA_INJECTION64_PATH, which
- * trace-record will set next to NVTX_INJECTION64_PATH in rec_env() once
- * --cuda is built) belongs in lib/inject/cuda.c, declared TKI_EXPORT
- * (the library is built with -fvisibility=hidden, and the driver says
- * nothing when it cannot find the entry point).  It calls tki_init()
- * first (idempotent; -1 when the process was not started by
- * trace-record: then return 0 and do nothing), subscribes to CUPTI,
- * converts activity records (lib/inject/cupti_convert.c) and delivers
- * them with tki_events(), holds the watermark for GPU work not
- * delivered yet with tki_hold_set(), and flushes CUPTI's buffers from a
- * tki_on_flush() hook.  The final hook runs from the library's
- * destructor, after the program's atexit handlers: CUPTI may have shut
- * down by then, so flush from an atexit handler of its own as well.
- * CUPTI thread ids: ask for kernel tids (CUPTI_ACTIVITY_THREAD_ID_TYPE_
- * SYSTEM) and use tki_thread_track().  Stream and device names given
- * through NVTX: tki_resource_name_get().  Capture schedule: filter by
- * tki_recording(begin); tki_on_phase() says when the warmup starts (a
- * place to enable collection so that its cost falls outside the active
- * steps) and when recording stops.
+ * The CUDA part (cuda.c) uses the hooks: tki_on_flush() to flush
+ * CUPTI's buffers before each round (the final hook runs from the
+ * library's destructor, after the program's atexit handlers, when CUPTI
+ * may be gone: it flushes from an atexit handler of its own), holds for
+ * GPU records not delivered yet, and tki_on_phase() to start collection
+ * at the capture schedule's warmup.
  */
 
 /* Append events (strings by pointer or by tki_string() id).  Returns

@@ -47,6 +47,9 @@
 #define TKI_ENV_SCHEDULE "TRACEKIT_SCHEDULE"    /* "skip,warmup,active,cycles" */
 #define TKI_ENV_BUFFER "TRACEKIT_BUFFER_BYTES"  /* per-process buffer limit */
 #define TKI_ENV_BOOT "TRACEKIT_BOOT_NS"        /* wall-clock time of boot */
+#define TKI_ENV_CUDA "TRACEKIT_CUDA"            /* activity kinds, tki_cuda_parse() */
+#define TKI_ENV_CUPTI "TRACEKIT_CUPTI"          /* libcupti to load (user's) */
+#define TKI_ENV_CUDA_BUFFER "TRACEKIT_CUDA_BUFFER_BYTES" /* per buffer (user's) */
 
 #define TKI_STATUS_MAGIC 0x31535454u            /* "TTS1" */
 #define TKI_STATUS_SLOTS 1024
@@ -64,6 +67,11 @@ struct tki_status_slot {
 	uint64_t pad[7];         /* one cache line per thread */
 };
 
+/* CUDA in a process (tki_status.cuda): set once InitializeInjection ran. */
+#define TKI_CUDA_STATE_NONE 0        /* the process did not initialise CUDA */
+#define TKI_CUDA_STATE_ON 1          /* activity recorded through CUPTI */
+#define TKI_CUDA_STATE_FAILED 2      /* not recorded: cuda_note says why */
+
 struct tki_status {
 	uint32_t magic;
 	uint32_t slots;          /* TKI_STATUS_SLOTS */
@@ -72,6 +80,9 @@ struct tki_status {
 	                            INT64_MAX = none; set before each chunk */
 	uint64_t direct;
 	uint64_t pad[4];
+	uint32_t cuda;           /* TKI_CUDA_STATE_*, written after cuda_note */
+	uint32_t pad2;
+	char cuda_note[248];     /* why CUDA is not recorded, NUL-terminated */
 	struct tki_status_slot slot[TKI_STATUS_SLOTS];
 };
 
@@ -83,6 +94,83 @@ tki_status_produced(const volatile struct tki_status *s)
 	for (unsigned i = 0; i < TKI_STATUS_SLOTS; i++)
 		n += __atomic_load_n(&s->slot[i].produced, __ATOMIC_RELAXED);
 	return n;
+}
+
+/*
+ * --cuda=LIST: the CUDA activity kinds to record, as bits.  trace-record
+ * checks the list and passes the canonical one in TRACEKIT_CUDA; the
+ * library enables the CUPTI activity kinds of each bit (cuda.c).
+ */
+#define TKI_CUDA_KERNEL   0x01u  /* CONCURRENT_KERNEL */
+#define TKI_CUDA_MEMCPY   0x02u  /* MEMCPY, MEMCPY2 (peer to peer) */
+#define TKI_CUDA_MEMSET   0x04u  /* MEMSET */
+#define TKI_CUDA_MEMORY   0x08u  /* MEMORY2 */
+#define TKI_CUDA_RUNTIME  0x10u  /* RUNTIME */
+#define TKI_CUDA_DRIVER   0x20u  /* DRIVER */
+#define TKI_CUDA_SYNC     0x40u  /* SYNCHRONIZATION */
+#define TKI_CUDA_OVERHEAD 0x80u  /* OVERHEAD */
+#define TKI_CUDA_ALL      0xffu
+
+static const struct {
+	const char *name;
+	unsigned bits;
+} tki_cuda_words[] = {
+	{ "kernel", TKI_CUDA_KERNEL }, { "memcpy", TKI_CUDA_MEMCPY },
+	{ "memset", TKI_CUDA_MEMSET }, { "memory", TKI_CUDA_MEMORY },
+	{ "runtime", TKI_CUDA_RUNTIME }, { "driver", TKI_CUDA_DRIVER },
+	{ "sync", TKI_CUDA_SYNC }, { "overhead", TKI_CUDA_OVERHEAD },
+	{ "api", TKI_CUDA_RUNTIME | TKI_CUDA_DRIVER },
+	{ "all", TKI_CUDA_ALL }, { "none", 0 },
+};
+#define TKI_CUDA_NWORDS (sizeof(tki_cuda_words) / sizeof(tki_cuda_words[0]))
+#define TKI_CUDA_NKINDS 8        /* the first words: one bit each */
+
+/* The bits of a comma-separated list; 0 and *kinds set, or -1 and
+ * *bad (when not NULL) pointing at the first word it does not know in
+ * `list`, with *bad_len its length.  "none" anywhere means none. */
+static inline int
+tki_cuda_parse(const char *list, unsigned *kinds, const char **bad,
+               size_t *bad_len)
+{
+	unsigned k = 0;
+	int none = 0;
+	for (const char *p = list;; p++) {
+		size_t n = strcspn(p, ",");
+		size_t i;
+		for (i = 0; i < TKI_CUDA_NWORDS; i++)
+			if (strlen(tki_cuda_words[i].name) == n &&
+			    strncmp(tki_cuda_words[i].name, p, n) == 0)
+				break;
+		if (i == TKI_CUDA_NWORDS) {
+			if (bad)
+				*bad = p;
+			if (bad_len)
+				*bad_len = n;
+			return -1;
+		}
+		k |= tki_cuda_words[i].bits;
+		none |= tki_cuda_words[i].bits == 0;
+		p += n;
+		if (!*p)
+			break;
+	}
+	*kinds = none ? 0 : k;
+	return 0;
+}
+
+/* The canonical list of `kinds`: "kernel,memcpy,sync", or "none". */
+static inline void
+tki_cuda_format(unsigned kinds, char *buf, size_t n)
+{
+	size_t at = 0;
+	if (n)
+		buf[0] = 0;
+	for (size_t i = 0; i < TKI_CUDA_NKINDS; i++)
+		if (kinds & tki_cuda_words[i].bits && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "",
+			                       tki_cuda_words[i].name);
+	if (!kinds)
+		snprintf(buf, n, "none");
 }
 
 /* Wall-clock time of the boot, to the microsecond: what /proc's start

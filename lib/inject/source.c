@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Event sources other than NVTX (the GPU activity converter of issue 4)
- * write into the process's spool through these functions: under the
- * spool lock, counted in the status page, so that trace-record can
- * still tell what a killed process lost.
+ * Event sources other than NVTX write into the process's spool through
+ * these functions: under the spool lock, counted in the status page, so
+ * that trace-record can still tell what a killed process lost.
  */
 #include <string.h>
 

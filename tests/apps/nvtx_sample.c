@@ -19,6 +19,8 @@
  *             step and ended by loader thread 0 after its first load
  *   --fork:   a child after the steps: child.work push/pop, child.done mark
  *   --wide:   a mark with a wide-character message "wide-ü"
+ *   --mark-until-exit: a thread marking "until.exit" without end, from
+ *             before the first step until the process exits
  *
  * Then it exits with --exit CODE, or kills itself with --signal SIG.
  */
@@ -161,10 +163,17 @@ domain_range(void)
 
 /* A thread that never stops recording: what it records after the
  * process's last flush, as exit() runs, is lost and counted. */
+static int marker_started;
+
 static void *
 marker(void *arg)
 {
 	(void)arg;
+	nvtxMarkA("until.exit");
+	pthread_mutex_lock(&lock);
+	marker_started = 1;
+	pthread_cond_broadcast(&started);
+	pthread_mutex_unlock(&lock);
 	for (;;)
 		nvtxMarkA("until.exit");
 	return NULL;
@@ -233,6 +242,12 @@ main(int argc, char **argv)
 		pthread_t m;
 		pthread_create(&m, NULL, marker, NULL);
 		pthread_detach(m);
+		/* it records before the program goes on (a tracer may hold
+		 * a new thread back a while) */
+		pthread_mutex_lock(&lock);
+		while (!marker_started)
+			pthread_cond_wait(&started, &lock);
+		pthread_mutex_unlock(&lock);
 	}
 	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, loader, (void *)(long)i);

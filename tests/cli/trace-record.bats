@@ -123,9 +123,7 @@ Try 'trace-record --help' for more information."
 	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: expected nvtx:NAME[@DOMAIN], not 'step'"
 	run -125 --separate-stderr trace-record --cuda=kernels -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --cuda: unknown activity 'kernels' (kernel, memcpy, memset, memory, runtime, driver, api, sync, overhead, all, none)"
-	run -125 --separate-stderr trace-record -o "$T" --cuda=kernel,memcpy -- true
-	assert_eq "$stderr" "trace-record: --cuda: GPU recording is not built into this trace-record yet; record without --cuda"
-	run -0 trace-record -o "$T" --cuda=none -- true
+	# (the rest of --cuda: trace-record-cuda.bats)
 }
 
 @test "the injection library missing: one line, exit 125" {
@@ -138,12 +136,7 @@ Try 'trace-record --help' for more information."
 	assert_eq "$stderr" "trace-record: injection library not found: /usr/local/lib/tracekit/libtracekit-inject.so (run 'make', or 'make install')"
 }
 
-@test "the injection library exports only its entry point" {
-	need_nvtx
-	so=$TK_BUILD/lib/tracekit/libtracekit-inject.so
-	run -0 bash -c "nm -D --defined-only '$so' | awk '{ print \$3 }'"
-	assert_eq "$output" "InitializeInjectionNvtx2"
-}
+# (what the injection library exports: trace-record-cuda.bats)
 
 @test "NVTX ranges, marks, payloads, colours, categories, domains and threads, exactly" {
 	need_nvtx

@@ -8,14 +8,17 @@
 # Records tests/apps/cuda_sample (built by `make tests` when nvcc is
 # present) with trace-record and checks what it recorded against what the
 # program does, exactly: kernel names and counts, mangled names, streams,
-# copies, memset, allocations, synchronisations, NVTX ranges, and that
-# every kernel starts after the API call that launched it (GPU and CPU
-# timestamps on one clock).  Expected numbers come from the sample's
-# documented work (see the top of tests/apps/cuda_sample.cu) and ITER.
+# copies, memset, allocations, synchronisations, NVTX ranges and the
+# launches inside them, correlation ids linking each kernel to its
+# launch call, and times on one clock (every kernel starts after the API
+# call that launched it; kernels of a stream in launch order).  Then
+# --cuda=kernel, and the capture schedule.  Expected numbers come from the
+# sample's documented work (see the top of tests/apps/cuda_sample.cu) and
+# ITER.
 #
 # Exit status: 0 all checks passed, or no usable GPU here (a line starting
 # "gpu tests: skip:" says why); 1 a check failed; 2 something needed is
-# missing (trace-record, trace-dump, the sample, jq) on a machine that
+# missing (trace-record, trace-dump, the sample, jq, python3) on a machine that
 # has a GPU.
 set -u
 export LC_ALL=C
@@ -45,6 +48,7 @@ echo "gpu tests: $why"
 
 # ---- what the checks need -----------------------------------------------------
 command -v jq >/dev/null 2>&1 || die "jq is needed"
+command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 record=$bin/trace-record
 dump=$bin/trace-dump
 [ -x "$record" ] || record=$(command -v trace-record) ||
@@ -104,15 +108,61 @@ check "saxpy on fill's stream" "$a" "$(stream_of "void saxpy")"
 check "plain_c_kernel on reduce's stream" "$d" "$(stream_of plain_c)"
 check "three streams" 3 "$(printf '%s\n' "$a" "$b" "$d" | sort -u | wc -l)"
 
-# Every kernel was launched by an API call with its correlation id, and
-# starts after that call began (one clock for CPU and GPU).
-q -s '
-  (map(select(.kind=="api")) | map({key: (.correlation|tostring), value: .ts}) | from_entries) as $api
-  | map(select(.kind=="kernel"))
-  | map(if $api[(.correlation|tostring)] == null then "no launch call for corr \(.correlation)"
-        elif .ts < $api[(.correlation|tostring)] then "kernel before its launch: corr \(.correlation)"
-        else empty end) | .[]' >"$tmp/corr"
-check "kernels linked to their launch calls, after them" "" "$(head -3 "$tmp/corr")"
+# Every kernel was launched by one API call with its correlation id
+# (cudaLaunchKernel, or __cudaLaunchKernel for <<<>>> in CUDA 13), on the
+# program's thread, inside the NVTX range it was launched in: 7 launches
+# in each "iteration", plain_c_kernel in "teardown".  GPU and CPU times
+# are on one clock: a kernel begins after its launch call began, and
+# within the process's life.  On each stream, kernels run one after the
+# other, in launch order.  (Python: exact integers; jq's are doubles.)
+"$dump" --json "$tmp/run.tkt" | python3 -c '
+import json, sys
+from collections import defaultdict
+evs = [json.loads(l) for l in sys.stdin]
+proc = [e for e in evs if e["kind"] == "process"][0]
+pid = proc["pid"]
+api = defaultdict(list)
+for e in evs:
+    if e["kind"] == "api":
+        api[e["correlation"]].append(e)
+ranges = [e for e in evs if e["kind"] == "range"]
+bad = []
+per_range = defaultdict(int)
+streams = defaultdict(list)
+for k in (e for e in evs if e["kind"] == "kernel"):
+    calls = [a for a in api[k["correlation"]]
+             if a["name"] in ("cudaLaunchKernel", "__cudaLaunchKernel")]
+    if len(calls) != 1:
+        bad.append("kernel corr %d: %d launch calls" % (k["correlation"], len(calls)))
+        continue
+    a = calls[0]
+    if a.get("tid") != pid:
+        bad.append("launch corr %d not on the main thread" % k["correlation"])
+    if k["ts"] < a["ts"]:
+        bad.append("kernel corr %d begins before its launch call" % k["correlation"])
+    if not (proc["ts"] <= k["ts"] and k["ts"] + k["dur"] <= proc["ts"] + proc["dur"]):
+        bad.append("kernel corr %d outside the process" % k["correlation"])
+    inside = [r for r in ranges if r.get("tid") == a.get("tid") and
+              r["ts"] <= a["ts"] and a["ts"] + a["dur"] <= r["ts"] + r["dur"]]
+    names = sorted(r["name"] for r in inside)
+    if names not in (["iteration"], ["teardown"]):
+        bad.append("launch corr %d inside %s" % (k["correlation"], names))
+    else:
+        per_range[(names[0], inside[0]["ts"])] += 1
+    streams[k["stream"]].append(k)
+counts = sorted((n, c) for (n, _), c in per_range.items())
+want = sorted([("iteration", 7)] * int(sys.argv[1]) + [("teardown", 1)])
+if counts != want:
+    bad.append("launches per range %s, want %s" % (counts, want))
+for s, ks in streams.items():
+    ks.sort(key=lambda k: k["ts"])
+    for x, y in zip(ks, ks[1:]):
+        if y["ts"] < x["ts"] + x["dur"]:
+            bad.append("stream %s: kernels overlap (corr %d, %d)" % (s, x["correlation"], y["correlation"]))
+        if y["correlation"] < x["correlation"]:
+            bad.append("stream %s: kernels out of launch order (corr %d, %d)" % (s, x["correlation"], y["correlation"]))
+print("\n".join(bad[:5]))' "$ITER" >"$tmp/corr"
+check "kernels linked to their launch calls, in NVTX ranges, times in order" "" "$(cat "$tmp/corr")"
 
 # Copies, memset, allocations.
 check "one HtoD copy of the input" 1 "$(count ".kind==\"memcpy\" and .copy_kind==\"HtoD\" and .bytes==$((N * 4))")"
@@ -135,8 +185,38 @@ check "NVTX iteration ranges" "$ITER" "$(count '.kind=="range" and .name=="itera
 check "NVTX setup/teardown" 2 "$(count '.kind=="range" and (.name=="setup" or .name=="teardown")')"
 check "NVTX mark" 1 "$(count '.kind=="mark" and .name=="done"')"
 
-# Nothing lost.
+# Nothing lost; what the trace says about the recording.
 check "no dropped records" "" "$(q 'select(.kind=="dropped") | "\(.count) \(.reason)"')"
+meta() { "$dump" --info "${2:-$tmp/run.tkt}" | sed -n "s/^  meta $1 = //p"; }
+pid=$(q 'select(.kind=="process") | .pid')
+check "recorded, says the trace" "recorded (pid $pid): kernel,memcpy,memset,memory,runtime,driver,sync,overhead" \
+	"$(meta cuda | sed 's/; CUPTI .*//')"
+check "nothing refused or late" "0 dropped by CUPTI, 0 refused, 0 late" \
+	"$(meta cuda.stats | sed -E 's/.* ([0-9]+ dropped by CUPTI), [0-9]+ buffers \(([0-9]+ refused): pool full\), ([0-9]+ late),.*/\1, \2, \3/')"
+check "the device's name" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null || echo "?")" \
+	"$("$dump" --info --json "$tmp/run.tkt" | jq -r '.devices[] | select(.index==0) | .name')"
+check "no stderr from trace-record" "" "$(grep '^trace-record:' "$tmp/err")"
+
+# --cuda=kernel: kernels only.
+"$record" -o "$tmp/k.tkt" --cuda=kernel -- "$sample" "$ITER" >/dev/null 2>>"$tmp/err"
+check "--cuda=kernel: the same kernels" "$((7 * ITER + 1))" "$("$dump" -k kernel "$tmp/k.tkt" | wc -l)"
+check "--cuda=kernel: no API calls, copies or syncs" "0" \
+	"$("$dump" -k api,memcpy,memset,sync,memory "$tmp/k.tkt" | wc -l)"
+
+# The capture schedule: iteration 1 is the warmup (CUPTI starts there),
+# 2 and 3 are recorded: their kernels, all of them, and nothing else.
+"$record" -o "$tmp/s.tkt" --capture-range=nvtx:iteration --warmup 1 --active 2 -- \
+	"$sample" "$ITER" >/dev/null 2>>"$tmp/err"
+got=$("$dump" --json -k kernel "$tmp/s.tkt" | jq -r .name | sort | uniq -c | sed 's/^ *//')
+want=$(sort <<EOF
+2 fill_kernel(float*, float, int)
+6 sample::scale_kernel(float*, float, int)
+2 void reduce_kernel<256>(float const*, float*, int)
+4 void saxpy_kernel<float>(float, float const*, float*, int)
+EOF
+)
+check "capture schedule: the kernels of the two active iterations" "$want" "$got"
+check "capture schedule: two iteration ranges" 2 "$("$dump" --json -k range "$tmp/s.tkt" | jq -r .name | grep -c '^iteration$')"
 
 if [ "$failed" -gt 0 ]; then
 	echo "gpu tests: $failed failed, $passed passed (trace kept in $tmp.tkt)"

@@ -31,6 +31,7 @@ main(void)
 #include <sys/stat.h>
 
 #include <cupti_driver_cbid.h>
+#include <cupti_version.h>
 #include <cupti_runtime_cbid.h>
 
 #include "cupti_convert.h"
@@ -1315,6 +1316,159 @@ TEST(reset_same_converter)
 	cupti_convert_free(f.c);
 }
 
+/* The host's keep(): events it declines are counted, not written and
+ * not reported lost; lost-record reports are never asked about. */
+static int keep_calls;
+
+static int
+keep_late_only(void *arg, const struct tk_event *e)
+{
+	(void)arg;
+	keep_calls++;
+	return e->ts >= T0 + 1000;
+}
+
+TEST(host_keep_filter)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.keep = keep_late_only;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	keep_calls = 0;
+	CUpti_ActivityKernel10 k = kernel_rec("early", 7, 10, 20);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	k = kernel_rec("late", 7, 1000, 1020);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 4243, 1, 5, 6);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	CHECK_EQ_INT(cupti_convert_dropped(f.c, 3, "lost"), TK_OK);
+	const struct cupti_convert_stats *st = cupti_convert_stats(f.c);
+	CHECK_EQ_INT(st->filtered, 2);
+	CHECK_EQ_INT(st->events, 2);
+	CHECK_EQ_INT(keep_calls, 3);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 1);
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 0);
+	CHECK_EQ_INT(count_kind(&rb, TK_DROPPED), 1); /* "lost", nothing else */
+	const struct got *g = nth(&rb, TK_KERNEL, 0);
+	CHECK(g && !strcmp(g->name, "late"));
+	teardown(&f, &rb);
+}
+
+/* A new writer (the host reopened its output): ids are defined again in
+ * it, devices with what their records said. */
+TEST(set_writer_new_scope)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	CUpti_ActivityDevice5 d = device_rec(0, "GPU zero");
+	CHECK_EQ_INT(convert(&f, &d), TK_OK);
+	cupti_convert_release((CUpti_Activity *)&d);
+	CUpti_ActivityContext3 x = context_rec(1, 0, 7);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	CUpti_ActivityKernel10 k = kernel_rec("before", 7, 10, 20);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CHECK_EQ_INT(cupti_convert_finish(f.c), TK_OK);
+	struct mem_trace second;
+	struct tk_writer *w2 = mem_open(&second, NULL);
+	const char *argv[] = { "./train" };
+	struct tk_process p = { "gpu-host", PID, 1, T0, 1, argv, "" };
+	struct tk_writer *w1 = f.h.w;
+	f.h.w = w2;
+	f.h.process = tk_writer_process(w2, 0, &p);
+	f.h.nthreads = 0;
+	cupti_convert_set_writer(f.c, w2);
+	k = kernel_rec("after", 7, 30, 40);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 4243, 1, 5, 6);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	/* the fixture reads back what its trace holds: the second writer */
+	struct mem_trace first = f.m;
+	f.m = second;
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 1);
+	const struct got *g = nth(&rb, TK_KERNEL, 0);
+	CHECK(g && !strcmp(g->name, "after") && g->trk.type == TK_TRACK_STREAM);
+	CHECK(g && !strcmp(g->stream_name, "default"));
+	CHECK_EQ_INT(rb.ndev, 1);
+	if (rb.ndev)
+		CHECK_STR(rb.devname[0], "GPU zero");
+	g = nth(&rb, TK_API, 0);
+	CHECK(g && g->trk.type == TK_TRACK_THREAD && g->trk.u.thread.tid == 4243);
+	readback_free(&rb);
+	cupti_convert_free(f.c);
+	mem_free(&f.m);
+	tk_writer_free(w1);
+	fclose(first.f);
+}
+
+/* A host that loads libcupti with dlopen() gives its functions. */
+static int fake_walks;
+
+static CUptiResult
+fake_next(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	fake_walks++;
+	size_t at = *rec ? (size_t)((uint8_t *)*rec - buf) + sizeof(CUpti_ActivityAPI) : 0;
+	if (at + sizeof(CUpti_ActivityAPI) > valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)(void *)(buf + at);
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult
+fake_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	(void)d;
+	*name = cbid == 5 ? "cudaFakeCall_v12000" : NULL;
+	return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+TEST(host_cupti_functions)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.next_record = fake_next;
+	f.ch.callback_name = fake_name;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	_Alignas(8) uint8_t buf[2 * sizeof(CUpti_ActivityAPI)];
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 5, 4243, 1, 5, 6);
+	memcpy(buf, &a, sizeof(a));
+	a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 6, 4243, 2, 7, 8);
+	memcpy(buf + sizeof(a), &a, sizeof(a));
+	fake_walks = 0;
+	CHECK_EQ_INT(cupti_convert_buffer(f.c, buf, sizeof(buf), 0), TK_OK);
+	CHECK_EQ_INT(fake_walks, 3);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 2);
+	const struct got *g = nth(&rb, TK_API, 0);
+	CHECK(g && !strcmp(g->name, "cudaFakeCall"));
+	g = nth(&rb, TK_API, 1);
+	CHECK(g && !strcmp(g->name, "runtime cbid 6"));
+	teardown(&f, &rb);
+}
+
+TEST(api_version_check)
+{
+	char msg[160];
+	CHECK_EQ_INT(cupti_convert_check_api_version(CUPTI_API_VERSION, msg, sizeof(msg)), 0);
+	CHECK_STR(msg, "");
+	/* a patch release writes the same records */
+	CHECK_EQ_INT(cupti_convert_check_api_version(CUPTI_API_VERSION / 100 * 100 + 99, msg,
+	                                             sizeof(msg)), 0);
+	CHECK_EQ_INT(cupti_convert_check_api_version(130100, msg, sizeof(msg)), -1);
+	char want[160];
+	snprintf(want, sizeof(want), "libcupti API version 130100, built for %d: its "
+	         "records would be misread", CUPTI_API_VERSION);
+	CHECK_STR(msg, want);
+	CHECK_EQ_INT(cupti_convert_check_api_version(120900, msg, sizeof(msg)), -1);
+}
+
 /* ---- real buffers, walked by libcupti ---------------------------------------- */
 
 struct buffer {
@@ -1498,6 +1652,10 @@ main(void)
 	RUN(refused_events_reported);
 	RUN(writer_failure_propagates);
 	RUN(reset_same_converter);
+	RUN(host_keep_filter);
+	RUN(set_writer_new_scope);
+	RUN(host_cupti_functions);
+	RUN(api_version_check);
 	RUN(buffer_walk);
 	RUN(buffer_unreadable_and_empty);
 	RUN(libcupti_link_state);

@@ -11,6 +11,18 @@
  * descriptor, fork, and the last flush at exit; and that what the
  * status page says was produced is what the spool holds.
  */
+#include <stdio.h>
+
+#ifndef TK_HAVE_NVTX
+int
+main(void)
+{
+	printf("ok 1 # SKIP no NVTX headers under CUDA_HOME: the injection library "
+	       "is not built\n1..1\n");
+	return 0;
+}
+#else
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
@@ -625,3 +637,5 @@ main(void)
 	remove_spool();
 	return tap_done();
 }
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_out.h"
+#include "util.h"
+
+json_t *
+cmd_jstr(const char *s)
+{
+	size_t n;
+	const char *u = cmd_utf8(s, strlen(s), &n);
+	return json_stringn_nocheck(u, n);
+}
+
+void
+cmd_jset(json_t *o, const char *k, json_t *v)
+{
+	if (!v || json_object_set_new(o, k, v) < 0)
+		cmd_die(EXIT_USAGE, "out of memory");
+}
+
+void
+cmd_jappend(json_t *a, json_t *v)
+{
+	if (!v || json_array_append_new(a, v) < 0)
+		cmd_die(EXIT_USAGE, "out of memory");
+}
+
+json_t *
+cmd_jmetadata(const struct agg_run *run)
+{
+	json_t *meta = json_object();
+	if (!meta)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t i = 0; i < run->nmeta; i++) {
+		json_t *old = json_object_get(meta, run->meta[i].key);
+		json_t *v = cmd_jstr(run->meta[i].value);
+		if (!old) {
+			cmd_jset(meta, run->meta[i].key, v);
+		} else if (json_is_array(old)) {
+			cmd_jappend(old, v);
+		} else {
+			json_t *arr = json_array();
+			if (!arr || json_array_append(arr, old) < 0)
+				cmd_die(EXIT_USAGE, "out of memory");
+			cmd_jappend(arr, v);
+			cmd_jset(meta, run->meta[i].key, arr);
+		}
+	}
+	return meta;
+}

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA driver's entry point, InitializeInjection(), and the CUPTI
+ * session of the process.
+ *
+ * trace-record sets CUDA_INJECTION64_PATH to this library; the driver
+ * loads it during cuInit() and calls InitializeInjection().  Without the
+ * default visibility the driver would not find it, and says nothing:
+ * the library is built with -fvisibility=hidden.
+ *
+ * Attaching, in the order CUPTI wants: one subscriber (CUPTI refuses a
+ * second one: the PyTorch profiler, Nsight tools), CUPTI's clock tied to
+ * CLOCK_REALTIME, kernel thread ids, buffer callbacks, then the activity
+ * kinds asked for -- now, or when the capture schedule's warmup begins,
+ * so that CUPTI's start-up cost falls outside the recorded steps.  A
+ * step that fails says why, once, in the spool's metadata ("cuda") and
+ * the status page (trace-record warns), and the program runs on as if
+ * nothing had been loaded.
+ *
+ * Flushing: cuptiActivityFlushAll(0) (complete buffers only) before each
+ * flush round, on the flusher thread without the spool lock; a forced
+ * flush from an atexit handler of our own, registered after CUPTI's
+ * set-up so that it runs before the runtime's and CUPTI's teardown, and
+ * from the final round when a fatal signal ends the process.  The
+ * library's destructor comes after libcupti's: it converts what came,
+ * and never calls CUPTI.
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cupti_runtime_cbid.h>
+
+#include "cuda_record.h"
+
+#define LAG_INTERVALS 10            /* as the flusher's */
+#define BUFFER_BYTES (8u << 20)
+#define MAX_BUFFERS 64
+
+static struct tki_cupti api;
+static unsigned kinds;              /* TKI_CUDA_* asked for */
+static atomic_int state;            /* TKI_CUDA_STATE_* */
+static CUpti_SubscriberHandle subscriber;
+static pid_t owner;
+static atomic_int forked, exit_flushed;
+static int hold = -1;
+
+/* collection of the kinds asked for: on between the first warmup or
+ * active phase and the end of the schedule (or of the window) */
+static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+static int enabled, schedule_over;
+static enum tki_phase last_phase;
+static uint64_t cycles_done;
+
+/* ---- saying why not --------------------------------------------------------------- */
+
+static const char *
+result_name(CUptiResult r)
+{
+	const char *s = NULL;
+	if (!api.cuptiGetResultString || api.cuptiGetResultString(r, &s) != CUPTI_SUCCESS ||
+	    !s)
+		s = "unknown CUPTI error";
+	return s;
+}
+
+void
+tki_cuda_fail(const char *why)
+{
+	int expected = TKI_CUDA_STATE_NONE;
+	if (!atomic_compare_exchange_strong(&state, &expected, TKI_CUDA_STATE_FAILED))
+		return;
+	char b[512];
+	snprintf(b, sizeof(b), "not recorded (pid %ld): %s", (long)getpid(), why);
+	volatile struct tki_status *s = tki_status;
+	/* the note first: trace-record reads it once it sees the state */
+	size_t n = strlen(why);
+	if (n >= sizeof(s->cuda_note))
+		n = sizeof(s->cuda_note) - 1;
+	for (size_t i = 0; i < n; i++)
+		s->cuda_note[i] = why[i];
+	s->cuda_note[n] = 0;
+	__atomic_store_n(&s->cuda, TKI_CUDA_STATE_FAILED, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&tki_lock);
+	if (tki_writer)
+		tk_writer_meta(tki_writer, "cuda", b);
+	pthread_mutex_unlock(&tki_lock);
+}
+
+/* A CUPTI call that failed: why, with its name and result; leave CUPTI
+ * to whoever else may want it. */
+static void
+fail_call(const char *call, CUptiResult r)
+{
+	char b[256];
+	snprintf(b, sizeof(b), "CUPTI could not attach: %s: %s (%d)", call, result_name(r),
+	         (int)r);
+	tki_cuda_fail(b);
+	if (subscriber)
+		api.cuptiUnsubscribe(subscriber);
+	subscriber = NULL;
+}
+
+int
+tki_cuda_state(void)
+{
+	return atomic_load(&state);
+}
+
+/* ---- activity kinds ---------------------------------------------------------------- */
+
+static const struct {
+	unsigned bit;
+	CUpti_ActivityKind kind;
+	const char *name;
+} kind_map[] = {
+	{ TKI_CUDA_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL" },
+	{ TKI_CUDA_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY" },
+	{ TKI_CUDA_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2" },
+	{ TKI_CUDA_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET" },
+	{ TKI_CUDA_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2" },
+	{ TKI_CUDA_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME" },
+	{ TKI_CUDA_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER" },
+	/* kernels the driver launches outside any API call */
+	{ TKI_CUDA_DRIVER, CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, "INTERNAL_LAUNCH_API" },
+	{ TKI_CUDA_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION" },
+	{ TKI_CUDA_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD" },
+};
+#define NKINDS (sizeof(kind_map) / sizeof(kind_map[0]))
+
+/* Turn the kinds asked for on or off; returns how many could be. */
+static size_t
+set_collection(int on)
+{
+	size_t ok = 0;
+	char errors[512] = "";
+	size_t at = 0;
+	pthread_mutex_lock(&enable_lock);
+	if (enabled == on || (on && schedule_over)) {
+		pthread_mutex_unlock(&enable_lock);
+		return NKINDS;
+	}
+	for (size_t i = 0; i < NKINDS; i++) {
+		if (!(kinds & kind_map[i].bit))
+			continue;
+		CUptiResult r = on ? api.cuptiActivityEnable(kind_map[i].kind)
+		                   : api.cuptiActivityDisable(kind_map[i].kind);
+		if (r == CUPTI_SUCCESS)
+			ok++;
+		else if (on && at < sizeof(errors))
+			at += (size_t)snprintf(errors + at, sizeof(errors) - at, "%s%s: %s (%d)",
+			                       at ? "; " : "", kind_map[i].name,
+			                       result_name(r), (int)r);
+	}
+	enabled = on;
+	pthread_mutex_unlock(&enable_lock);
+	if (errors[0] && ok)
+		tki_activity_meta("cuda.errors", errors);
+	else if (errors[0])
+		tki_cuda_fail(errors);
+	return ok;
+}
+
+/* ---- CUPTI's callbacks ------------------------------------------------------------- */
+
+static uint64_t CUPTIAPI
+realtime_ns(void)
+{
+	return (uint64_t)tki_now();
+}
+
+static void CUPTIAPI
+on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+            const void *data)
+{
+	(void)userdata;
+	if (atomic_load(&forked))
+		return;
+	if (domain == CUPTI_CB_DOMAIN_STATE) {
+		const CUpti_StateData *s = data;
+		char b[400];
+		snprintf(b, sizeof(b), "%s: %s (%d)%s%s",
+		         cbid == CUPTI_CBID_STATE_FATAL_ERROR ? "fatal" : "error",
+		         result_name(s->notification.result), (int)s->notification.result,
+		         s->notification.message ? ": " : "",
+		         s->notification.message ? s->notification.message : "");
+		tki_activity_meta("cuda.errors", b);
+		return;
+	}
+	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	const CUpti_CallbackData *cd = data;
+	if (cd->callbackSite != CUPTI_API_ENTER)
+		return;
+	/* CUPTI could not give kernel thread ids: map pthread ids */
+	tki_activity_map_thread();
+	/* the device's records go with it: deliver them first */
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+	    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)
+		api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* ---- flushing ------------------------------------------------------------------------ */
+
+static int
+ours(void)
+{
+	return atomic_load(&state) == TKI_CUDA_STATE_ON && !atomic_load(&forked) &&
+	       getpid() == owner;
+}
+
+static void
+at_exit(void)
+{
+	if (!ours() || atomic_exchange(&exit_flushed, 1))
+		return;
+	/* nothing of the teardown after this, and everything before */
+	set_collection(0);
+	api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	tki_activity_finish();
+	tki_hold_set(hold, INT64_MAX);
+}
+
+static void
+on_flush(void *arg, int final)
+{
+	(void)arg;
+	if (!ours())
+		return;
+	int64_t now = tki_now();
+	if (final) {
+		/* a fatal signal (no atexit): the flusher thread is here */
+		if (!atomic_exchange(&exit_flushed, 1))
+			api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		tki_activity_finish();
+		tki_hold_set(hold, INT64_MAX);
+		return;
+	}
+	/* --duration: collection ends with the window */
+	if (now >= tki_cfg.win_end) {
+		pthread_mutex_lock(&enable_lock);
+		schedule_over = 1;
+		pthread_mutex_unlock(&enable_lock);
+		set_collection(0);
+	}
+	api.cuptiActivityFlushAll(0);
+	tki_hold_set(hold, tki_activity_hold(now, LAG_INTERVALS * tki_cfg.flush_ns));
+}
+
+static void
+on_phase(void *arg, enum tki_phase p)
+{
+	(void)arg;
+	if (!ours())
+		return;
+	tki_activity_phase(p == TKI_PHASE_ACTIVE, tki_now());
+	pthread_mutex_lock(&enable_lock);
+	/* the schedule's last active step ended: for good */
+	int over = p == TKI_PHASE_OFF && last_phase == TKI_PHASE_ACTIVE &&
+	           tki_cfg.cycles && ++cycles_done >= tki_cfg.cycles;
+	if (over)
+		schedule_over = 1;
+	last_phase = p;
+	pthread_mutex_unlock(&enable_lock);
+	if (p == TKI_PHASE_WARMUP || p == TKI_PHASE_ACTIVE)
+		set_collection(1);
+	else if (over)
+		set_collection(0);
+}
+
+static void
+after_fork_child(void)
+{
+	/* CUPTI does not work in a forked child: never call it there */
+	atomic_store(&forked, 1);
+	tki_activity_after_fork();
+	tki_hold_set(hold, INT64_MAX);
+}
+
+/* ---- attaching ------------------------------------------------------------------------ */
+
+/* CUPTI's clock against CLOCK_REALTIME, without the callback: the
+ * offset at the narrowest of a few reads of both (0 when within 2 us:
+ * the same clock, as on Linux by default). */
+static int64_t
+measure_offset(char *how, size_t n)
+{
+	int64_t best = INT64_MAX, off = 0;
+	for (int i = 0; i < 16; i++) {
+		uint64_t c;
+		int64_t a = tki_now();
+		if (api.cuptiGetTimestamp(&c) != CUPTI_SUCCESS)
+			break;
+		int64_t b = tki_now();
+		if (b - a < best) {
+			best = b - a;
+			off = a + (b - a) / 2 - (int64_t)c;
+		}
+	}
+	if (best == INT64_MAX) {
+		snprintf(how, n, "CUPTI's own (cuptiGetTimestamp failed: taken as CLOCK_REALTIME)");
+		return 0;
+	}
+	if (off > -2000 && off < 2000) {
+		snprintf(how, n, "CUPTI's own, found equal to CLOCK_REALTIME");
+		return 0;
+	}
+	snprintf(how, n, "CUPTI's own + %" PRId64 " ns to CLOCK_REALTIME (measured at start)",
+	         off);
+	return off;
+}
+
+static size_t
+buffer_bytes(void)
+{
+	const char *s = getenv(TKI_ENV_CUDA_BUFFER);
+	char *end;
+	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+	if (!s || *end || v < (64u << 10) || v > (1ull << 30))
+		return BUFFER_BYTES;
+	return (size_t)v & ~(size_t)7;
+}
+
+int
+tki_cuda_attach(const struct tki_cupti *a, unsigned k)
+{
+	api = *a;
+	kinds = k;
+	owner = getpid();
+	struct tki_cuda_conv cv = { 0 };
+	char msg[256], clock[160];
+	uint32_t version = 0;
+	CUptiResult r = api.cuptiGetVersion(&version);
+	if (r != CUPTI_SUCCESS) {
+		fail_call("cuptiGetVersion", r);
+		return 0;
+	}
+	if (cupti_convert_check_api_version(version, msg, sizeof(msg)) < 0) {
+		tki_cuda_fail(msg);
+		return 0;
+	}
+
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
+	CUpti_SubscriberParams sp = { 0 };
+	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+	sp.subscriberName = "tracekit";
+	sp.oldSubscriberName = other;
+	sp.oldSubscriberSize = sizeof(other);
+	r = api.cuptiSubscribe_v2(&subscriber, on_callback, NULL, &sp);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		other[sizeof(other) - 1] = 0;
+		snprintf(msg, sizeof(msg),
+		         "another CUPTI client is attached (%s): the PyTorch profiler, "
+		         "Nsight Systems or Compute, cuda-gdb or compute-sanitizer; the "
+		         "program runs on unrecorded",
+		         other[0] ? other : "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+		tki_cuda_fail(msg);
+		return 0;
+	}
+	if (r != CUPTI_SUCCESS) {
+		fail_call("cuptiSubscribe", r);
+		return 0;
+	}
+
+	/* before any kind is enabled, as CUPTI asks */
+	if (api.cuptiActivityRegisterTimestampCallback(realtime_ns) == CUPTI_SUCCESS)
+		snprintf(clock, sizeof(clock), "CLOCK_REALTIME (timestamp callback)");
+	else
+		cv.clock_offset = measure_offset(clock, sizeof(clock));
+	r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	if (r != CUPTI_SUCCESS) {
+		cv.thread_map = 1;
+		snprintf(msg, sizeof(msg), "pthread ids mapped to kernel tids "
+		         "(cuptiSetThreadIdType: %s)", result_name(r));
+		tki_activity_map_thread();
+		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	}
+	cv.filter = tki_cfg.capture || tki_cfg.win_begin != INT64_MIN ||
+	            tki_cfg.win_end != INT64_MAX;
+	cv.buffer_bytes = buffer_bytes();
+	cv.max_buffers = MAX_BUFFERS;
+	if (tki_activity_init(&api, &cv) < 0) {
+		fail_call("setting up", CUPTI_ERROR_OUT_OF_MEMORY);
+		return 0;
+	}
+	r = api.cuptiActivityRegisterCallbacks(tki_activity_requested, tki_activity_completed);
+	if (r != CUPTI_SUCCESS) {
+		fail_call("cuptiActivityRegisterCallbacks", r);
+		return 0;
+	}
+	uint8_t zeroed = 1;
+	size_t zsize = sizeof(zeroed);
+	api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+	                              &zsize, &zeroed);
+	/* what the tracks need, whatever the schedule */
+	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_STREAM);
+	if (!cv.thread_map)
+		api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+		                        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+	api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_STATE);
+
+	hold = tki_hold_new();
+	tki_hold_set(hold, tki_activity_hold(tki_now(), LAG_INTERVALS * tki_cfg.flush_ns));
+	last_phase = (enum tki_phase)atomic_load(&tki_phase);
+	if (last_phase != TKI_PHASE_OFF) {
+		tki_activity_phase(last_phase == TKI_PHASE_ACTIVE, INT64_MIN);
+		if (!set_collection(1)) {
+			/* tki_cuda_fail said why */
+			tki_hold_set(hold, INT64_MAX);
+			api.cuptiUnsubscribe(subscriber);
+			subscriber = NULL;
+			return 0;
+		}
+	}
+
+	/* recording: say so, with what and how */
+	char what[128], b[512];
+	Dl_info dl;
+	const char *lib = dladdr((void *)(uintptr_t)api.cuptiGetVersion, &dl) && dl.dli_fname
+	                  ? dl.dli_fname : "libcupti";
+	tki_cuda_format(kinds, what, sizeof(what));
+	snprintf(b, sizeof(b), "recorded (pid %ld): %s%s; CUPTI %" PRIu32 " (%s); clock %s%s%s",
+	         (long)getpid(), what,
+	         tki_cfg.capture ? " (collected from the first warmup step)" : "",
+	         version, lib, clock, cv.thread_map ? "; " : "", cv.thread_map ? msg : "");
+	atomic_store(&state, TKI_CUDA_STATE_ON);
+	__atomic_store_n(&tki_status->cuda, TKI_CUDA_STATE_ON, __ATOMIC_RELEASE);
+	tki_activity_meta("cuda", b);
+	tki_on_flush(on_flush, NULL);
+	tki_on_phase(on_phase, NULL);
+	pthread_atfork(NULL, NULL, after_fork_child);
+	/* after CUPTI's set-up: it runs before CUPTI's own teardown */
+	atexit(at_exit);
+	return 1;
+}
+
+TKI_EXPORT int InitializeInjection(void);
+
+TKI_EXPORT int
+InitializeInjection(void)
+{
+	static atomic_int called;
+	if (tki_init() != 0)
+		return 0;   /* not started by trace-record */
+	if (atomic_exchange(&called, 1))
+		return atomic_load(&state) == TKI_CUDA_STATE_ON;
+	const char *env = getenv(TKI_ENV_CUDA);
+	unsigned k = TKI_CUDA_ALL;
+	if (env && tki_cuda_parse(env, &k, NULL, NULL) < 0) {
+		tki_cuda_fail("TRACEKIT_CUDA is not a list of activity kinds");
+		return 0;
+	}
+	if (!k) {
+		tki_cuda_fail("--cuda=none");
+		return 0;
+	}
+	struct tki_cupti a;
+	char why[512];
+	if (tki_cupti_load(&a, why, sizeof(why)) < 0) {
+		tki_cuda_fail(why);
+		return 0;
+	}
+	return tki_cuda_attach(&a, k);
+}

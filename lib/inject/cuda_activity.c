@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI's activity buffers: a bounded pool of zeroed buffers handed to
+ * CUPTI, and each buffer it completes converted into the spool.
+ *
+ * CUPTI completes buffers on any thread: its own, the flusher's (inside
+ * cuptiActivityFlushAll), or a program thread whose buffer filled.  The
+ * conversion runs under the spool lock (the converter writes to the
+ * spool's writer), so nothing that holds that lock may call CUPTI.
+ *
+ * What the converter needs from the library: the process's track, a
+ * thread's track by kernel tid (CUPTI gives kernel tids, or pthread ids
+ * mapped here when it cannot), the offset of CUPTI's clock, and which
+ * events to keep: those that begin inside the recording window and,
+ * with a capture schedule, in an active phase.  GPU work is judged by
+ * the API call that launched it (its correlation id), so that a kernel
+ * launched in the last active step and run after it is kept, and one
+ * launched before the window is not; work whose call is not known (not
+ * recorded, or not delivered yet) is judged by its own begin.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cuda_record.h"
+
+#define CORR_SLOTS (1u << 16)       /* launch verdicts remembered */
+#define PHASES 256                  /* active phases remembered */
+#define METAS 8                     /* metadata written again per scope */
+#define THREADS 4096                /* pthread ids mapped */
+
+static struct tki_cupti api;
+static struct tki_cuda_conv cv;
+static struct cupti_convert *conv;  /* spool lock */
+static uint32_t conv_scope;
+static char host_name[256];
+
+static atomic_size_t outstanding;   /* buffers CUPTI holds */
+static atomic_ullong refused;
+static uint64_t buffers, finished_at, late;
+static int64_t max_delay, hold_mark, buffer_time;
+static int finished;
+
+static struct {
+	char *key, *value;
+} metas[METAS];
+static int nmetas;
+
+/* Launch calls kept or not, by correlation id (spool lock). */
+struct verdict {
+	uint64_t corr;
+	int keep;
+};
+static struct verdict *verdicts;
+
+/* Active phases of the capture schedule, oldest first (spool lock). */
+static struct {
+	int64_t begin, end;      /* end INT64_MAX: still active */
+} phases[PHASES];
+static unsigned nphases, phase_first;
+
+/* pthread id (cut to 32 bits, as CUPTI gives it) -> kernel tid. */
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint32_t pthread;
+	uint32_t tid;
+} threads[THREADS];
+static unsigned nthreads;
+static __thread int thread_mapped __attribute__((tls_model("initial-exec")));
+
+/* ---- what the converter asks ------------------------------------------------------ */
+
+static uint32_t
+host_process(void *arg, uint32_t pid)
+{
+	(void)arg;
+	(void)pid;
+	return tki_spool_process();
+}
+
+static uint32_t
+map_lookup(uint32_t id)
+{
+	uint32_t tid = 0;
+	pthread_mutex_lock(&map_lock);
+	for (unsigned i = 0; i < nthreads; i++)
+		if (threads[i].pthread == id)
+			tid = threads[i].tid;
+	pthread_mutex_unlock(&map_lock);
+	return tid;
+}
+
+static uint32_t
+host_thread(void *arg, uint32_t pid, uint32_t tid)
+{
+	(void)arg;
+	if (pid && pid != (uint32_t)getpid())
+		return 0;
+	if (cv.thread_map && !(tid = map_lookup(tid)))
+		return 0; /* a thread we cannot name: the process track */
+	return tki_spool_thread(tid, 0);
+}
+
+static uint64_t
+correlation(const struct tk_event *e)
+{
+	switch (e->kind) {
+	case TK_KERNEL: return e->u.kernel.correlation;
+	case TK_MEMCPY: return e->u.memcpy.correlation;
+	case TK_MEMSET: return e->u.memset.correlation;
+	case TK_MEMORY: return e->u.memory.correlation;
+	case TK_SYNC: return e->u.sync.correlation;
+	default: return 0;
+	}
+}
+
+/* Whether the schedule was in an active phase at ts. */
+static int
+was_active(int64_t ts)
+{
+	if (!tki_cfg.capture)
+		return 1;
+	for (unsigned i = nphases; i-- > 0;) {
+		unsigned k = (phase_first + i) % PHASES;
+		if (ts >= phases[k].begin)
+			return ts < phases[k].end;
+	}
+	return 0;
+}
+
+static int
+in_window(int64_t ts)
+{
+	return ts >= tki_cfg.win_begin && ts < tki_cfg.win_end && was_active(ts);
+}
+
+static int
+host_keep(void *arg, const struct tk_event *e)
+{
+	(void)arg;
+	int64_t delay = buffer_time - e->ts;
+	if (delay > max_delay)
+		max_delay = delay;
+	if (e->ts < hold_mark)
+		late++;
+	if (!cv.filter)
+		return 1;
+	if (e->kind == TK_API) {
+		int keep = in_window(e->ts);
+		uint64_t c = e->u.api.correlation;
+		if (c)
+			verdicts[c & (CORR_SLOTS - 1)] = (struct verdict){ c, keep };
+		return keep;
+	}
+	uint64_t c = correlation(e);
+	const struct verdict *v = &verdicts[c & (CORR_SLOTS - 1)];
+	if (c && v->corr == c)
+		return v->keep;
+	return in_window(e->ts);
+}
+
+/* ---- the converter and the spool's scope (spool lock held) ---------------------------- */
+
+/* Ready to write: the converter follows the spool into a new scope. */
+static int
+ready(void)
+{
+	if (!conv || !tki_writer)
+		return 0;
+	if (conv_scope != tki_scope) {
+		cupti_convert_set_writer(conv, tki_writer);
+		conv_scope = tki_scope;
+		for (int i = 0; i < nmetas; i++)
+			tk_writer_meta(tki_writer, metas[i].key, metas[i].value);
+	}
+	return 1;
+}
+
+/* Count what the converter wrote in the status page: what a killed
+ * process lost is told from it. */
+static void
+count_events(uint64_t before)
+{
+	uint64_t now = cupti_convert_stats(conv)->events;
+	if (now > before)
+		tki_spool_count_direct(now - before);
+}
+
+int
+tki_activity_init(const struct tki_cupti *a, const struct tki_cuda_conv *c)
+{
+	api = *a;
+	cv = *c;
+	if (gethostname(host_name, sizeof(host_name)) < 0)
+		snprintf(host_name, sizeof(host_name), "localhost");
+	host_name[sizeof(host_name) - 1] = 0;
+	if (cv.filter && !verdicts &&
+	    !(verdicts = calloc(CORR_SLOTS, sizeof(*verdicts))))
+		return -1;
+	struct cupti_convert_host h = { 0 };
+	h.process_track = host_process;
+	h.thread_track = host_thread;
+	h.clock_offset = cv.clock_offset;
+	h.host_name = host_name;
+	h.keep = host_keep;
+	h.next_record = api.cuptiActivityGetNextRecord;
+	h.callback_name = api.cuptiGetCallbackName;
+	h.result_string = api.cuptiGetResultString;
+	pthread_mutex_lock(&tki_lock);
+	if (tki_writer && !conv && (conv = cupti_convert_new(tki_writer, &h)))
+		conv_scope = tki_scope;
+	int ok = conv != NULL;
+	pthread_mutex_unlock(&tki_lock);
+	return ok ? 0 : -1;
+}
+
+void
+tki_activity_meta(const char *key, const char *value)
+{
+	pthread_mutex_lock(&tki_lock);
+	if (tki_writer)
+		tk_writer_meta(tki_writer, key, value);
+	if (nmetas < METAS) {
+		char *k = strdup(key), *v = strdup(value);
+		if (k && v) {
+			metas[nmetas].key = k;
+			metas[nmetas++].value = v;
+		} else {
+			free(k);
+			free(v);
+		}
+	}
+	pthread_mutex_unlock(&tki_lock);
+}
+
+/* ---- buffers ------------------------------------------------------------------------ */
+
+void CUPTIAPI
+tki_activity_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = NULL;
+	*size = 0;
+	*max_records = 0; /* as many as fit */
+	if (atomic_fetch_add(&outstanding, 1) >= cv.max_buffers) {
+		atomic_fetch_sub(&outstanding, 1);
+		atomic_fetch_add(&refused, 1);
+		return;
+	}
+	/* zeroed, as CUPTI was told (ZEROED_OUT_ACTIVITY_BUFFER), so that
+	 * it does not clear it on a program thread; fresh pages are zero
+	 * without being touched */
+	uint8_t *b = calloc(1, cv.buffer_bytes);
+	if (!b) {
+		atomic_fetch_sub(&outstanding, 1);
+		atomic_fetch_add(&refused, 1);
+		return;
+	}
+	*buf = b;
+	*size = cv.buffer_bytes;
+}
+
+void CUPTIAPI
+tki_activity_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                       size_t valid)
+{
+	(void)size;
+	size_t dropped = 0;
+	if (api.cuptiActivityGetNumDroppedRecords &&
+	    api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS)
+		dropped = 0;
+	pthread_mutex_lock(&tki_lock);
+	if (ready()) {
+		uint64_t before = cupti_convert_stats(conv)->events;
+		buffer_time = tki_now();
+		/* an error is the writer's, for good: the spool says the rest */
+		cupti_convert_buffer(conv, buf, buf ? valid : 0, dropped);
+		count_events(before);
+		buffers++;
+	}
+	pthread_mutex_unlock(&tki_lock);
+	if (buf) {
+		free(buf);
+		atomic_fetch_sub(&outstanding, 1);
+	}
+}
+
+/* ---- the end, fork, the schedule ---------------------------------------------------- */
+
+void
+tki_activity_finish(void)
+{
+	pthread_mutex_lock(&tki_lock);
+	/* again only when buffers came since (the program's teardown) */
+	if (ready() && (!finished || buffers != finished_at)) {
+		uint64_t before = cupti_convert_stats(conv)->events;
+		cupti_convert_finish(conv);
+		count_events(before);
+		const struct cupti_convert_stats *st = cupti_convert_stats(conv);
+		char b[400];
+		snprintf(b, sizeof(b),
+		         "pid %ld: %llu records, %llu events, %llu dropped by CUPTI, "
+		         "%llu buffers (%llu refused: pool full), %llu late, "
+		         "longest delay %.3f s",
+		         (long)getpid(), (unsigned long long)st->records,
+		         (unsigned long long)st->events,
+		         (unsigned long long)st->dropped,
+		         (unsigned long long)buffers,
+		         (unsigned long long)atomic_load(&refused),
+		         (unsigned long long)late, (double)max_delay / 1e9);
+		tk_writer_meta(tki_writer, "cuda.stats", b);
+		finished = 1;
+		finished_at = buffers;
+	}
+	pthread_mutex_unlock(&tki_lock);
+}
+
+void
+tki_activity_after_fork(void)
+{
+	/* the child's CUPTI has none of the parent's state: what the
+	 * converter holds is the parent's to write */
+	cupti_convert_free(conv);
+	conv = NULL;
+	atomic_store(&outstanding, 0);
+	for (int i = 0; i < nmetas; i++) {
+		free(metas[i].key);
+		free(metas[i].value);
+	}
+	nmetas = 0;
+	pthread_mutex_init(&map_lock, NULL);
+}
+
+void
+tki_activity_phase(int active, int64_t ts)
+{
+	pthread_mutex_lock(&tki_lock);
+	unsigned last = (phase_first + nphases - 1) % PHASES;
+	int open = nphases && phases[last].end == INT64_MAX;
+	if (active && !open) {
+		if (nphases == PHASES) {
+			phase_first = (phase_first + 1) % PHASES;
+			nphases--;
+		}
+		unsigned k = (phase_first + nphases++) % PHASES;
+		phases[k].begin = ts;
+		phases[k].end = INT64_MAX;
+	} else if (!active && open) {
+		phases[last].end = ts;
+	}
+	pthread_mutex_unlock(&tki_lock);
+}
+
+int64_t
+tki_activity_hold(int64_t now, int64_t lag)
+{
+	pthread_mutex_lock(&tki_lock);
+	int64_t d = max_delay > lag / 2 ? 2 * max_delay : lag;
+	hold_mark = now - d;
+	int64_t h = hold_mark;
+	pthread_mutex_unlock(&tki_lock);
+	return h;
+}
+
+void
+tki_activity_map_thread(void)
+{
+	if (thread_mapped)
+		return;
+	thread_mapped = 1;
+	uint32_t id = (uint32_t)(uintptr_t)pthread_self();
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&map_lock);
+	unsigned i;
+	for (i = 0; i < nthreads; i++)
+		if (threads[i].pthread == id)
+			break; /* a new thread where an old one was */
+	if (i < THREADS) {
+		threads[i].pthread = id;
+		threads[i].tid = tid;
+		if (i == nthreads)
+			nthreads++;
+	}
+	pthread_mutex_unlock(&map_lock);
+}
+
+void
+tki_activity_counts(struct tki_activity_counts *out)
+{
+	pthread_mutex_lock(&tki_lock);
+	out->buffers = buffers;
+	out->refused = atomic_load(&refused);
+	out->late = late;
+	out->max_delay = max_delay;
+	pthread_mutex_unlock(&tki_lock);
+}
+
+const struct cupti_convert_stats *
+tki_activity_stats(void)
+{
+	return conv ? cupti_convert_stats(conv) : NULL;
+}

@@ -1,0 +1,255 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# trace-record's CUDA recording, on machines without a GPU: --cuda, the
+# injection library's entry points, a CUDA program on a machine without
+# a driver (it must behave exactly as without trace-record, and the trace
+# must say why nothing was recorded), CUPTI refusing to attach, and the
+# whole path from the driver's call to the output with a stand-in CUPTI
+# (tests/apps/fake_cupti.c) that the driver-less machine can run:
+# tests/apps/fake_driver.c does what cuInit does with the library.
+# Live tests on a GPU: tests/gpu/run.sh (make check-gpu).
+
+load helpers
+
+APPS=$TK_BUILD/tests/apps
+INJECT=$TK_BUILD/lib/tracekit/libtracekit-inject.so
+FAKE=$APPS/libfake_cupti.so
+
+setup() {
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir -p "$TMPDIR"
+	T=$BATS_TEST_TMPDIR/run.tkt
+	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG
+}
+
+teardown() {
+	if [ -d "$TMPDIR" ] && ls "$TMPDIR" | grep -q '^tracekit-'; then
+		echo "spool directory left behind: $(ls "$TMPDIR")" >&2
+		return 1
+	fi
+}
+
+cuda_built() {
+	trace-record --help | grep -q -- '--cuda=LIST *CUDA activity to record through CUPTI'
+}
+
+need_cuda() {
+	cuda_built || skip "trace-record was built without CUPTI 13.0 and NVTX (CUDA_HOME)"
+}
+
+# The tests of a machine without a driver, and what the loader says
+# about it, found independently of trace-record.
+need_no_driver() {
+	local why
+	why=$(python3 -c 'import ctypes
+try:
+    ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print(e)')
+	[ -n "$why" ] || skip "a CUDA driver is installed here: see tests/gpu/run.sh"
+	DRIVER_ERROR=$why
+}
+
+# Value(s) of a metadata key, one a line, in file order.
+meta() {
+	trace-dump --info "${2:-$T}" | sed -n "s/^  meta $1 = //p"
+}
+
+ev() {
+	trace-dump --json "${2:-$T}" | jq -r "$1"
+}
+
+@test "--cuda: the lists it takes, and what the trace says about them" {
+	run -125 --separate-stderr trace-record --cuda=kernels -- true
+	assert_eq "$stderr" "trace-record: --cuda: unknown activity 'kernels' (kernel, memcpy, memset, memory, runtime, driver, api, sync, overhead, all, none)
+Try 'trace-record --help' for more information."
+	run -125 --separate-stderr trace-record --cuda=kernel, -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --cuda: unknown activity '' (kernel, memcpy, memset, memory, runtime, driver, api, sync, overhead, all, none)"
+	run -0 trace-record -o "$T" --cuda=none -- true
+	assert_eq "$(meta record.cuda)" "none"
+	if ! cuda_built; then
+		assert_eq "$(meta cuda)" "not recorded: trace-record was built without CUPTI"
+		run -125 --separate-stderr trace-record -o "$T" --cuda=kernel -- true
+		assert_eq "$stderr" "trace-record: --cuda: GPU recording is not built into this trace-record (no CUPTI 13.0 under CUDA_HOME when it was built); record without --cuda"
+		run -0 trace-record -o "$T" -- true
+		assert_eq "$(meta record.cuda)" "none"
+		assert_eq "$(meta cuda)" "not recorded: trace-record was built without CUPTI"
+		return
+	fi
+	assert_eq "$(meta cuda)" "not recorded: --cuda=none"
+	run -0 trace-record -o "$T" -- true
+	assert_eq "$(meta record.cuda)" "kernel,memcpy,memset,memory,runtime,driver,sync,overhead"
+	run -0 trace-record -o "$T" --cuda=sync,api,kernel,kernel -- true
+	assert_eq "$(meta record.cuda)" "kernel,runtime,driver,sync"
+	# the command gets the list, and the library as the CUDA injection
+	run -0 --separate-stderr trace-record -o "$T" --cuda=memcpy -- sh -c 'echo "$TRACEKIT_CUDA $CUDA_INJECTION64_PATH"'
+	assert_eq "$output" "memcpy $(realpath "$INJECT")"
+	run -0 trace-record -o "$T" --cuda=none -- sh -c 'echo "$TRACEKIT_CUDA ${CUDA_INJECTION64_PATH-unset}"'
+	assert_eq "$output" "none unset"
+}
+
+@test "the injection library exports its entry points, and nothing else" {
+	[ -f "$INJECT" ] || skip "no injection library (built without the NVTX headers)"
+	want="InitializeInjectionNvtx2"
+	cuda_built && want="InitializeInjection
+InitializeInjectionNvtx2"
+	# defined, global (T), default visibility (in the dynamic table)
+	assert_eq "$(nm -D --defined-only "$INJECT" | awk '$2 == "T" { print $3 }' | sort)" "$want"
+	assert_eq "$(nm -D --defined-only "$INJECT" | awk '$2 != "T"' | grep -v -E ' (_init|_fini)$' || true)" ""
+	# libcupti is loaded when CUDA starts, not with the library
+	! readelf -d "$INJECT" | grep -q 'NEEDED.*libcupti'
+}
+
+@test "a CUDA program without a driver runs as without trace-record, and the trace says why" {
+	need_cuda
+	need_no_driver
+	[ -x "$APPS/cuda_sample" ] || skip "the CUDA sample is not built (no nvcc)"
+	out=$BATS_TEST_TMPDIR/out
+	run "$APPS/cuda_sample" 2
+	plain_status=$status
+	"$APPS/cuda_sample" 2 >"$out.1" 2>"$out.2" || true
+	[ "$plain_status" -ne 0 ] # it needs a GPU
+	run trace-record -o "$T" -- "$APPS/cuda_sample" 2
+	[ "$status" -eq "$plain_status" ]
+	trace-record -o "$T" -- "$APPS/cuda_sample" 2 >"$out.r1" 2>"$out.r2" || true
+	cmp "$out.1" "$out.r1"
+	cmp "$out.2" "$out.r2" # not a word from trace-record: --cuda is the default
+	assert_eq "$(meta cuda)" "not recorded: no CUDA driver ($DRIVER_ERROR)"
+	assert_eq "$(meta record.cuda)" "kernel,memcpy,memset,memory,runtime,driver,sync,overhead"
+	# its NVTX range is there, cut short by its exit
+	assert_eq "$(ev 'select(.kind=="range") | "\(.name) \(.args.unfinished)"')" "setup true"
+	assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api")')" ""
+	# asked for explicitly, the user hears about it once
+	run --separate-stderr trace-record -o "$T" --cuda=kernel -- "$APPS/cuda_sample" 2
+	[ "$status" -eq "$plain_status" ]
+	assert_eq "${stderr_lines[0]}" "trace-record: --cuda: no CUDA driver ($DRIVER_ERROR): GPU activity cannot be recorded"
+	assert_eq "${stderr_lines[1]}" "$(cat "$out.2")"
+	assert_eq "${#stderr_lines[@]}" 2
+}
+
+@test "CUPTI cannot attach (no driver): the program runs on, the trace and stderr say why" {
+	need_cuda
+	need_no_driver
+	run -0 --separate-stderr trace-record -o "$T" -- "$APPS/fake_driver"
+	assert_eq "$output" "InitializeInjection: 0"
+	pid=$(ev 'select(.kind=="process") | .pid')
+	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: CUPTI could not attach: cuptiSubscribe: CUPTI_ERROR_UNKNOWN (999)"
+	assert_eq "$(meta cuda)" "not recorded (pid $pid): CUPTI could not attach: cuptiSubscribe: CUPTI_ERROR_UNKNOWN (999)"
+	# without the library in its way, the same
+	run -0 env CUDA_INJECTION64_PATH="$INJECT" "$APPS/fake_driver"
+	assert_eq "$output" "InitializeInjection: 0"
+}
+
+@test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_SUBSCRIBE=39
+	run -0 --separate-stderr trace-record -o "$T" -- sh -c "'$APPS/fake_driver' 2; '$APPS/fake_driver' 2"
+	assert_eq "$output" "InitializeInjection: 0
+InitializeInjection: 0"
+	why="another CUPTI client is attached (CUPTI for fake-profiler): the PyTorch profiler, Nsight Systems or Compute, cuda-gdb or compute-sanitizer; the program runs on unrecorded"
+	pids=$(ev 'select(.kind=="process" and .name=="fake_driver") | .pid' | sort -n)
+	assert_eq "$(echo "$pids" | wc -l)" 2
+	# once, for the first process
+	assert_eq "${#stderr_lines[@]}" 1
+	[[ "$stderr" =~ ^"trace-record: pid "([0-9]+)" (fake_driver): GPU activity not recorded: $why"$ ]]
+	echo "$pids" | grep -qx "${BASH_REMATCH[1]}"
+	assert_eq "$(meta cuda | sort)" "$(for p in $pids; do echo "not recorded (pid $p): $why"; done | sort)"
+	assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api")')" ""
+	# NVTX is recorded all the same
+	assert_eq "$(ev 'select(.kind=="range") | .name' | sort | uniq -c | sed 's/^ *//')" "4 step"
+}
+
+@test "GPU activity end to end: kernels and launch calls with NVTX ranges, one clock, one trace" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log
+	run -0 --separate-stderr trace-record -o "$T" -- "$APPS/fake_driver" 5
+	assert_eq "$output" "InitializeInjection: 1"
+	assert_eq "$stderr" ""
+	pid=$(ev 'select(.kind=="process") | .pid')
+	assert_eq "$(ev 'select(.kind=="kernel") | .name' | sort | uniq -c | sed 's/^ *//')" "5 _Z6kernelPfi"
+	assert_eq "$(ev 'select(.kind=="api") | "\(.name) \(.tid)"' | sort | uniq -c | sed 's/^ *//')" "5 cudaLaunchKernel $pid"
+	# kernels on the device's stream; each linked to its launch, after it,
+	# and the launch inside its NVTX step on the same thread
+	assert_eq "$(trace-dump --info --json "$T" | jq -r '.devices[] | "\(.index) \(.name)"')" "0 Fake GPU"
+	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | sort -u)" "7"
+	# (in exact integers: jq's numbers are doubles)
+	trace-dump --json "$T" | python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin]
+api = {e["correlation"]: e for e in evs if e["kind"] == "api"}
+steps = [e for e in evs if e["kind"] == "range"]
+for k in (e for e in evs if e["kind"] == "kernel"):
+    a = api.get(k["correlation"])
+    if a is None:
+        print("no launch for", k["correlation"])
+    elif k["ts"] < a["ts"] + a["dur"]:
+        print("kernel before its launch ended:", k["correlation"])
+    elif sum(1 for s in steps if s["tid"] == a["tid"] and s["ts"] <= a["ts"]
+             and a["ts"] + a["dur"] <= s["ts"] + s["dur"]) != 1:
+        print("launch", k["correlation"], "not in one step")' > "$BATS_TEST_TMPDIR/bad"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/bad")" ""
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | sort -n | paste -sd,)" "1,2,3,4,5"
+	m=$(meta cuda)
+	[[ "$m" == "recorded (pid $pid): kernel,memcpy,memset,memory,runtime,driver,sync,overhead; CUPTI 130001 ($FAKE); clock CLOCK_REALTIME (timestamp callback)" ]]
+	[[ "$(meta cuda.stats)" == "pid $pid: 12 records, 10 events, 0 dropped by CUPTI, 1 buffers (0 refused: pool full), 0 late, longest delay "* ]]
+	# what was asked of CUPTI, in order: kernel thread ids and our clock
+	# before any kind; CONCURRENT_KERNEL (10), never KERNEL (3); a forced
+	# flush at exit after collection stops
+	log=$BATS_TEST_TMPDIR/log
+	assert_eq "$(head -4 "$log")" "subscribe tracekit -> 0
+timestamp-callback
+thread-id-type 1
+buffer-callbacks"
+	assert_eq "$(sed -n 's/^enable //p' "$log" | sort -n | paste -sd,)" "1,2,4,5,8,9,10,17,22,37,38,48,49"
+	assert_eq "$(tail -1 "$log")" "flush 1"
+	assert_eq "$(grep -c '^flush 1' "$log")" 1
+}
+
+@test "--cuda=kernel: only kernels; the rest of CUPTI stays off" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log
+	run -0 trace-record -o "$T" --cuda=kernel -- "$APPS/fake_driver" 3
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3"
+	assert_eq "$(ev 'select(.kind=="api")')" ""
+	# devices, contexts, streams, and the kernels
+	assert_eq "$(sed -n 's/^enable //p' "$BATS_TEST_TMPDIR/log" | sort -n | paste -sd,)" "8,9,10,37"
+}
+
+@test "a program killed by SIGTERM keeps its GPU activity" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE
+	run -143 trace-record -o "$T" -- "$APPS/fake_driver" 4 term
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3,4"
+	assert_eq "$(ev 'select(.kind=="dropped")')" ""
+}
+
+@test "the capture schedule: CUPTI collects from the warmup, the trace keeps the active steps" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log
+	run -0 trace-record -o "$T" --capture-range=nvtx:step --skip 2 --warmup 1 --active 2 -- "$APPS/fake_driver" 8
+	# steps 1-2 skipped (no collection), 3 warmup (collected, not kept),
+	# 4-5 active; after the schedule, collection stops
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "4,5"
+	assert_eq "$(ev 'select(.kind=="api") | .correlation' | paste -sd,)" "4,5"
+	assert_eq "$(ev 'select(.kind=="range") | .name' | wc -l)" 2
+	log=$BATS_TEST_TMPDIR/log
+	assert_eq "$(grep -c '^enable 10$' "$log")" 1
+	assert_eq "$(grep -c '^disable 10$' "$log")" 1
+}
+
+@test "another tool's CUDA injection is replaced, and said so; --cuda=none keeps it" {
+	need_cuda
+	need_no_driver
+	export CUDA_INJECTION64_PATH=/opt/other/libother-inject.so
+	run -0 --separate-stderr trace-record -o "$T" -- sh -c 'echo "$CUDA_INJECTION64_PATH"'
+	assert_eq "$output" "$(realpath "$INJECT")"
+	assert_eq "$stderr" "trace-record: CUDA_INJECTION64_PATH=/opt/other/libother-inject.so is replaced for the command (--cuda=none keeps it)"
+	run -0 --separate-stderr trace-record -o "$T" --cuda=none -- sh -c 'echo "$CUDA_INJECTION64_PATH"'
+	assert_eq "$output" "/opt/other/libother-inject.so"
+	assert_eq "$stderr" ""
+}
