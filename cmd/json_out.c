@@ -34,10 +34,14 @@ cmd_jmetadata(const struct agg_run *run)
 	if (!meta)
 		cmd_die(EXIT_USAGE, "out of memory");
 	for (size_t i = 0; i < run->nmeta; i++) {
-		json_t *old = json_object_get(meta, run->meta[i].key);
 		json_t *v = cmd_jstr(run->meta[i].value);
+		/* keys too must be UTF-8 (jansson refuses others); taken
+		 * after the value, as both share cmd_utf8()'s buffer */
+		size_t n;
+		const char *key = cmd_utf8(run->meta[i].key, strlen(run->meta[i].key), &n);
+		json_t *old = json_object_get(meta, key);
 		if (!old) {
-			cmd_jset(meta, run->meta[i].key, v);
+			cmd_jset(meta, key, v);
 		} else if (json_is_array(old)) {
 			cmd_jappend(old, v);
 		} else {
@@ -45,7 +49,7 @@ cmd_jmetadata(const struct agg_run *run)
 			if (!arr || json_array_append(arr, old) < 0)
 				cmd_die(EXIT_USAGE, "out of memory");
 			cmd_jappend(arr, v);
-			cmd_jset(meta, run->meta[i].key, arr);
+			cmd_jset(meta, key, arr);
 		}
 	}
 	return meta;
