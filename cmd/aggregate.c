@@ -115,23 +115,7 @@ struct agg {
 	int finished;
 };
 
-static void *
-xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-	if (!q)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return q;
-}
 
-static char *
-xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-	if (!d)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return d;
-}
 
 static void
 oom_if(int rc)
@@ -262,7 +246,7 @@ group_for(struct agg *a, unsigned kind, const char *domain, const char *name,
 	size_t ld = strlen(domain), ln = strlen(name);
 	char stackbuf[512];
 	char *key = ld + ln + 8 <= sizeof(stackbuf) ? stackbuf
-	                                            : xrealloc(NULL, ld + ln + 8);
+	                                            : cmd_xrealloc(NULL, ld + ln + 8);
 	key[0] = (char)kind;
 	memcpy(key + 1, domain, ld);
 	key[1 + ld] = '\x1f';
@@ -272,15 +256,15 @@ group_for(struct agg *a, unsigned kind, const char *domain, const char *name,
 	if (g < 0) {
 		if (a->ngroups == a->capgroups) {
 			a->capgroups = a->capgroups ? a->capgroups * 2 : 64;
-			a->groups = xrealloc(a->groups, a->capgroups * sizeof(*a->groups));
+			a->groups = cmd_xrealloc(a->groups, a->capgroups * sizeof(*a->groups));
 		}
 		g = (long)a->ngroups++;
 		struct agg_group *gr = &a->groups[g];
 		memset(gr, 0, sizeof(*gr));
 		gr->table = (enum agg_table)agg_table_of(kind);
 		gr->kind = kind;
-		gr->name = xstrdup(name);
-		gr->domain = xstrdup(domain);
+		gr->name = cmd_xstrdup(name);
+		gr->domain = cmd_xstrdup(domain);
 		gr->copy_kind = copy_kind;
 		gr->src_kind = src;
 		gr->dst_kind = dst;
@@ -299,7 +283,7 @@ name_slot(struct scope *sc, unsigned kind, uint32_t id)
 	if (id >= sc->nnames[kind]) {
 		size_t n = (size_t)id + 1 > sc->nnames[kind] * 2 ? (size_t)id + 1
 		                                                  : sc->nnames[kind] * 2;
-		sc->names[kind] = xrealloc(sc->names[kind], n * sizeof(struct nslot));
+		sc->names[kind] = cmd_xrealloc(sc->names[kind], n * sizeof(struct nslot));
 		memset(sc->names[kind] + sc->nnames[kind], 0,
 		       (n - sc->nnames[kind]) * sizeof(struct nslot));
 		sc->nnames[kind] = n;
@@ -393,11 +377,11 @@ device_for(struct agg *a, const struct tk_device *d)
 	long i = strmap_get(&a->dev_map, key, (size_t)n);
 	if (i >= 0)
 		return (int32_t)i;
-	a->devs = xrealloc(a->devs, (a->ndevs + 1) * sizeof(*a->devs));
+	a->devs = cmd_xrealloc(a->devs, (a->ndevs + 1) * sizeof(*a->devs));
 	struct device *dv = &a->devs[a->ndevs];
 	memset(dv, 0, sizeof(*dv));
-	dv->pub.host = xstrdup(d ? d->host : "");
-	dv->pub.name = xstrdup(d ? d->name : "unknown device");
+	dv->pub.host = cmd_xstrdup(d ? d->host : "");
+	dv->pub.name = cmd_xstrdup(d ? d->name : "unknown device");
 	dv->pub.index = d ? (int64_t)d->index : -1;
 	dv->pub.sm_count = d ? d->sm_count : 0;
 	dv->pub.memory = d ? d->memory : 0;
@@ -417,7 +401,7 @@ scope_device(struct agg *a, const struct tk_reader *r, uint32_t id)
 		return sc->devmap[id];
 	if (id >= sc->ndevmap) {
 		size_t n = (size_t)id + 8;
-		sc->devmap = xrealloc(sc->devmap, n * sizeof(*sc->devmap));
+		sc->devmap = cmd_xrealloc(sc->devmap, n * sizeof(*sc->devmap));
 		for (size_t i = sc->ndevmap; i < n; i++)
 			sc->devmap[i] = -1;
 		sc->ndevmap = n;
@@ -441,7 +425,7 @@ join_argv(const struct tk_process *p)
 	size_t len = 1;
 	for (uint32_t i = 0; i < p->argc; i++)
 		len += strlen(p->argv[i]) + 1;
-	char *s = xrealloc(NULL, len);
+	char *s = cmd_xrealloc(NULL, len);
 	s[0] = 0;
 	char *o = s;
 	for (uint32_t i = 0; i < p->argc; i++) {
@@ -468,17 +452,17 @@ process_for(struct agg *a, const struct tk_track *t)
 	long i = strmap_get(&a->proc_map, key, (size_t)n);
 	if (i >= 0)
 		return (int32_t)i;
-	a->procs = xrealloc(a->procs, (a->nprocs + 1) * sizeof(*a->procs));
+	a->procs = cmd_xrealloc(a->procs, (a->nprocs + 1) * sizeof(*a->procs));
 	struct agg_process *pr = &a->procs[a->nprocs];
 	memset(pr, 0, sizeof(*pr));
-	pr->host = xstrdup(p->host);
+	pr->host = cmd_xstrdup(p->host);
 	pr->pid = p->pid;
 	pr->ppid = p->ppid;
 	pr->start = p->start;
-	pr->label = xstrdup(p->label);
+	pr->label = cmd_xstrdup(p->label);
 	pr->command = join_argv(p);
 	const char *base = p->argc ? strrchr(p->argv[0], '/') : NULL;
-	pr->name = xstrdup(p->argc ? (base ? base + 1 : p->argv[0]) : "");
+	pr->name = cmd_xstrdup(p->argc ? (base ? base + 1 : p->argv[0]) : "");
 	oom_if(strmap_put(&a->proc_map, key, (size_t)n, (long)a->nprocs));
 	return (int32_t)a->nprocs++;
 }
@@ -491,7 +475,7 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 	struct scope *sc = &a->sc;
 	if (id >= sc->ntrk) {
 		size_t n = (size_t)id + 16;
-		sc->trk = xrealloc(sc->trk, n * sizeof(*sc->trk));
+		sc->trk = cmd_xrealloc(sc->trk, n * sizeof(*sc->trk));
 		memset(sc->trk + sc->ntrk, 0, (n - sc->ntrk) * sizeof(*sc->trk));
 		sc->ntrk = n;
 	}
@@ -551,15 +535,15 @@ static void
 add_meta(struct agg *a, const char *key, const char *value)
 {
 	size_t lk = strlen(key), lv = strlen(value);
-	char *k = xrealloc(NULL, lk + lv + 2);
+	char *k = cmd_xrealloc(NULL, lk + lv + 2);
 	memcpy(k, key, lk);
 	k[lk] = '\x1f';
 	memcpy(k + lk + 1, value, lv + 1);
 	if (strmap_get(&a->meta_map, k, lk + lv + 1) < 0) {
 		oom_if(strmap_put(&a->meta_map, k, lk + lv + 1, 0));
-		a->run.meta = xrealloc(a->run.meta, (a->run.nmeta + 1) * sizeof(*a->run.meta));
-		a->run.meta[a->run.nmeta].key = xstrdup(key);
-		a->run.meta[a->run.nmeta].value = xstrdup(value);
+		a->run.meta = cmd_xrealloc(a->run.meta, (a->run.nmeta + 1) * sizeof(*a->run.meta));
+		a->run.meta[a->run.nmeta].key = cmd_xstrdup(key);
+		a->run.meta[a->run.nmeta].value = cmd_xstrdup(value);
 		a->run.nmeta++;
 	}
 	free(k);
@@ -571,8 +555,8 @@ add_drop(struct agg *a, const char *reason, uint64_t count)
 	long i = strmap_get(&a->drop_map, reason, strlen(reason));
 	if (i < 0) {
 		i = (long)a->run.ndrops;
-		a->run.drops = xrealloc(a->run.drops, (a->run.ndrops + 1) * sizeof(*a->run.drops));
-		a->run.drops[i].reason = xstrdup(reason);
+		a->run.drops = cmd_xrealloc(a->run.drops, (a->run.ndrops + 1) * sizeof(*a->run.drops));
+		a->run.drops[i].reason = cmd_xstrdup(reason);
 		a->run.drops[i].count = 0;
 		a->run.ndrops++;
 		oom_if(strmap_put(&a->drop_map, reason, strlen(reason), i));
@@ -636,7 +620,7 @@ end_scope(struct agg *a)
 		d->pub.kernel += busy_class_total(b, BUSY_KERNEL);
 		d->pub.copy += busy_class_total(b, BUSY_COPY);
 		if (b->n) {
-			d->segs = xrealloc(d->segs, (d->nsegs + 1) * sizeof(*d->segs));
+			d->segs = cmd_xrealloc(d->segs, (d->nsegs + 1) * sizeof(*d->segs));
 			d->segs[d->nsegs++] = (struct segment){ b->first, b->last };
 			if (b->first < d->pub.first)
 				d->pub.first = b->first;
@@ -791,7 +775,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		uint32_t run;
 		if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
 			if (run > gr->nrun_total) {
-				gr->run_total = xrealloc(gr->run_total, run * sizeof(*gr->run_total));
+				gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
 				memset(gr->run_total + gr->nrun_total, 0,
 				       (run - gr->nrun_total) * sizeof(*gr->run_total));
 				gr->nrun_total = run;
@@ -879,7 +863,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 			p->signal = pa->signal;
 			if (*e->name && !*p->name) {
 				free(p->name);
-				p->name = xstrdup(e->name);
+				p->name = cmd_xstrdup(e->name);
 			}
 		}
 		break;
@@ -888,7 +872,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		if (n == 0)
 			break;
 		if (n > a->run.runs_seen) {
-			a->run.run_wall = xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
+			a->run.run_wall = cmd_xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
 			memset(a->run.run_wall + a->run.runs_seen, 0,
 			       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
 			a->run.runs_seen = n;
@@ -926,12 +910,12 @@ find_runs(struct agg *a, int fd, const char *path)
 			continue;
 		unsigned s = tk_reader_scope(r);
 		if (s >= a->nruns) {
-			a->runs = xrealloc(a->runs, (s + 1) * sizeof(*a->runs));
+			a->runs = cmd_xrealloc(a->runs, (s + 1) * sizeof(*a->runs));
 			memset(a->runs + a->nruns, 0, (s + 1 - a->nruns) * sizeof(*a->runs));
 			a->nruns = s + 1;
 		}
 		struct scope_runs *sr = &a->runs[s];
-		sr->v = xrealloc(sr->v, (sr->n + 1) * sizeof(*sr->v));
+		sr->v = cmd_xrealloc(sr->v, (sr->n + 1) * sizeof(*sr->v));
 		sr->v[sr->n++] = (struct run_window){ e->u.run.index, e->ts,
 		                                      e->ts + e->dur };
 	}

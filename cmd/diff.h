@@ -167,8 +167,6 @@ struct diff_row **diff_table_rows(struct diff *df, enum agg_table t, size_t *sho
 /* Counts of verdicts in a table. */
 void diff_table_counts(const struct diff *df, enum agg_table t,
                        size_t counts[V_NVERDICTS]);
-/* Rounded integer nanoseconds for CSV and JSON. */
-long long diff_ns_int(double ns);
 
 /* ---- output formats ---- */
 

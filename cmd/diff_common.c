@@ -110,17 +110,6 @@ diff_test_name(enum diff_test t)
 	}
 }
 
-long long
-diff_ns_int(double ns)
-{
-	if (!(ns == ns))
-		return 0;
-	if (ns >= 9.2e18)
-		return INT64_MAX;
-	if (ns <= -9.2e18)
-		return INT64_MIN;
-	return llround(ns);
-}
 
 static int
 cmp_rows(const void *x, const void *y)

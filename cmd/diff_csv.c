@@ -73,10 +73,10 @@ csv_summary(struct diff *df)
 		fld[3] = r->time ? "ns" : "bytes";
 		for (int s = 0; s < 2; s++)
 			if (r->has[s])
-				setf(4 + (size_t)s, "%lld", diff_ns_int(r->v[s]));
+				setf(4 + (size_t)s, "%lld", cmd_ns_int(r->v[s]));
 		if (r->has[0] && r->has[1]) {
 			double ratio = diff_summary_ratio(r);
-			setf(6, "%lld", diff_ns_int(r->v[1] - r->v[0]));
+			setf(6, "%lld", cmd_ns_int(r->v[1] - r->v[0]));
 			set_real(7, ratio);
 			if (r->time)
 				set_real(8, 1 / ratio);
@@ -87,8 +87,8 @@ csv_summary(struct diff *df)
 		if (r->nruns[0]) {
 			setf(11, "%zu", r->nruns[0]);
 			setf(12, "%zu", r->nruns[1]);
-			setf(13, "%lld", diff_ns_int(r->sd[0]));
-			setf(14, "%lld", diff_ns_int(r->sd[1]));
+			setf(13, "%lld", cmd_ns_int(r->sd[0]));
+			setf(14, "%lld", cmd_ns_int(r->sd[1]));
 		}
 		fld[15] = diff_test_name(r->test.test);
 		set_p(16, &r->test);
@@ -128,12 +128,12 @@ csv_groups(struct diff *df)
 					continue;
 				setf(5 + s, "%" PRIu64, d->s.count);
 				setf(7 + s, "%" PRId64, d->s.total);
-				setf(10 + s, "%lld", diff_ns_int(d->s.mean));
-				setf(12 + s, "%lld", diff_ns_int(d->s.std));
+				setf(10 + s, "%lld", cmd_ns_int(d->s.mean));
+				setf(12 + s, "%lld", cmd_ns_int(d->s.std));
 				setf(14 + s, "%" PRId64, d->s.min);
-				setf(16 + s, "%lld", diff_ns_int(d->s.p50));
-				setf(18 + s, "%lld", diff_ns_int(d->s.p95));
-				setf(20 + s, "%lld", diff_ns_int(d->s.p99));
+				setf(16 + s, "%lld", cmd_ns_int(d->s.p50));
+				setf(18 + s, "%lld", cmd_ns_int(d->s.p95));
+				setf(20 + s, "%lld", cmd_ns_int(d->s.p99));
 				setf(22 + s, "%" PRId64, d->s.max);
 				if (r->table == AGG_MEMOPS)
 					setf(30 + s, "%" PRIu64, d->bytes);

@@ -20,7 +20,7 @@
 static json_t *
 jns(double ns)
 {
-	return json_integer(diff_ns_int(ns));
+	return json_integer(cmd_ns_int(ns));
 }
 
 /* A real, or null when it is not a number (JSON has no NaN). */

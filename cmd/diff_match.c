@@ -15,23 +15,7 @@
 #include "strmap.h"
 #include "util.h"
 
-static void *
-xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-	if (!q)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return q;
-}
 
-static char *
-xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (!d)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return d;
-}
 
 /* The row of this identity, created on first use. */
 static struct diff_row *
@@ -39,7 +23,7 @@ row_for(struct diff *df, struct strmap *map, const struct agg_group *g,
         const char *name)
 {
 	size_t ld = strlen(g->domain), ln = strlen(name);
-	char *key = xrealloc(NULL, ld + ln + 2);
+	char *key = cmd_xrealloc(NULL, ld + ln + 2);
 	key[0] = (char)g->kind;
 	memcpy(key + 1, g->domain, ld);
 	key[1 + ld] = '\x1f';
@@ -47,13 +31,13 @@ row_for(struct diff *df, struct strmap *map, const struct agg_group *g,
 	long i = strmap_get(map, key, ld + ln + 2);
 	if (i < 0) {
 		i = (long)df->nrows;
-		df->rows = xrealloc(df->rows, (df->nrows + 1) * sizeof(*df->rows));
+		df->rows = cmd_xrealloc(df->rows, (df->nrows + 1) * sizeof(*df->rows));
 		struct diff_row *r = &df->rows[df->nrows++];
 		memset(r, 0, sizeof(*r));
 		r->table = g->table;
 		r->kind = g->kind;
-		r->domain = xstrdup(g->domain);
-		r->name = xstrdup(name);
+		r->domain = cmd_xstrdup(g->domain);
+		r->name = cmd_xstrdup(name);
 		if (strmap_put(map, key, ld + ln + 2, i) < 0)
 			cmd_die(EXIT_USAGE, "out of memory");
 	}
@@ -91,8 +75,8 @@ attach(struct diff_side *s, struct agg_group *g, uint32_t nruns)
 	for (uint32_t i = 0; i < g->nrun_total && i < s->nruns; i++)
 		s->runs[i] += (double)g->run_total[i];
 	if (diff_opt.normalize) {
-		s->names = xrealloc(s->names, (s->nnames + 1) * sizeof(*s->names));
-		s->names[s->nnames++] = xstrdup(g->name);
+		s->names = cmd_xrealloc(s->names, (s->nnames + 1) * sizeof(*s->names));
+		s->names[s->nnames++] = cmd_xstrdup(g->name);
 	}
 }
 

@@ -58,14 +58,6 @@ imp_summary_free(struct imp_summary *s)
 	free(s);
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (!d)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return d;
-}
 
 /* Categories can be anything: print them printable and short. */
 static void
@@ -112,8 +104,8 @@ imp_summary_add(struct imp_summary *s, const char *ph, const char *cat,
 		s->rows = rows;
 		r = &s->rows[s->nrows++];
 		memset(r, 0, sizeof(*r));
-		r->ph = xstrdup(ph);
-		r->cat = xstrdup(cat);
+		r->ph = cmd_xstrdup(ph);
+		r->cat = cmd_xstrdup(cat);
 	}
 	r->n[outcome]++;
 }
@@ -132,7 +124,7 @@ imp_summary_note(struct imp_summary *s, const char *what, uint64_t n)
 	if (!nt)
 		cmd_die(EXIT_USAGE, "out of memory");
 	s->notes = nt;
-	s->notes[s->nnotes].what = xstrdup(what);
+	s->notes[s->nnotes].what = cmd_xstrdup(what);
 	s->notes[s->nnotes++].n = n;
 }
 

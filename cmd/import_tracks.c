@@ -79,23 +79,7 @@ struct imp_tracks {
 	uint32_t nstrids;        /* string ids handed out */
 };
 
-static void *
-xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-	if (!q)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return q;
-}
 
-static char *
-xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-	if (!d)
-		cmd_die(EXIT_USAGE, "out of memory");
-	return d;
-}
 
 struct imp_tracks *
 imp_tracks_new(void)
@@ -104,7 +88,7 @@ imp_tracks_new(void)
 	if (!t)
 		cmd_die(EXIT_USAGE, "out of memory");
 	t->ntrk = t->ndev = t->nnames = 1;
-	t->host = xstrdup("");
+	t->host = cmd_xstrdup("");
 	return t;
 }
 
@@ -189,9 +173,9 @@ add_name(struct imp_tracks *t, const char *s)
 {
 	if (t->nnames >= t->capnames) {
 		t->capnames = t->capnames ? t->capnames * 2 : 64;
-		t->names = xrealloc(t->names, t->capnames * sizeof(*t->names));
+		t->names = cmd_xrealloc(t->names, t->capnames * sizeof(*t->names));
 	}
-	t->names[t->nnames] = xstrdup(s);
+	t->names[t->nnames] = cmd_xstrdup(s);
 	return t->nnames++;
 }
 
@@ -274,7 +258,7 @@ imp_tracks_default_host(struct imp_tracks *t, const char *host)
 	if (*t->host)
 		return;
 	free(t->host);
-	t->host = xstrdup(host);
+	t->host = cmd_xstrdup(host);
 }
 
 void
@@ -283,7 +267,7 @@ imp_tracks_set_host(struct imp_tracks *t, const char *host)
 	if (t->ntrk > 1 || t->ndev > 1)
 		return;  /* identities already written stay as they were */
 	free(t->host);
-	t->host = xstrdup(host);
+	t->host = cmd_xstrdup(host);
 }
 
 /* ---- tracks ------------------------------------------------------------------- */
@@ -293,7 +277,7 @@ new_track(struct imp_tracks *t, uint8_t type)
 {
 	if (t->ntrk >= t->captrk) {
 		t->captrk = t->captrk ? t->captrk * 2 : 64;
-		t->trk = xrealloc(t->trk, t->captrk * sizeof(*t->trk));
+		t->trk = cmd_xrealloc(t->trk, t->captrk * sizeof(*t->trk));
 	}
 	uint32_t i = t->ntrk++;
 	memset(&t->trk[i], 0, sizeof(t->trk[i]));
@@ -338,14 +322,14 @@ imp_device(struct imp_tracks *t, uint32_t index)
 		return d;
 	if (t->ndev >= t->capdev) {
 		t->capdev = t->capdev ? t->capdev * 2 : 16;
-		t->dev = xrealloc(t->dev, t->capdev * sizeof(*t->dev));
+		t->dev = cmd_xrealloc(t->dev, t->capdev * sizeof(*t->dev));
 	}
 	d = t->ndev++;
 	memset(&t->dev[d], 0, sizeof(t->dev[d]));
 	t->dev[d].id = d;
 	t->dev[d].index = index;
-	t->dev[d].name = xstrdup("");
-	t->dev[d].host = xstrdup(t->host);
+	t->dev[d].name = cmd_xstrdup("");
+	t->dev[d].host = cmd_xstrdup(t->host);
 	put(t, K_DEVICE, index, 0, d);
 	return d;
 }
@@ -401,8 +385,8 @@ imp_counter(struct imp_tracks *t, const char *name, const char *unit,
 	}
 	uint32_t i = new_track(t, T_COUNTER);
 	struct imp_trk *c = &t->trk[i];
-	c->name = xstrdup(name);
-	c->unit = xstrdup(unit);
+	c->name = cmd_xstrdup(name);
+	c->unit = cmd_xstrdup(unit);
 	c->process = process;
 	c->device = device;
 	uint64_t k = 0;
@@ -503,7 +487,7 @@ set_name(struct imp_tracks *t, uint32_t tag, int64_t a, int64_t b, const char *n
 	if (i) {
 		if (strcmp(t->names[i], name) != 0) {
 			free(t->names[i]);
-			t->names[i] = xstrdup(name);
+			t->names[i] = cmd_xstrdup(name);
 		}
 		return;
 	}
@@ -550,7 +534,7 @@ imp_name_process(struct imp_tracks *t, const struct imp_id *pid, const char *nam
 		struct tk_device *d = imp_device_info(t, imp_device(t, (uint32_t)gi));
 		if (!*d->name && strcmp(rest, "unknown") != 0) {
 			free((char *)d->name);
-			d->name = xstrdup(rest);
+			d->name = cmd_xstrdup(rest);
 		}
 		return;
 	}

@@ -47,8 +47,6 @@ extern struct stats_options stats_opt;
 char *stats_fmt_time(char *buf, size_t n, double ns);
 /* A column title for times: "Total", or "Total [ms]" with --units. */
 const char *stats_time_title(const char *title);
-/* Nanoseconds rounded to an integer for CSV and JSON. */
-long long stats_ns_int(double ns);
 /* 100 * part / whole, 0 when whole is 0. */
 double stats_pct(double part, double whole);
 /* Names for text (template kernels shortened unless --full-names), and

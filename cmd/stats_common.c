@@ -49,17 +49,6 @@ stats_time_title(const char *title)
 	return b;
 }
 
-long long
-stats_ns_int(double ns)
-{
-	if (!(ns == ns))
-		return 0;
-	if (ns >= 9.2e18)
-		return INT64_MAX;
-	if (ns <= -9.2e18)
-		return INT64_MIN;
-	return llround(ns);
-}
 
 double
 stats_pct(double part, double whole)

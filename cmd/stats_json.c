@@ -22,7 +22,7 @@
 static json_t *
 jint(double ns)
 {
-	return json_integer(stats_ns_int(ns));
+	return json_integer(cmd_ns_int(ns));
 }
 
 

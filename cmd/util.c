@@ -279,6 +279,36 @@ cmd_parse_factor(const char *s, double *v)
 
 /* ---- units ----------------------------------------------------------------------- */
 
+void *
+cmd_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		cmd_die(EXIT_USAGE, "out of memory");
+	return q;
+}
+
+char *
+cmd_xstrdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	if (!d)
+		cmd_die(EXIT_USAGE, "out of memory");
+	return d;
+}
+
+long long
+cmd_ns_int(double ns)
+{
+	if (!(ns == ns))
+		return 0;
+	if (ns >= 9.2e18)
+		return INT64_MAX;
+	if (ns <= -9.2e18)
+		return INT64_MIN;
+	return llround(ns);
+}
+
 char *
 cmd_fmt_duration(char *buf, size_t n, int64_t ns)
 {

@@ -72,6 +72,15 @@ int cmd_parse_percent(const char *s, double *fraction);
 /* Positive finite decimal number ("3", "1.5", "2x"). */
 int cmd_parse_factor(const char *s, double *v);
 
+/* Memory or exit (status 2, "out of memory"): realloc of n bytes (0 is
+ * 1), and a copy of s (NULL is ""). */
+void *cmd_xrealloc(void *p, size_t n);
+char *cmd_xstrdup(const char *s);
+
+/* A nanosecond figure as an integer for the outputs: rounded, NaN as 0,
+ * clamped to the int64 range. */
+long long cmd_ns_int(double ns);
+
 /* Human-readable units into buf (at least 32 bytes). */
 char *cmd_fmt_duration(char *buf, size_t n, int64_t ns);
 char *cmd_fmt_bytes(char *buf, size_t n, double bytes);
