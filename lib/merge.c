@@ -33,6 +33,8 @@
 #define DEFAULT_LIMIT (256u << 20)
 #define SLOT_BLOCK 4096
 #define BATCH 64                 /* events read ahead per input */
+#define SPILL_FANIN 8            /* spill files merged into one at a time */
+#define SPILL_CHUNK (256u << 10) /* their chunks: a reader's buffers each */
 #define STR_ATTRS_MAX 4          /* string attributes of one kind */
 
 /* An event waiting in the heap. */
@@ -64,6 +66,7 @@ struct input {
 	int64_t offset;
 	int raw;                 /* a spill file: ids are the output's */
 	int spill_fd;
+	unsigned level;          /* a spill file: how many merges made it */
 	int eof;                 /* the reader has nothing more to give */
 	int in_heap;
 	unsigned scopes;         /* traces met after the first one */
@@ -109,6 +112,7 @@ struct tk_merge {
 	struct slot *free_slots;
 	size_t held_bytes;
 	uint64_t seq;
+	uint32_t spills_open;    /* spill files not read to the end yet */
 
 	/* identity of output definitions, for deduplication */
 	struct tkp_intern idents;
@@ -926,6 +930,165 @@ open_spill_file(struct tk_merge *m)
 	return fd;
 }
 
+/* A writer of a spill file: sorted, raw ids, fast. */
+static struct tk_writer *
+spill_writer(struct tk_merge *m, int fd)
+{
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	wo.level = 1;
+	wo.sorted = 1;
+	wo.raw_ids = 1;
+	wo.chunk_bytes = SPILL_CHUNK;
+	struct tk_writer *w = tk_writer_new();
+	if (!w) {
+		nomem(m);
+		return NULL;
+	}
+	int rc = tk_writer_open_fd(w, fd, "(spill)", &wo);
+	if (rc) {
+		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+		tk_writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void retire_spill(struct tk_merge *m, struct input *in);
+
+/* Close the spill file's writer and make the file an input. */
+static int
+spill_input(struct tk_merge *m, struct tk_writer *w, int fd, unsigned level,
+            uint64_t n)
+{
+	int rc = tk_writer_close(w);
+	if (rc) {
+		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+		tk_writer_free(w);
+		close(fd);
+		return rc;
+	}
+	tk_writer_free(w);
+	struct tk_reader *r = tk_reader_new();
+	if (!r || lseek(fd, 0, SEEK_SET) < 0 || tk_reader_open_fd(r, fd, "(spill)")) {
+		rc = r ? merge_fail(m, TK_EIO, "temporary file: %s", strerror(errno))
+		       : nomem(m);
+		tk_reader_free(r);
+		close(fd);
+		return rc;
+	}
+	tkp_reader_set_raw(r, 1);
+	struct input *in = new_input(m, r, "", 0);
+	if (!in) {
+		tk_reader_free(r);
+		close(fd);
+		return nomem(m);
+	}
+	in->raw = 1;
+	in->spill_fd = fd;
+	in->level = level;
+	if (level == 0) {
+		m->stats.spilled += n;
+		m->stats.spill_files++;
+	}
+	if (++m->spills_open > m->stats.spill_open_max)
+		m->stats.spill_open_max = m->spills_open;
+	if ((rc = refill(m, in)))
+		return rc;
+	if (in->n)
+		iheap_push(m, m->ninputs - 1);
+	else
+		retire_spill(m, in);
+	return TK_OK;
+}
+
+/* A spill file read to the end: its reader's buffers and descriptor go
+ * now, not at the end of the merge. */
+static void
+retire_spill(struct tk_merge *m, struct input *in)
+{
+	tk_reader_free(in->r);
+	in->r = NULL;
+	close(in->spill_fd);
+	in->spill_fd = -1;
+	free(in->buf);
+	in->buf = NULL;
+	tkp_buf_free(&in->args);
+	in->pos = in->n = 0;
+	in->eof = 1;
+	in->in_heap = 0;
+	m->spills_open--;
+}
+
+static int
+spill_done(const struct input *in)
+{
+	return in->eof && in->pos == in->n;
+}
+
+/* Merge the spill files of one level into one of the next, when there
+ * are SPILL_FANIN of them: the files open (each a descriptor and a
+ * reader's buffers) then grow with the logarithm of what was spilled,
+ * not with it, and so does memory. */
+static int
+compact_spills(struct tk_merge *m, unsigned level)
+{
+	struct input *src[SPILL_FANIN];
+	size_t ns = 0;
+	for (size_t i = 0; i < m->ninputs && ns < SPILL_FANIN; i++) {
+		struct input *in = m->inputs[i];
+		if (in->raw && in->r && in->level == level)
+			src[ns++] = in;
+	}
+	if (ns < SPILL_FANIN)
+		return TK_OK;
+	int fd = open_spill_file(m);
+	if (fd < 0)
+		return m->err;
+	struct tk_writer *w = spill_writer(m, fd);
+	if (!w) {
+		close(fd);
+		return m->err;
+	}
+	int rc;
+	uint64_t n = 0;
+	for (;;) {
+		/* earliest first; ties in the order the files were made */
+		struct input *first = NULL;
+		for (size_t i = 0; i < ns; i++)
+			if (src[i]->pos < src[i]->n &&
+			    (!first || src[i]->buf[src[i]->pos].ev.ts <
+			                       first->buf[first->pos].ev.ts))
+				first = src[i];
+		if (!first)
+			break;
+		if (tk_writer_event(w, &first->buf[first->pos++].ev)) {
+			rc = merge_fail(m, TK_EIO, "temporary file: %s", tk_writer_error(w));
+			tk_writer_free(w);
+			close(fd);
+			return rc;
+		}
+		n++;
+		if (first->pos == first->n && !first->eof && (rc = refill(m, first))) {
+			tk_writer_free(w);
+			close(fd);
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < ns; i++)
+		retire_spill(m, src[i]);
+	/* the input heap loses the files merged */
+	size_t k = 0;
+	for (size_t i = 0; i < m->niheap; i++)
+		if (m->inputs[m->iheap[i].idx]->r)
+			m->iheap[k++] = m->iheap[i];
+	m->niheap = k;
+	for (size_t i = m->niheap / 2; i-- > 0;)
+		iheap_down(m, i);
+	if ((rc = spill_input(m, w, fd, level + 1, n)))
+		return rc;
+	return compact_spills(m, level + 1);
+}
+
 /* Move every waiting event, sorted, into a temporary file that becomes
  * an input. */
 static int
@@ -934,57 +1097,26 @@ spill(struct tk_merge *m)
 	int fd = open_spill_file(m);
 	if (fd < 0)
 		return m->err;
-	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
-	wo.level = 1;
-	wo.sorted = 1;
-	wo.raw_ids = 1;
-	wo.chunk_bytes = 1u << 20;
-	struct tk_writer *w = tk_writer_new();
-	struct tk_reader *r = tk_reader_new();
-	int rc = TK_ENOMEM;
-	if (!w || !r)
-		goto fail;
-	if ((rc = tk_writer_open_fd(w, fd, "(spill)", &wo)))
-		goto fail_write;
+	struct tk_writer *w = spill_writer(m, fd);
+	if (!w) {
+		close(fd);
+		return m->err;
+	}
 	uint64_t n = 0;
 	while (m->nheap) {
 		struct slot *s = heap_pop(m);
-		rc = tk_writer_event(w, &s->ev);
+		int rc = tk_writer_event(w, &s->ev);
 		slot_release(m, s);
-		if (rc)
-			goto fail_write;
+		if (rc) {
+			rc = merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+			tk_writer_free(w);
+			close(fd);
+			return rc;
+		}
 		n++;
 	}
-	if ((rc = tk_writer_close(w)))
-		goto fail_write;
-	tk_writer_free(w);
-	w = NULL;
-	if (lseek(fd, 0, SEEK_SET) < 0 || tk_reader_open_fd(r, fd, "(spill)")) {
-		rc = merge_fail(m, TK_EIO, "temporary file: %s", strerror(errno));
-		goto fail;
-	}
-	tkp_reader_set_raw(r, 1);
-	struct input *in = new_input(m, r, "", 0);
-	if (!in) {
-		rc = nomem(m);
-		goto fail;
-	}
-	in->raw = 1;
-	in->spill_fd = fd;
-	m->stats.spilled += n;
-	m->stats.spill_files++;
-	if ((rc = refill(m, in)))
-		return rc;
-	if (in->n)
-		iheap_push(m, m->ninputs - 1);
-	return TK_OK;
-fail_write:
-	merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
-fail:
-	tk_writer_free(w);
-	tk_reader_free(r);
-	close(fd);
-	return m->err ? m->err : rc;
+	int rc = spill_input(m, w, fd, 0, n);
+	return rc ? rc : compact_spills(m, 0);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -1039,6 +1171,8 @@ drain(struct tk_merge *m)
 			iheap_pop(m);
 			if (!in->eof && in->future < waiting)
 				waiting = in->future;
+			if (in->raw && spill_done(in))
+				retire_spill(m, in); /* ev is a copy (kept) */
 		}
 		int64_t t = m->niheap ? m->iheap[0].bound : INT64_MAX;
 		if (waiting < t)

@@ -692,6 +692,7 @@ struct tk_merge_stats {
 	uint64_t late;        /* written after a later one (broken promises) */
 	uint64_t spilled;     /* events that went through temporary files */
 	uint32_t spill_files;
+	uint32_t spill_open_max; /* most temporary files open at once */
 	uint32_t bad_inputs;  /* inputs dropped or cut short by an error */
 };
 TK_PUBLIC void tk_merge_stats(const struct tk_merge *m,

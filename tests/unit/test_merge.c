@@ -278,6 +278,29 @@ TEST(sorted_inputs_interleave)
 	mem_free(&res.out);
 }
 
+/* Many spills: they are merged eight at a time, so that the files open
+ * at once (each a descriptor and a reader's buffers) stay few. */
+TEST(many_spills_stay_few_open)
+{
+	struct mem_trace in[4];
+	for (int i = 0; i < 4; i++) {
+		struct gen g = { "h", 10 + i, 5000000, 30000, 0, (uint64_t)i + 20 };
+		gen_trace(&in[i], &g);
+	}
+	struct result res;
+	merge(in, 4, NULL, NULL, 16 * 1024, 0, &res);
+	CHECK_EQ_INT(res.rc, TK_OK);
+	CHECK(res.sorted);
+	CHECK_EQ_INT(res.stats.events, 120000);
+	CHECK(res.stats.spill_files > 64);
+	CHECK(res.stats.spill_open_max >= 8);
+	CHECK(res.stats.spill_open_max <= 8 * 4);
+	check_same_events(in, 4, &res);
+	for (int i = 0; i < 4; i++)
+		mem_free(&in[i]);
+	mem_free(&res.out);
+}
+
 TEST(unsorted_inputs_spill)
 {
 	struct mem_trace in[4];
@@ -866,6 +889,7 @@ main(void)
 {
 	RUN(sorted_inputs_interleave);
 	RUN(unsorted_inputs_spill);
+	RUN(many_spills_stay_few_open);
 	RUN(identical_processes_deduplicated);
 	RUN(labels_and_offsets);
 	RUN(concatenated_input);
