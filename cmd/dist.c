@@ -5,6 +5,53 @@
 
 #include "dist.h"
 
+/* The bytes of exact values every distribution holds, the most they may
+ * take (dist_set_exact_budget), and how many turned into sketches. */
+static size_t exact_bytes, exact_budget = SIZE_MAX;
+static size_t converted;
+
+void
+dist_set_exact_budget(size_t bytes)
+{
+	exact_budget = bytes;
+}
+
+size_t
+dist_converted(void)
+{
+	return converted;
+}
+
+/* Exact values over the budget: this distribution, the one that grows,
+ * keeps a sketch of them instead (the largest ones grow most often). */
+static int
+to_sketch(struct dist *d)
+{
+	struct sketch sk;
+	sketch_init(&sk);
+	double mean = 0, m2 = 0;
+	for (size_t i = 0; i < d->count; i++) {
+		if (sketch_add(&sk, d->v[i]) < 0) {
+			sketch_free(&sk);
+			return -1;
+		}
+		double delta = (double)d->v[i] - mean;
+		mean += delta / (double)(i + 1);
+		m2 += delta * ((double)d->v[i] - mean);
+	}
+	sketch_free(&d->sk);
+	d->sk = sk;
+	d->mean = mean;
+	d->m2 = m2;
+	exact_bytes -= d->cap * sizeof(*d->v);
+	free(d->v);
+	d->v = NULL;
+	d->cap = 0;
+	d->approx = 1;
+	converted++;
+	return 0;
+}
+
 void
 dist_init(struct dist *d, int approx)
 {
@@ -18,6 +65,7 @@ dist_init(struct dist *d, int approx)
 void
 dist_free(struct dist *d)
 {
+	exact_bytes -= d->cap * sizeof(*d->v);
 	free(d->v);
 	sketch_free(&d->sk);
 	dist_init(d, d->approx);
@@ -36,11 +84,15 @@ dist_add_slow(struct dist *d, int64_t v)
 	} else {
 		if (d->count == d->cap) {
 			size_t cap = d->cap ? d->cap * 2 : 16;
+			size_t more = (cap - d->cap) * sizeof(*d->v);
+			if (exact_bytes + more > exact_budget)
+				return to_sketch(d) < 0 ? -1 : dist_add_slow(d, v);
 			int64_t *nv = realloc(d->v, cap * sizeof(*nv));
 			if (!nv)
 				return -1;
 			d->v = nv;
 			d->cap = cap;
+			exact_bytes += more;
 		}
 		d->v[d->count++] = v;
 	}
@@ -58,6 +110,14 @@ dist_merge(struct dist *dst, const struct dist *src)
 {
 	if (src->count == 0)
 		return 0;
+	if (!dst->approx && src->approx && to_sketch(dst) < 0)
+		return -1;
+	if (dst->approx && !src->approx) {
+		for (size_t i = 0; i < src->count; i++)
+			if (dist_add_slow(dst, src->v[i]) < 0)
+				return -1;
+		return 0;
+	}
 	if (dst->approx) {
 		if (sketch_merge(&dst->sk, &src->sk) < 0)
 			return -1;

@@ -40,6 +40,11 @@ struct summary {
 };
 
 void dist_init(struct dist *d, int approx);
+/* At most `bytes` of exact values in all distributions together (the
+ * default: no limit); past it, a distribution that grows turns into a
+ * sketch, as with approx.  How many did: dist_converted(). */
+void dist_set_exact_budget(size_t bytes);
+size_t dist_converted(void);
 void dist_free(struct dist *d);
 /* Add a value; -1 when out of memory. */
 int dist_add_slow(struct dist *d, int64_t v);

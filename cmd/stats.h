@@ -36,6 +36,7 @@ struct stats_options {
 	int findings;
 	int full_names;
 	size_t line_width;       /* text tables are cut to this; 0 = never */
+	size_t buffer_size;      /* exact values held at most (-S) */
 	struct agg_options agg;
 };
 

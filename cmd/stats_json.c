@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "stats.h"
+#include "dist.h"
 #include "json_out.h"
 #include "util.h"
 
@@ -311,7 +312,8 @@ stats_json(struct agg *a, unsigned reports, char **files, int nfiles)
 {
 	json_t *o = json_object();
 	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
-	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx));
+	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx || dist_converted()));
+	cmd_jset(o, "approx_rows", json_integer((json_int_t)dist_converted()));
 	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(a, files, nfiles));
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		static const enum report rep[AGG_NTABLES] = {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <stdio.h>
 
+#include "dist.h"
 #include "stats.h"
 #include "table.h"
 #include "util.h"
@@ -165,6 +166,10 @@ text_run(struct agg *a, char **files, int nfiles)
 	}
 	if (run->run_missing)
 		printf("  %-10sno run %u in some of the input\n", "note", stats_opt.agg.run);
+	if (dist_converted())
+		printf("  %-10spercentiles of %zu rows within 1%%, not exact: exact ones "
+		       "need more than -S %s\n", "note", dist_converted(),
+		       cmd_fmt_bytes(b, sizeof(b), (double)stats_opt.buffer_size));
 	text_metadata(run);
 }
 

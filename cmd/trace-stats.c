@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "dist.h"
 #include "stats.h"
 #include "util.h"
 
@@ -46,6 +47,8 @@ usage(void)
 	       "      --no-findings    leave out the findings\n"
 	       "      --per NAME       per-instance view of range NAME\n"
 	       "      --approx         constant memory; percentiles within 1%%\n"
+	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
+	       "                       the rows that grow are kept as with --approx\n"
 	       "Selection:\n"
 	       "      --name REGEX     operations whose name matches (extended regex)\n"
 	       "      --exclude REGEX  leave out operations whose name matches\n"
@@ -192,6 +195,7 @@ main(int argc, char **argv)
 		{ "no-findings", no_argument, NULL, O_NOFIND },
 		{ "per", required_argument, NULL, O_PER },
 		{ "approx", no_argument, NULL, O_APPROX },
+		{ "buffer-size", required_argument, NULL, 'S' },
 		{ "name", required_argument, NULL, O_NAME },
 		{ "exclude", required_argument, NULL, O_EXCLUDE },
 		{ "pid", required_argument, NULL, O_PID },
@@ -208,11 +212,12 @@ main(int argc, char **argv)
 	struct agg_options ao = AGG_OPTIONS_INIT;
 	stats_opt.agg = ao;
 	stats_opt.findings = 1;
+	stats_opt.buffer_size = (size_t)1 << 30;
 	regex_t name_re, exclude_re;
 	int64_t *pids = NULL, *devices = NULL, *streams = NULL;
 	int c;
 	uint64_t v;
-	while ((c = getopt_long(argc, argv, ":cjr:n:s:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":cjr:n:s:S:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': stats_opt.format = FMT_CSV; break;
 		case 'j': stats_opt.format = FMT_JSON; break;
@@ -254,6 +259,11 @@ main(int argc, char **argv)
 			stats_opt.agg.per = optarg;
 			break;
 		case O_APPROX: stats_opt.agg.approx = 1; break;
+		case 'S':
+			if (cmd_parse_size(optarg, &stats_opt.buffer_size) < 0 ||
+			    stats_opt.buffer_size == 0)
+				cmd_usage_error("invalid --buffer-size '%s'", optarg);
+			break;
 		case O_NAME:
 			if (stats_opt.agg.name)
 				regfree(&name_re);
@@ -302,6 +312,8 @@ main(int argc, char **argv)
 	if (stats_opt.agg.to <= stats_opt.agg.from)
 		cmd_usage_error("--to must be later than --from");
 	stats_opt.line_width = stats_opt.full_names ? 0 : line_width();
+	/* exact percentiles keep every duration: within -S, then a sketch */
+	dist_set_exact_budget(stats_opt.buffer_size);
 
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;

@@ -303,14 +303,10 @@ assert by_overlap > 0, by_overlap   # what attribution by time would claim
 	[[ "$output" == *$'\n'"per,instance,,step,6,6,"* ]]
 }
 
-@test "--approx: counts and totals exact, percentiles within 1 %" {
-	d=$BATS_TEST_TMPDIR
-	S=$(synth_trace a.tkt -n 100000 --noise 0.3)
-	trace-stats --json --per step "$S" > "$d/exact.json"
-	trace-stats --json --per step --approx "$S" > "$d/approx.json"
-	run -0 jq -r '.approx' "$d/approx.json"
-	assert_eq "$output" true
-	python3 - "$d/exact.json" "$d/approx.json" <<'PY'
+# Compare two --json outputs: the same rows, counts, totals and extremes
+# exact, percentiles within 1 %: close EXACT.json APPROX.json
+close() {
+	python3 - "$1" "$2" <<'PY'
 import json, sys
 e, a = (json.load(open(p)) for p in sys.argv[1:])
 worst = 0
@@ -328,6 +324,33 @@ for t in ("kernels", "memops", "api", "ranges"):
 assert e["gpus"] == a["gpus"]
 print("worst relative error", worst, file=sys.stderr)
 PY
+}
+
+@test "--approx: counts and totals exact, percentiles within 1 %" {
+	d=$BATS_TEST_TMPDIR
+	S=$(synth_trace a.tkt -n 100000 --noise 0.3)
+	trace-stats --json --per step "$S" > "$d/exact.json"
+	trace-stats --json --per step --approx "$S" > "$d/approx.json"
+	run -0 jq -r '.approx' "$d/approx.json"
+	assert_eq "$output" true
+	close "$d/exact.json" "$d/approx.json"
+}
+
+@test "-S: exact percentiles within the memory given, the rows past it within 1 %" {
+	d=$BATS_TEST_TMPDIR
+	S=$(synth_trace a.tkt -n 100000 --noise 0.3)
+	trace-stats --json --per step "$S" > "$d/exact.json"
+	assert_eq "$(jq -c '[.approx, .approx_rows]' "$d/exact.json")" '[false,0]'
+	trace-stats --json --per step -S 64K "$S" > "$d/bounded.json"
+	assert_eq "$(jq -r .approx "$d/bounded.json")" true
+	n=$(jq -r .approx_rows "$d/bounded.json")
+	[ "$n" -gt 0 ]
+	close "$d/exact.json" "$d/bounded.json"
+	n=$(trace-stats --json -S 64K "$S" | jq -r .approx_rows)
+	run -0 trace-stats -S 64K "$S"
+	[[ "$output" == *"  note      percentiles of $n rows within 1%, not exact: exact ones need more than -S 64.00 KiB"* ]]
+	run -2 trace-stats -S 0 "$S"
+	assert_eq "$output" "trace-stats: invalid --buffer-size '0'"$'\n'"Try 'trace-stats --help' for more information."
 }
 
 @test "memory: 8 bytes per operation exact, constant with --approx" {
@@ -378,9 +401,9 @@ PY
 	[[ "${lines[0]}" == "GPU time"* ]]
 	[[ "$output" != *"GPU kernels"* ]]
 	run -0 trace-stats --json --report kernels,api "$T"
-	assert_eq "$(jq -c 'keys' <<< "$output")" '["api","approx","kernels","schema"]'
+	assert_eq "$(jq -c 'keys' <<< "$output")" '["api","approx","approx_rows","kernels","schema"]'
 	run -0 trace-stats --json --report kernels,findings "$T"
-	assert_eq "$(jq -c 'keys' <<< "$output")" '["approx","findings","kernels","schema"]'
+	assert_eq "$(jq -c 'keys' <<< "$output")" '["approx","approx_rows","findings","kernels","schema"]'
 	run -0 trace-stats --report findings "$T"
 	assert_eq "${lines[0]}" "Findings"
 	# one CSV table when one is asked for

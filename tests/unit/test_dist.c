@@ -385,6 +385,48 @@ TEST(approx_summary)
 	dist_free(&g);
 }
 
+/* Past the exact budget, the distribution that grows becomes a sketch:
+ * counts, totals, extremes and moments unchanged, percentiles within 1 %,
+ * and the others stay exact. */
+TEST(exact_budget_turns_growers_into_sketches)
+{
+	struct dist small, big, ref;
+	dist_init(&small, 0);
+	dist_init(&big, 0);
+	dist_init(&ref, 0);
+	dist_set_exact_budget(64 * 1024);
+	size_t before = dist_converted();
+	for (int i = 0; i < 10; i++)
+		dist_add(&small, i);
+	for (int i = 0; i < 100000; i++) {
+		int64_t x = (int64_t)(20000 * exp(0.3 * normal())) + 1;
+		dist_add(&big, x);
+		dist_set_exact_budget(SIZE_MAX); /* the reference stays exact */
+		dist_add(&ref, x);
+		dist_set_exact_budget(64 * 1024);
+	}
+	CHECK_EQ_INT(dist_converted() - before, 1);
+	CHECK(big.approx && !small.approx);
+	struct summary s, t;
+	dist_summary(&big, &s);
+	dist_summary(&ref, &t);
+	CHECK(s.count == t.count && s.total == t.total);
+	CHECK(s.min == t.min && s.max == t.max);
+	CHECK(rel_err(s.mean, t.mean) < 1e-9);
+	CHECK(rel_err(s.std, t.std) < 1e-6);
+	CHECK(rel_err(s.p50, t.p50) <= 0.01);
+	CHECK(rel_err(s.p99, t.p99) <= 0.01);
+	dist_summary(&small, &s);
+	CHECK(s.count == 10 && s.p50 == 4.5);
+	/* an exact one merged with a sketch becomes one */
+	CHECK(dist_merge(&small, &big) == 0);
+	CHECK(small.approx && small.count == 100010);
+	dist_set_exact_budget(SIZE_MAX);
+	dist_free(&small);
+	dist_free(&big);
+	dist_free(&ref);
+}
+
 int
 main(void)
 {
@@ -397,5 +439,6 @@ main(void)
 	RUN(sketch_constant_memory);
 	RUN(sketch_merge_equals_union);
 	RUN(approx_summary);
+	RUN(exact_budget_turns_growers_into_sketches);
 	return tap_done();
 }
