@@ -74,6 +74,18 @@ merge_warn(void *arg, const char *input, const char *message)
 	rec_spool_warn(arg, input, message);
 }
 
+/* The output cannot be opened: say why and stop, the writer freed (its
+ * compressor would show as lost memory under valgrind). */
+static void __attribute__((noreturn))
+open_failed(const char *name)
+{
+	char why[256];
+	snprintf(why, sizeof(why), "%s", tk_writer_error(out));
+	tk_writer_free(out);
+	out = NULL;
+	rec_die("%s: %s", name, why);
+}
+
 void
 rec_out_open(const char *path, const char *spool)
 {
@@ -88,11 +100,11 @@ rec_out_open(const char *path, const char *spool)
 			rec_die("refusing to write a binary trace to a terminal; "
 			        "use -o FILE or a pipe");
 		if (tk_writer_open_fd(out, STDOUT_FILENO, "(stdout)", &o) != TK_OK)
-			rec_die("(stdout): %s", tk_writer_error(out));
+			open_failed("(stdout)");
 	} else {
 		out_path = strdup(path);
 		if (tk_writer_open_path(out, path, &o) != TK_OK)
-			rec_die("%s: %s", path, tk_writer_error(out));
+			open_failed(path);
 	}
 	/* read back at once: no compression */
 	struct tk_writer_options so = TK_WRITER_OPTIONS_INIT;

@@ -203,7 +203,10 @@ wait_spool_gone() {
 
 @test "the command's own behaviour is unchanged" {
 	# what a program can see of its surroundings, bare and recorded (less
-	# the variables through which the NVTX and CUDA tools are loaded)
+	# the variables through which the NVTX and CUDA tools are loaded, and
+	# those valgrind gives the program it runs, trace-record here)
+	export HIDDEN='_|NVTX_INJECTION64_PATH|CUDA_INJECTION64_PATH|TRACEKIT_[A-Z_]*|SHLVL'
+	under_valgrind && HIDDEN="$HIDDEN|GLIBCPP_FORCE_NEW|GLIBCXX_FORCE_NEW|LD_LIBRARY_PATH|LD_PRELOAD"
 	local probe='
 		echo "args: $*"
 		echo "cwd: $(pwd)"
@@ -211,7 +214,7 @@ wait_spool_gone() {
 		echo "limits: $(ulimit -n) $(ulimit -s) $(ulimit -c)"
 		grep -E "^(SigIgn|SigBlk|SigCgt):" /proc/self/status
 		echo "stdin: $(cat)"
-		env | grep -v -E "^(_|NVTX_INJECTION64_PATH|CUDA_INJECTION64_PATH|TRACEKIT_[A-Z_]*|SHLVL)=" | sort
+		env | grep -v -E "^($HIDDEN)=" | sort
 		echo "to stderr" >&2
 		yes | head -1
 		exit 42'
