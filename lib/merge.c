@@ -930,24 +930,25 @@ open_spill_file(struct tk_merge *m)
 	return fd;
 }
 
-/* A writer of a spill file: sorted, raw ids, fast. */
+/* A new spill file (*fd) and its writer: sorted, raw ids, fast; NULL
+ * after reporting why not. */
 static struct tk_writer *
-spill_writer(struct tk_merge *m, int fd)
+spill_writer(struct tk_merge *m, int *fd)
 {
+	if ((*fd = open_spill_file(m)) < 0)
+		return NULL;
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
 	wo.level = 1;
 	wo.sorted = 1;
 	wo.raw_ids = 1;
 	wo.chunk_bytes = SPILL_CHUNK;
 	struct tk_writer *w = tk_writer_new();
-	if (!w) {
-		nomem(m);
-		return NULL;
-	}
-	int rc = tk_writer_open_fd(w, fd, "(spill)", &wo);
+	int rc = w ? tk_writer_open_fd(w, *fd, "(spill)", &wo) : nomem(m);
 	if (rc) {
-		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+		if (w)
+			merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
 		tk_writer_free(w);
+		close(*fd);
 		return NULL;
 	}
 	return w;
@@ -1041,14 +1042,10 @@ compact_spills(struct tk_merge *m, unsigned level)
 	}
 	if (ns < SPILL_FANIN)
 		return TK_OK;
-	int fd = open_spill_file(m);
-	if (fd < 0)
+	int fd;
+	struct tk_writer *w = spill_writer(m, &fd);
+	if (!w)
 		return m->err;
-	struct tk_writer *w = spill_writer(m, fd);
-	if (!w) {
-		close(fd);
-		return m->err;
-	}
 	int rc;
 	uint64_t n = 0;
 	for (;;) {
@@ -1094,14 +1091,10 @@ compact_spills(struct tk_merge *m, unsigned level)
 static int
 spill(struct tk_merge *m)
 {
-	int fd = open_spill_file(m);
-	if (fd < 0)
+	int fd;
+	struct tk_writer *w = spill_writer(m, &fd);
+	if (!w)
 		return m->err;
-	struct tk_writer *w = spill_writer(m, fd);
-	if (!w) {
-		close(fd);
-		return m->err;
-	}
 	uint64_t n = 0;
 	while (m->nheap) {
 		struct slot *s = heap_pop(m);

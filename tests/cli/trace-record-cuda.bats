@@ -10,23 +10,14 @@
 # Live tests on a GPU: tests/gpu/run.sh (make check-gpu).
 
 load helpers
+load record
 
-APPS=$TK_BUILD/tests/apps
 INJECT=$TK_BUILD/lib/tracekit/libtracekit-inject.so
 FAKE=$APPS/libfake_cupti.so
 
 setup() {
-	export TMPDIR=$BATS_TEST_TMPDIR/tmp
-	mkdir -p "$TMPDIR"
-	T=$BATS_TEST_TMPDIR/run.tkt
+	record_setup
 	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG
-}
-
-teardown() {
-	if [ -d "$TMPDIR" ] && ls "$TMPDIR" | grep -q '^tracekit-'; then
-		echo "spool directory left behind: $(ls "$TMPDIR")" >&2
-		return 1
-	fi
 }
 
 cuda_built() {
@@ -53,10 +44,6 @@ except OSError as e:
 # Value(s) of a metadata key, one a line, in file order.
 meta() {
 	trace-dump --info "${2:-$T}" | sed -n "s/^  meta $1 = //p"
-}
-
-ev() {
-	trace-dump --json "${2:-$T}" | jq -r "$1"
 }
 
 @test "--cuda: the lists it takes, and what the trace says about them" {

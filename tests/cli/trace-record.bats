@@ -6,32 +6,7 @@
 # documents its events) with jq over trace-dump --json.
 
 load helpers
-
-APPS=$TK_BUILD/tests/apps
-
-setup() {
-	export TMPDIR=$BATS_TEST_TMPDIR/tmp
-	mkdir -p "$TMPDIR"
-	T=$BATS_TEST_TMPDIR/run.tkt
-}
-
-# The spool directory is gone when trace-record is done.
-teardown() {
-	if [ -d "$TMPDIR" ] && ls "$TMPDIR" | grep -q '^tracekit-'; then
-		echo "spool directory left behind: $(ls "$TMPDIR")" >&2
-		return 1
-	fi
-}
-
-need_nvtx() {
-	[ -x "$APPS/nvtx_sample" ] ||
-		skip "NVTX headers were not found at build time (CUDA_HOME): no NVTX sample"
-}
-
-# jq over the events of the trace: ev 'FILTER' [trace]
-ev() {
-	trace-dump --json "${2:-$T}" | jq -r "$1"
-}
+load record
 
 # jq over the whole trace as one array
 evs() {
