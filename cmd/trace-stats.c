@@ -29,6 +29,22 @@ static const char *const sort_names[] = {
 
 struct stats_options stats_opt;
 
+/* What the selection options allocate; stats_opt.agg points at them. */
+static regex_t name_re, exclude_re;
+static int64_t *pids, *devices, *streams;
+
+static void
+free_selection(void)
+{
+	free(pids);
+	free(devices);
+	free(streams);
+	if (stats_opt.agg.name)
+		regfree(&name_re);
+	if (stats_opt.agg.exclude)
+		regfree(&exclude_re);
+}
+
 static void
 usage(void)
 {
@@ -213,8 +229,6 @@ main(int argc, char **argv)
 	stats_opt.agg = ao;
 	stats_opt.findings = 1;
 	stats_opt.buffer_size = (size_t)1 << 30;
-	regex_t name_re, exclude_re;
-	int64_t *pids = NULL, *devices = NULL, *streams = NULL;
 	int c;
 	uint64_t v;
 	while ((c = getopt_long(argc, argv, ":cjr:n:s:S:hV", longopts, NULL)) != -1) {
@@ -346,13 +360,7 @@ main(int argc, char **argv)
 	if (status && agg_run(a)->events_read == 0) {
 		/* nothing could be read: the messages say it all */
 		agg_free(a);
-		free(pids);
-		free(devices);
-		free(streams);
-		if (stats_opt.agg.name)
-			regfree(&name_re);
-		if (stats_opt.agg.exclude)
-			regfree(&exclude_re);
+		free_selection();
 		return cmd_finish(status);
 	}
 
@@ -374,12 +382,6 @@ main(int argc, char **argv)
 	cmd_check_output(stdout);
 	stats_free_findings();
 	agg_free(a);
-	free(pids);
-	free(devices);
-	free(streams);
-	if (stats_opt.agg.name)
-		regfree(&name_re);
-	if (stats_opt.agg.exclude)
-		regfree(&exclude_re);
+	free_selection();
 	return cmd_finish(status);
 }
