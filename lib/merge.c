@@ -930,6 +930,18 @@ open_spill_file(struct tk_merge *m)
 	return fd;
 }
 
+/* A spill file that cannot be finished: reported (the writer's error,
+ * unless something else failed first) and dropped. */
+static int
+spill_abandon(struct tk_merge *m, struct tk_writer *w, int fd, int rc)
+{
+	if (!m->err)
+		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+	tk_writer_free(w);
+	close(fd);
+	return m->err;
+}
+
 /* A new spill file (*fd) and its writer: sorted, raw ids, fast; NULL
  * after reporting why not. */
 static struct tk_writer *
@@ -945,10 +957,7 @@ spill_writer(struct tk_merge *m, int *fd)
 	struct tk_writer *w = tk_writer_new();
 	int rc = w ? tk_writer_open_fd(w, *fd, "(spill)", &wo) : nomem(m);
 	if (rc) {
-		if (w)
-			merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
-		tk_writer_free(w);
-		close(*fd);
+		spill_abandon(m, w, *fd, rc);
 		return NULL;
 	}
 	return w;
@@ -962,12 +971,8 @@ spill_input(struct tk_merge *m, struct tk_writer *w, int fd, unsigned level,
             uint64_t n)
 {
 	int rc = tk_writer_close(w);
-	if (rc) {
-		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
-		tk_writer_free(w);
-		close(fd);
-		return rc;
-	}
+	if (rc)
+		return spill_abandon(m, w, fd, rc);
 	tk_writer_free(w);
 	struct tk_reader *r = tk_reader_new();
 	if (!r || lseek(fd, 0, SEEK_SET) < 0 || tk_reader_open_fd(r, fd, "(spill)")) {
@@ -1020,12 +1025,6 @@ retire_spill(struct tk_merge *m, struct input *in)
 	m->spills_open--;
 }
 
-static int
-spill_done(const struct input *in)
-{
-	return in->eof && in->pos == in->n;
-}
-
 /* Merge the spill files of one level into one of the next, when there
  * are SPILL_FANIN of them: the files open (each a descriptor and a
  * reader's buffers) then grow with the logarithm of what was spilled,
@@ -1058,18 +1057,11 @@ compact_spills(struct tk_merge *m, unsigned level)
 				first = src[i];
 		if (!first)
 			break;
-		if (tk_writer_event(w, &first->buf[first->pos++].ev)) {
-			rc = merge_fail(m, TK_EIO, "temporary file: %s", tk_writer_error(w));
-			tk_writer_free(w);
-			close(fd);
-			return rc;
-		}
+		if ((rc = tk_writer_event(w, &first->buf[first->pos++].ev)))
+			return spill_abandon(m, w, fd, rc);
 		n++;
-		if (first->pos == first->n && !first->eof && (rc = refill(m, first))) {
-			tk_writer_free(w);
-			close(fd);
-			return rc;
-		}
+		if (first->pos == first->n && !first->eof && (rc = refill(m, first)))
+			return spill_abandon(m, w, fd, rc);
 	}
 	for (size_t i = 0; i < ns; i++)
 		retire_spill(m, src[i]);
@@ -1100,12 +1092,8 @@ spill(struct tk_merge *m)
 		struct slot *s = heap_pop(m);
 		int rc = tk_writer_event(w, &s->ev);
 		slot_release(m, s);
-		if (rc) {
-			rc = merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
-			tk_writer_free(w);
-			close(fd);
-			return rc;
-		}
+		if (rc)
+			return spill_abandon(m, w, fd, rc);
 		n++;
 	}
 	int rc = spill_input(m, w, fd, 0, n);
@@ -1164,8 +1152,8 @@ drain(struct tk_merge *m)
 			iheap_pop(m);
 			if (!in->eof && in->future < waiting)
 				waiting = in->future;
-			if (in->raw && spill_done(in))
-				retire_spill(m, in); /* ev is a copy (kept) */
+			if (in->raw && in->eof)
+				retire_spill(m, in); /* read to the end; ev is a copy */
 		}
 		int64_t t = m->niheap ? m->iheap[0].bound : INT64_MAX;
 		if (waiting < t)
