@@ -3,6 +3,7 @@
 #ifndef TK_TEST_HELPERS_H
 #define TK_TEST_HELPERS_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,30 @@ count_events(const uint8_t *buf, size_t len, uint64_t *n)
 		(*n)++;
 	tk_reader_free(r);
 	return rc;
+}
+
+/* The path of the latest spool of process `pid` in the injection
+ * library's spool directory `dir` ("PID-START.tkt"); -1 when none. */
+static inline int
+latest_spool(const char *dir, long pid, char *path, size_t n)
+{
+	DIR *d = opendir(dir);
+	char best[512] = "", prefix[32];
+	struct dirent *de;
+	snprintf(prefix, sizeof(prefix), "%ld-", pid);
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && len > 4 &&
+		    strcmp(de->d_name + len - 4, ".tkt") == 0 &&
+		    strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (!best[0])
+		return -1;
+	snprintf(path, n, "%s/%s", dir, best);
+	return 0;
 }
 
 #endif

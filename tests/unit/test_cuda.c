@@ -455,24 +455,10 @@ read_file(const char *path, struct spool_read *s)
 static int
 read_spool(long pid, struct spool_read *s)
 {
-	DIR *d = opendir(spool);
-	char best[512] = "";
-	struct dirent *de;
-	char prefix[32];
-	snprintf(prefix, sizeof(prefix), "%ld-", pid);
-	while (d && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && n > 4 &&
-		    strcmp(de->d_name + n - 4, ".tkt") == 0 && strcmp(de->d_name, best) > 0)
-			snprintf(best, sizeof(best), "%s", de->d_name);
-	}
-	if (d)
-		closedir(d);
-	memset(s, 0, sizeof(*s));
-	if (!best[0])
-		return -1;
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", spool, best);
+	memset(s, 0, sizeof(*s));
+	if (latest_spool(spool, pid, path, sizeof(path)) < 0)
+		return -1;
 	read_file(path, s);
 	return 0;
 }
