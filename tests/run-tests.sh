@@ -25,6 +25,13 @@ if [ "${TK_VALGRIND:-0}" = 1 ]; then
 	export TK_UNDER_VALGRIND=1
 fi
 
+# A hang fails its tests instead of stalling the whole run (and CI's
+# time limit with it): each unit test program and each bats file has a
+# limit.  (Not bats's own per-test limit: its watchdog is a child of the
+# test, which a test's bare `wait` would wait for.)
+unit_limit=${TK_UNIT_TIMEOUT:-600}
+bats_limit=${TK_BATS_TIMEOUT:-1500}
+
 passed=0 failed=0 skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -49,9 +56,13 @@ if [ "${TK_VALGRIND:-0}" != 1 ]; then
 	for t in "$TK_BUILD"/tests/unit/test_*; do
 		[ -x "$t" ] || continue
 		section "unit/$(basename "$t")"
-		"$t" >"$log" 2>&1
+		timeout -k 10 "$unit_limit" "$t" >"$log" 2>&1
 		rc=$?
-		grep -q '^1\.\.' "$log" || { echo "not ok 1 - $(basename "$t") crashed (rc $rc)" >>"$log"; }
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			echo "not ok 1 - $(basename "$t") still running after $unit_limit s: killed" >>"$log"
+		elif ! grep -q '^1\.\.' "$log"; then
+			echo "not ok 1 - $(basename "$t") crashed (rc $rc)" >>"$log"
+		fi
 		tally
 		echo " $(grep -cE '^ok' "$log") ok"
 	done
@@ -59,7 +70,7 @@ if [ "${TK_VALGRIND:-0}" != 1 ]; then
 		[ -x "$t" ] || continue
 		n=$(basename "$t" -replay)
 		section "fuzz corpus/$n"
-		"$t" tests/fuzz/corpus/"$n" >"$log" 2>&1
+		timeout -k 10 "$unit_limit" "$t" tests/fuzz/corpus/"$n" >"$log" 2>&1
 		rc=$?
 		grep -q '^1\.\.' "$log" || echo "not ok 1 - $n replay crashed (rc $rc)" >>"$log"
 		tally
@@ -70,8 +81,13 @@ fi
 for f in tests/cli/*.bats; do
 	[ -f "$f" ] || continue
 	section "cli/$(basename "$f")"
-	bats --tap "$f" >"$log" 2>&1
-	grep -q '^1\.\.' "$log" || echo "not ok 1 - $f did not run" >>"$log"
+	timeout -k 10 "$bats_limit" bats --tap "$f" >"$log" 2>&1
+	rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "not ok 1 - $f still running after $bats_limit s: killed" >>"$log"
+	elif ! grep -q '^1\.\.' "$log"; then
+		echo "not ok 1 - $f did not run" >>"$log"
+	fi
 	tally
 	echo " $(grep -cE '^ok' "$log") ok"
 done

@@ -59,7 +59,13 @@ struct async_entry {
 
 static pthread_t thread;
 static int running;
-static sem_t wake, done;
+static sem_t wake, done, started;
+/* Held while the thread works (between waits).  fork() takes it, so a
+ * child is never made while the flusher is inside malloc or anything
+ * else whose lock the child would inherit held; glibc's malloc guards
+ * itself around fork, but other allocators (AddressSanitizer's among
+ * them) do not. */
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stop, final_requested;
 
 /* names of ranges, for the life of the process: the writer's ids are
@@ -682,11 +688,38 @@ tki_flusher_round(int final)
 
 /* ---- the thread ----------------------------------------------------------------- */
 
+/* One wake-up's work; 0 when the thread should end. */
+static int
+flusher_turn(void)
+{
+	if (atomic_load(&final_requested)) {
+		tki_run_flush_hooks(1);
+		tki_flusher_round(1);
+		atomic_store(&tki_on, 0);
+		sem_post(&done);
+		return 0;
+	}
+	if (atomic_load(&stop))
+		return 0;
+	tki_run_flush_hooks(0);
+	tki_flusher_round(0);
+	if (!tki_recorder_alive()) {
+		/* trace-record was killed: nobody reads the spool */
+		tki_stop_orphaned();
+		pthread_mutex_lock(&tki_lock);
+		tki_spool_abandon(1);
+		pthread_mutex_unlock(&tki_lock);
+		return 0;
+	}
+	return 1;
+}
+
 static void *
 flusher_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "tracekit-flush");
+	sem_post(&started);
 	for (;;) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -695,25 +728,11 @@ flusher_main(void *arg)
 		until.tv_nsec = ns % 1000000000;
 		while (sem_timedwait(&wake, &until) < 0 && errno == EINTR)
 			;
-		if (atomic_load(&final_requested)) {
-			tki_run_flush_hooks(1);
-			tki_flusher_round(1);
-			atomic_store(&tki_on, 0);
-			sem_post(&done);
+		pthread_mutex_lock(&busy);
+		int go_on = flusher_turn();
+		pthread_mutex_unlock(&busy);
+		if (!go_on)
 			break;
-		}
-		if (atomic_load(&stop))
-			break;
-		tki_run_flush_hooks(0);
-		tki_flusher_round(0);
-		if (!tki_recorder_alive()) {
-			/* trace-record was killed: nobody reads the spool */
-			tki_stop_orphaned();
-			pthread_mutex_lock(&tki_lock);
-			tki_spool_abandon(1);
-			pthread_mutex_unlock(&tki_lock);
-			break;
-		}
 	}
 	return NULL;
 }
@@ -725,7 +744,8 @@ tki_flusher_start(void)
 	atomic_store(&final_requested, 0);
 	window_closed = 0;
 	last_round = 0;
-	if (sem_init(&wake, 0, 0) < 0 || sem_init(&done, 0, 0) < 0)
+	if (sem_init(&wake, 0, 0) < 0 || sem_init(&done, 0, 0) < 0 ||
+	    sem_init(&started, 0, 0) < 0)
 		return -1;
 	/* the program's signals are not for this thread */
 	sigset_t all, old;
@@ -735,8 +755,24 @@ tki_flusher_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
 		return -1;
+	/* until the thread runs its own code, it may be inside the
+	 * allocator (thread start-up): no fork before that */
+	while (sem_wait(&started) < 0 && errno == EINTR)
+		;
 	running = 1;
 	return 0;
+}
+
+void
+tki_flusher_fork_prepare(void)
+{
+	pthread_mutex_lock(&busy);
+}
+
+void
+tki_flusher_fork_release(void)
+{
+	pthread_mutex_unlock(&busy);
 }
 
 void
@@ -784,6 +820,7 @@ tki_flusher_finish_async(int64_t timeout_ns)
 void
 tki_flusher_after_fork(void)
 {
+	pthread_mutex_init(&busy, NULL);
 	running = 0;
 	tkp_intern_free(&names);
 	memset(&names, 0, sizeof(names));

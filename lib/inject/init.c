@@ -170,6 +170,7 @@ static void
 before_fork(void)
 {
 	pthread_mutex_lock(&init_lock);
+	tki_flusher_fork_prepare();
 	pthread_mutex_lock(&tki_lock);
 	tki_tbuf_lock();
 	tki_registry_lock();
@@ -181,6 +182,7 @@ after_fork_parent(void)
 	tki_registry_unlock();
 	tki_tbuf_unlock();
 	pthread_mutex_unlock(&tki_lock);
+	tki_flusher_fork_release();
 	pthread_mutex_unlock(&init_lock);
 }
 
@@ -192,6 +194,7 @@ after_fork_child(void)
 	if (atomic_load(&state) != ST_READY && atomic_load(&state) != ST_FORKED) {
 		tki_tbuf_unlock();
 		pthread_mutex_unlock(&tki_lock);
+		tki_flusher_fork_release();
 		return;
 	}
 	atomic_store(&tki_on, 0);

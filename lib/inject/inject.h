@@ -208,6 +208,11 @@ void tki_flusher_finish(void);
 /* The same from a signal handler: the flusher thread does it; waits
  * at most `timeout_ns`.  Async-signal-safe. */
 void tki_flusher_finish_async(int64_t timeout_ns);
+/* fork() waits for the flusher to be between two wake-ups: prepare
+ * before fork, release after it (the child of a live recorder starts
+ * afresh in tki_flusher_after_fork instead). */
+void tki_flusher_fork_prepare(void);
+void tki_flusher_fork_release(void);
 /* Forget the parent's flusher and buffers after fork. */
 void tki_flusher_after_fork(void);
 /* Run one flush round now (tests, and the recording window's end). */

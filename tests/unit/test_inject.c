@@ -27,9 +27,11 @@ main(void)
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -565,6 +567,43 @@ TEST(fork_child_has_its_own_spool)
 	free(s.ev);
 }
 
+/* A flush hook that takes its time while armed. */
+static atomic_int slow_hook_armed, slow_hook_entered, slow_hook_done;
+
+static void
+slow_hook(void *arg, int final)
+{
+	(void)arg;
+	(void)final;
+	if (!atomic_load(&slow_hook_armed))
+		return;
+	atomic_store(&slow_hook_entered, 1);
+	struct timespec pause = {0, 200000000};
+	nanosleep(&pause, NULL);
+	atomic_store(&slow_hook_done, 1);
+}
+
+/* fork() waits while the flusher works: a child made in the middle of
+ * a flush would inherit whatever lock the flusher held then (an
+ * allocator's that does not guard itself around fork, as
+ * AddressSanitizer's does not, and the child hangs in malloc). */
+TEST(fork_waits_for_the_flusher)
+{
+	tki_on_flush(slow_hook, NULL);
+	atomic_store(&slow_hook_armed, 1);
+	tki_flusher_wake();
+	for (int i = 0; i < 5000 && !atomic_load(&slow_hook_entered); i++)
+		usleep(1000);
+	CHECK(atomic_load(&slow_hook_entered));
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(atomic_load(&slow_hook_done) ? 0 : 1); /* the flush had ended */
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	atomic_store(&slow_hook_armed, 0);
+}
+
 TEST(exit_flush_writes_open_ranges_and_ends)
 {
 	nvtxRangePushA("never.closed");
@@ -618,6 +657,7 @@ main(void)
 	RUN(recording_window);
 	RUN(program_closes_every_descriptor);
 	RUN(fork_child_has_its_own_spool);
+	RUN(fork_waits_for_the_flusher);
 	RUN(exit_flush_writes_open_ranges_and_ends);
 	remove_spool();
 	return tap_done();
