@@ -116,16 +116,20 @@ static const struct tkp_attr flow_attrs[] = {
 	STR(3, flow.category_id, flow.category),
 };
 
+/* S(..., i): the kind's string attribute is arr[i] (one at most). */
 #define K(arr, member) \
 	{ arr, sizeof(arr) / sizeof(arr[0]), \
-	  sizeof(((struct tk_event *)0)->u.member) }
+	  sizeof(((struct tk_event *)0)->u.member), NULL }
+#define S(arr, member, i) \
+	{ arr, sizeof(arr) / sizeof(arr[0]), \
+	  sizeof(((struct tk_event *)0)->u.member), &arr[i] }
 
 const struct tkp_kind_schema tkp_schema[TK_KIND_MAX + 1] = {
-	[TK_RANGE] = K(range_attrs, range),
-	[TK_ASYNC_RANGE] = K(range_attrs, range),
-	[TK_MARK] = K(range_attrs, range),
+	[TK_RANGE] = S(range_attrs, range, 0),
+	[TK_ASYNC_RANGE] = S(range_attrs, range, 0),
+	[TK_MARK] = S(range_attrs, range, 0),
 	[TK_API] = K(api_attrs, api),
-	[TK_KERNEL] = K(kernel_attrs, kernel),
+	[TK_KERNEL] = S(kernel_attrs, kernel, 4),
 	[TK_MEMCPY] = K(memcpy_attrs, memcpy),
 	[TK_MEMSET] = K(memset_attrs, memset),
 	[TK_SYNC] = K(sync_attrs, sync),
@@ -134,6 +138,6 @@ const struct tkp_kind_schema tkp_schema[TK_KIND_MAX + 1] = {
 	[TK_MEMORY] = K(memory_attrs, memory),
 	[TK_PROCESS] = K(process_attrs, process),
 	[TK_RUN] = K(run_attrs, run),
-	[TK_DROPPED] = K(dropped_attrs, dropped),
-	[TK_FLOW] = K(flow_attrs, flow),
+	[TK_DROPPED] = S(dropped_attrs, dropped, 1),
+	[TK_FLOW] = S(flow_attrs, flow, 2),
 };

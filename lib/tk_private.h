@@ -83,6 +83,7 @@ struct tkp_kind_schema {
 	const struct tkp_attr *attrs;
 	unsigned n;
 	unsigned size;      /* of the kind's member of tk_event.u */
+	const struct tkp_attr *str; /* its one TKP_ENC_STR attribute, or NULL */
 };
 
 /* Offset of tk_event.u, to turn attribute offsets into offsets within

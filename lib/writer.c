@@ -25,6 +25,7 @@
 struct column {
 	uint64_t *v;
 	uint32_t n, cap;
+	uint64_t lo, hi;         /* of the values after the first */
 	uint32_t zeros;
 	uint8_t nonzero;
 	struct tkp_buf bytes;
@@ -51,6 +52,7 @@ struct config_cache {
 };
 
 #define CHUNK_EVENTS_MAX (1u << 20)
+#define UNION_SIZE sizeof(((struct tk_event *)0)->u)
 
 struct tk_writer {
 	int fd;
@@ -82,7 +84,13 @@ struct tk_writer {
 	struct per_kind per_kind[TK_KIND_MAX + 1];
 	uint32_t kind_count[TK_KIND_MAX + 1];
 	struct config_cache config_cache[CONFIG_CACHE];
-	struct tkp_buf columns;  /* encoded columns, before the payload */
+	/* the chunk's payload is built here: the encoded columns from
+	 * `headroom` on, then the definitions put in front of them if they
+	 * fit, so that the columns need not be copied */
+	struct tkp_buf columns;
+	size_t headroom;
+	const uint8_t *raw;      /* the payload: in columns, or in payload */
+	size_t raw_len;
 	uint32_t nev;
 	size_t raw_bytes;
 	int64_t t_min, t_max, first_ts, prev_ts;
@@ -206,8 +214,11 @@ reset_chunk(struct tk_writer *w)
 {
 	w->defs.len = 0;
 	w->kinds.len = 0;
-	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
+	for (unsigned i = 0; i <= TKP_COL_NAME; i++) {
 		w->common[i].n = 0;
+		w->common[i].lo = UINT64_MAX;
+		w->common[i].hi = 0;
+	}
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		struct column *c = &w->per_kind[k].args;
 		c->bytes.len = 0;
@@ -622,13 +633,16 @@ oom:
 static uint32_t
 config_id(struct tk_writer *w, const uint32_t v[12])
 {
-	uint32_t any = 0, h = 0;
-	for (int i = 0; i < 12; i++) {
-		any |= v[i];
-		h = h * 31 + v[i];
-	}
-	if (!any)
+	/* the cache slot: six independent multiplications, not a chain of
+	 * twelve (this runs once per kernel) */
+	uint64_t x[6];
+	memcpy(x, v, sizeof(x));
+	if (!(x[0] | x[1] | x[2] | x[3] | x[4] | x[5]))
 		return 0;
+	uint64_t h = (x[0] * 0x9e3779b97f4a7c15ull) ^ (x[1] * 0xc2b2ae3d27d4eb4full) ^
+	             (x[2] * 0x165667b19e3779f9ull) ^ (x[3] * 0xd6e8feb86659fd93ull) ^
+	             (x[4] * 0xff51afd7ed558ccdull) ^ (x[5] * 0xc4ceb9fe1a85ec53ull);
+	h ^= h >> 32;
 	struct config_cache *c = &w->config_cache[(h ^ (h >> 16)) % CONFIG_CACHE];
 	if (c->id && memcmp(c->v, v, sizeof(c->v)) == 0)
 		return c->id;
@@ -688,6 +702,10 @@ col_append(struct tk_writer *w, struct column *c, uint64_t v)
 {
 	if (c->n == c->cap && col_grow(w, c, c->n + 1))
 		return w->err;
+	if (c->n) { /* the range put_planes needs, while v is at hand */
+		c->lo = v < c->lo ? v : c->lo;
+		c->hi = v > c->hi ? v : c->hi;
+	}
 	c->v[c->n++] = v;
 	w->raw_bytes += bytelen(v);
 	return TK_OK;
@@ -774,7 +792,8 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	uint32_t j = w->kind_count[kind];
 	if (j == pk->cap) {
 		uint32_t cap = pk->cap ? pk->cap * 2 : 256;
-		uint8_t *p = realloc(pk->attrs, (size_t)cap * ks->size);
+		/* slack after the last: see the copy below */
+		uint8_t *p = realloc(pk->attrs, (size_t)cap * ks->size + UNION_SIZE);
 		if (!p)
 			return nomem(w);
 		pk->attrs = p;
@@ -786,13 +805,14 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	}
 	pk->tracks[j] = ev->track;
 	uint8_t *attrs = pk->attrs + (size_t)j * ks->size;
-	memcpy(attrs, (const char *)ev + TKP_UNION_OFF, ks->size);
+	/* the whole union, a copy of fixed size the compiler inlines; what
+	 * lies past this kind's struct lands in the next slot (or the
+	 * slack), which the next event of the kind overwrites */
+	memcpy(attrs, (const char *)ev + TKP_UNION_OFF, UNION_SIZE);
 	/* strings given by pointer are interned now: the pointer is the
 	 * caller's only until this call returns */
-	for (unsigned i = 0; i < ks->n; i++) {
-		const struct tkp_attr *a = &ks->attrs[i];
-		if (a->enc != TKP_ENC_STR || w->opt.raw_ids)
-			continue;
+	const struct tkp_attr *a = ks->str;
+	if (a && !w->opt.raw_ids) {
 		uint32_t id = (uint32_t)tkp_field_get(ev, a);
 		const char *s;
 		memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
@@ -876,18 +896,12 @@ put_bytes_column(struct tkp_buf *b, unsigned kind, unsigned attr,
  * the next byte, ...  Planes put alike bytes together, which deflate
  * compresses well, and decode with plain loops.  The first value is
  * apart because it is often the outlier: an absolute time or id where
- * the others are differences. */
+ * the others are differences.  lo and hi: the smallest and largest of
+ * v[1..n-1], found by the caller as the values were made. */
 static int
 put_planes(struct tkp_buf *b, unsigned kind, unsigned attr,
-           const uint64_t *v, uint32_t n)
+           const uint64_t *v, uint32_t n, uint64_t lo, uint64_t hi)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (uint32_t i = 1; i < n; i++) {
-		if (v[i] < lo)
-			lo = v[i];
-		if (v[i] > hi)
-			hi = v[i];
-	}
 	if (n <= 1)
 		lo = hi = 0;
 	unsigned width = bytelen(hi - lo);
@@ -933,15 +947,41 @@ grow_dprev(struct tk_writer *w, uint32_t track)
 	return TK_OK;
 }
 
+/* Field j of a kind's attribute structs, widened as the column keeps it. */
+static inline uint64_t
+field_at(const uint8_t *f, size_t j, size_t size, unsigned ftype)
+{
+	if (ftype == TKP_U32 || ftype == TKP_I32) {
+		uint32_t x;
+		memcpy(&x, f + j * size, 4);
+		return ftype == TKP_I32 ? (uint64_t)(int64_t)(int32_t)x : x;
+	}
+	uint64_t x;
+	memcpy(&x, f + j * size, 8);
+	return x;
+}
+
 /* One attribute of every event of a kind, as a column: transformed as
- * its encoding says, in pk->scratch.  Returns 1 if any value is not 0. */
+ * its encoding says, in pk->scratch, with the smallest and largest of
+ * its values after the first (put_planes' base and width) in *lo and
+ * *hi, found in the same pass.  Returns 1 if any value is not 0. */
 static int
 gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
-       const struct tkp_attr *a, struct per_kind *pk, uint32_t n)
+       const struct tkp_attr *a, struct per_kind *pk, uint32_t n,
+       uint64_t *lo, uint64_t *hi)
 {
-	uint64_t *v = pk->scratch, any = 0, prev = 0;
+	uint64_t *v = pk->scratch, l = UINT64_MAX, h = 0;
 	const uint8_t *f = pk->attrs + (a->off - TKP_UNION_OFF);
 	size_t size = ks->size;
+	unsigned ftype = a->ftype;
+#define KEEP(j, x) do {                                                       \
+		uint64_t x_ = (x);                                            \
+		v[j] = x_;                                                    \
+		if (j) {                                                      \
+			l = x_ < l ? x_ : l;                                  \
+			h = x_ > h ? x_ : h;                                  \
+		}                                                             \
+	} while (0)
 	switch (a->enc) {
 	case TKP_ENC_CONFIG:
 		for (uint32_t j = 0; j < n; j++) {
@@ -953,29 +993,15 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 				k->cluster[0], k->cluster[1], k->cluster[2],
 				k->static_smem, k->dynamic_smem, k->registers,
 			};
-			v[j] = config_id(w, cfg);
+			uint32_t id = config_id(w, cfg);
 			if (w->err)
 				return -1;
-			any |= v[j];
+			KEEP(j, id);
 		}
-		return any != 0;
-	default:
 		break;
-	}
-	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
-		for (uint32_t j = 0; j < n; j++) {
-			uint32_t x;
-			memcpy(&x, f + (size_t)j * size, 4);
-			v[j] = a->ftype == TKP_I32 ? (uint64_t)(int64_t)(int32_t)x : x;
-		}
-	} else {
-		for (uint32_t j = 0; j < n; j++)
-			memcpy(&v[j], f + (size_t)j * size, 8);
-	}
-	switch (a->enc) {
 	case TKP_ENC_S:
 		for (uint32_t j = 0; j < n; j++)
-			any |= v[j] = tkp_zigzag((int64_t)v[j]);
+			KEEP(j, tkp_zigzag((int64_t)field_at(f, j, size, ftype)));
 		break;
 	case TKP_ENC_D:
 		/* differences on each track: ids grow per thread and per
@@ -988,19 +1014,22 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 			uint32_t t = pk->tracks[j];
 			if (t >= w->dprev_cap && grow_dprev(w, t))
 				return -1;
-			prev = w->dprev_gen[t] == w->dgen ? w->dprev[t] : 0;
-			uint64_t x = v[j];
-			any |= v[j] = tkp_zigzag((int64_t)(x - prev));
+			uint64_t prev = w->dprev_gen[t] == w->dgen ? w->dprev[t] : 0;
+			uint64_t x = field_at(f, j, size, ftype);
+			KEEP(j, tkp_zigzag((int64_t)(x - prev)));
 			w->dprev[t] = x;
 			w->dprev_gen[t] = w->dgen;
 		}
 		break;
 	default:
 		for (uint32_t j = 0; j < n; j++)
-			any |= v[j];
+			KEEP(j, field_at(f, j, size, ftype));
 		break;
 	}
-	return any != 0;
+#undef KEEP
+	*lo = l;
+	*hi = h;
+	return n > 0 && (v[0] | h) != 0;
 }
 
 static int
@@ -1009,12 +1038,18 @@ build_payload(struct tk_writer *w)
 	/* columns first: launch configurations they intern add
 	 * definitions, which go before them */
 	struct tkp_buf *cb = &w->columns;
+	/* room for the definitions so far and some that gather() adds */
+	w->headroom = TKP_VARINT_MAX + w->defs.len + 4096;
 	cb->len = 0;
+	if (tkp_buf_reserve(cb, w->headroom) < 0)
+		return nomem(w);
+	cb->len = w->headroom;
 	if (w->nev) {
 		if (put_bytes_column(cb, 0, TKP_COL_KIND, w->kinds.p, w->kinds.len) < 0)
 			return nomem(w);
 		for (unsigned i = TKP_COL_TRACK; i <= TKP_COL_NAME; i++)
-			if (put_planes(cb, 0, i, w->common[i].v, w->common[i].n) < 0)
+			if (put_planes(cb, 0, i, w->common[i].v, w->common[i].n,
+			               w->common[i].lo, w->common[i].hi) < 0)
 				return nomem(w);
 	}
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
@@ -1032,10 +1067,11 @@ build_payload(struct tk_writer *w)
 		}
 		for (unsigned i = 0; i < ks->n; i++) {
 			const struct tkp_attr *a = &ks->attrs[i];
-			int any = gather(w, ks, a, pk, n);
+			uint64_t lo, hi;
+			int any = gather(w, ks, a, pk, n, &lo, &hi);
 			if (any < 0)
 				return w->err;
-			if (any && put_planes(cb, k, a->attr, pk->scratch, n) < 0)
+			if (any && put_planes(cb, k, a->attr, pk->scratch, n, lo, hi) < 0)
 				return nomem(w);
 		}
 		if (pk->args.nonzero &&
@@ -1043,12 +1079,26 @@ build_payload(struct tk_writer *w)
 		                     pk->args.bytes.len) < 0)
 			return nomem(w);
 	}
-	struct tkp_buf *b = &w->payload;
+	uint8_t len_varint[TKP_VARINT_MAX];
+	size_t vlen = tkp_varint_store(len_varint, w->defs.len);
+	size_t front = vlen + w->defs.len;
+	if (front <= w->headroom) {
+		uint8_t *p = cb->p + w->headroom - front;
+		memcpy(p, len_varint, vlen);
+		if (w->defs.len)
+			memcpy(p + vlen, w->defs.p, w->defs.len);
+		w->raw = p;
+		w->raw_len = front + cb->len - w->headroom;
+		return TK_OK;
+	}
+	struct tkp_buf *b = &w->payload; /* definitions outgrew the room */
 	b->len = 0;
-	if (tkp_buf_varint(b, w->defs.len) < 0 ||
+	if (tkp_buf_put(b, len_varint, vlen) < 0 ||
 	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0 ||
-	    tkp_buf_put(b, cb->p, cb->len) < 0)
+	    tkp_buf_put(b, cb->p + w->headroom, cb->len - w->headroom) < 0)
 		return nomem(w);
+	w->raw = b->p;
+	w->raw_len = b->len;
 	return TK_OK;
 }
 
@@ -1064,12 +1114,13 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	int rc = build_payload(w);
 	if (rc)
 		return rc;
-	struct tkp_buf *raw = &w->payload;
-	if (raw->len > TKP_CHUNK_RAW_MAX)
+	const uint8_t *raw = w->raw;
+	size_t raw_len = w->raw_len;
+	if (raw_len > TKP_CHUNK_RAW_MAX)
 		return fail(w, TK_EINVAL, EINVAL, "chunk too large");
 
-	size_t bound = w->comp ? libdeflate_zlib_compress_bound(w->comp, raw->len)
-	                       : raw->len;
+	size_t bound = w->comp ? libdeflate_zlib_compress_bound(w->comp, raw_len)
+	                       : raw_len;
 	struct tkp_buf *out = &w->out;
 	out->len = 0;
 	if (tkp_buf_reserve(out, TKP_CHUNK_HEADER_SIZE + bound) < 0)
@@ -1079,13 +1130,13 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	uint32_t flags = 0;
 	size_t stored = 0;
 	if (w->comp)
-		stored = libdeflate_zlib_compress(w->comp, raw->p, raw->len, body,
+		stored = libdeflate_zlib_compress(w->comp, raw, raw_len, body,
 		                                  bound);
-	if (stored > 0 && stored < raw->len) {
+	if (stored > 0 && stored < raw_len) {
 		flags |= TK_CHUNK_DEFLATE;
 	} else {
-		memcpy(body, raw->p, raw->len);
-		stored = raw->len;
+		memcpy(body, raw, raw_len);
+		stored = raw_len;
 	}
 	if (w->nev > 0 && w->chunk_sorted)
 		flags |= TK_CHUNK_SORTED;
@@ -1098,7 +1149,7 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	tkp_le32(h + 4, TKP_CHUNK_HEADER_SIZE);
 	tkp_le32(h + 8, flags);
 	tkp_le32(h + 12, (uint32_t)stored);
-	tkp_le32(h + 16, (uint32_t)raw->len);
+	tkp_le32(h + 16, (uint32_t)raw_len);
 	tkp_le32(h + 20, w->nev);
 	tkp_le64(h + 24, (uint64_t)(w->nev ? w->t_min : 0));
 	tkp_le64(h + 32, (uint64_t)(w->nev ? w->t_max : 0));

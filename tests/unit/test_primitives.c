@@ -133,6 +133,28 @@ TEST(buffers)
 	CHECK(b.p == NULL && b.len == 0);
 }
 
+/* The writer interns a kind's string attribute through schema.str: it
+ * must be the kind's one TKP_ENC_STR attribute, and every kind that has
+ * one must name it; the union copy of fixed size must cover every kind. */
+TEST(schema_string_attributes)
+{
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		const struct tkp_kind_schema *ks = &tkp_schema[k];
+		const struct tkp_attr *found = NULL;
+		unsigned n = 0;
+		for (unsigned i = 0; i < ks->n; i++)
+			if (ks->attrs[i].enc == TKP_ENC_STR) {
+				found = &ks->attrs[i];
+				n++;
+			}
+		CHECK(n <= 1);
+		CHECK(ks->str == found);
+		CHECK(ks->size <= sizeof(((struct tk_event *)0)->u));
+	}
+	CHECK(tkp_schema[TK_KERNEL].str != NULL);
+	CHECK(tkp_schema[TK_API].str == NULL);
+}
+
 TEST(interning)
 {
 	struct tkp_intern t = { 0 };
@@ -180,5 +202,6 @@ main(void)
 	RUN(little_endian_fields);
 	RUN(buffers);
 	RUN(interning);
+	RUN(schema_string_attributes);
 	return tap_done();
 }
