@@ -13,11 +13,13 @@ case ":$PATH:" in
 *) PATH="$TK_BUILD/bin:$TK_BUILD/tests/tools:$PATH" ;;
 esac
 
-# Path of a real trace from ../shared/testdata, or skip the test.
+# shared_data PATH VAR: set VAR to the path of a real trace from
+# ../shared/testdata, or skip the test.  Not used as $(shared_data ...):
+# skip must run in the test's own shell, not in a subshell.
 shared_data() {
-	local f="$TK_SHARED/testdata/$1"
-	[ -e "$f" ] || skip "real test data not found: $f (see ../shared/testdata/SOURCES.md)"
-	printf '%s\n' "$f"
+	local path_="$TK_SHARED/testdata/$1"
+	[ -e "$path_" ] || skip "real test data not found: $path_ (see ../shared/testdata/SOURCES.md)"
+	printf -v "$2" '%s' "$path_"
 }
 
 # A synthetic trace in the test's temporary directory: synth_trace NAME [synth options]

@@ -572,8 +572,8 @@ PY
 	command -v trace-import > /dev/null ||
 		skip "trace-import is not built yet: real-trace checks start when it lands"
 	d=$BATS_TEST_TMPDIR
-	ctl=$(shared_data hta/trace_diff/control/control.json.gz)
-	tst=$(shared_data hta/trace_diff/test/test.json.gz)
+	shared_data hta/trace_diff/control/control.json.gz ctl
+	shared_data hta/trace_diff/test/test.json.gz tst
 	trace-import -o "$d/control.tkt" "$ctl"
 	trace-import -o "$d/test.tkt" "$tst"
 	# an A100 against a V100 with another model: much is slower

@@ -157,7 +157,7 @@ print(json.dumps([{"ph": "X", "name": os.urandom(12).hex(), "ts": i, "dur": 1}
 	         hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz \
 	         hta/triton_example/triton_example.json.gz \
 	         param/dlrm_kineto/worker3_step_12.1694128201557.pt.trace.json; do
-		J=$(shared_data "$f")
+		shared_data "$f" J
 		import "$J"
 		assert_eq "$status" 0
 		diff <(tkt_sums "$D/out.tkt" kernel,memcpy,memset,api) <(json_sums "$J")
@@ -166,7 +166,7 @@ print(json.dumps([{"ph": "X", "name": os.urandom(12).hex(), "ts": i, "dur": 1}
 
 @test "Kineto: a large trace (nccl, fractional us) matches to the nanosecond" {
 	under_valgrind && skip "10 MB of JSON is slow under valgrind"
-	J=$(shared_data hta/nccl_parser_config/nccl_data.json.gz)
+	shared_data hta/nccl_parser_config/nccl_data.json.gz J
 	import "$J"
 	assert_eq "$status" 0
 	diff <(tkt_sums "$D/out.tkt" kernel,memcpy,memset,api) <(json_sums "$J")
@@ -180,7 +180,7 @@ print(json.dumps([{"ph": "X", "name": os.urandom(12).hex(), "ts": i, "dur": 1}
 
 @test "Kineto: the ns-resolution trace keeps every nanosecond of its epoch times" {
 	under_valgrind && skip "15 MB of JSON is slow under valgrind"
-	J=$(shared_data hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz)
+	shared_data hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz J
 	import "$J"
 	assert_eq "$status" 0
 	# begin times of GPU work and API calls, from the JSON's digits
@@ -200,7 +200,7 @@ PY
 }
 
 @test "Kineto: ranks, device properties and metadata" {
-	J=$(shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz)
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz J
 	import "$J"
 	run -0 trace-dump --info --json "$D/out.tkt"
 	assert_eq "$(jq -r '.metadata["distributedInfo.rank"]' <<< "$output")" 0
@@ -214,7 +214,7 @@ PY
 	# every device has the same
 	assert_eq "$(jq -r '.metadata.deviceProperties | fromjson | .warpSize' <<< "$output")" 32
 	assert_eq "$(jq -r '.metadata | keys[] | select(startswith("deviceProperties."))' <<< "$output")" ""
-	J=$(shared_data hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz)
+	shared_data hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz J
 	import "$J"
 	run -0 trace-dump --info --json "$D/out.tkt"
 	assert_eq "$(jq -r '.metadata | [."distributedInfo.rank", ."distributedInfo.world_size", ."distributedInfo.backend"] | @tsv' <<< "$output")" "$(printf '34\t300\tgloo')"
@@ -224,7 +224,7 @@ PY
 }
 
 @test "Kineto: streams, threads and processes get their names" {
-	J=$(shared_data hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz)
+	shared_data hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz J
 	import "$J"
 	python3 - "$J" > "$D/want" <<'PY'
 import gzip, json, sys
@@ -252,7 +252,7 @@ PY
 
 @test "Kineto: syncs, memory events and their totals as counters" {
 	under_valgrind && skip "54 MB of JSON is slow under valgrind"
-	J=$(shared_data hta/df_index_resolver/df_index_resolver.json.gz)
+	shared_data hta/df_index_resolver/df_index_resolver.json.gz J
 	import "$J" -v
 	assert_eq "$status" 0
 	python3 - "$J" > "$D/want" <<'PY'
@@ -286,13 +286,13 @@ PY
 }
 
 @test "Kineto: correlation flows are counted, not stored; other flows are" {
-	J=$(shared_data hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz)
+	shared_data hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz J
 	import "$J" -v
 	assert_eq "$status" 0
 	[[ "$stderr" == *"  f  ac2g                          1758 -> not stored: correlation ids link the ends 1758"* ]]
 	[[ "$stderr" == *"  s  ac2g                           104 -> not stored: correlation ids link the ends 104"* ]]
 	assert_eq "$(trace-dump -k flow "$D/out.tkt" | wc -l)" 0
-	J=$(shared_data ncompass/flops_example/test_trace.pt.trace.json)
+	shared_data ncompass/flops_example/test_trace.pt.trace.json J
 	import "$J" -v
 	want=$(jq '[.traceEvents[] | select(.cat == "fwdbwd")] | length' "$J")
 	assert_eq "$(trace-dump -k flow "$D/out.tkt" | wc -l)" "$want"
@@ -301,7 +301,7 @@ PY
 }
 
 @test "Kineto: HTA's trace_filter window holds 93 complete events" {
-	J=$(shared_data hta/trace_filter/sampled_rank-0.json.gz)
+	shared_data hta/trace_filter/sampled_rank-0.json.gz J
 	import "$J"
 	# X events with ts >= 1682725898237042 us and ts + dur <= 1682725898240570 us
 	run -0 bash -c "trace-dump --json '$D/out.tkt' | python3 -c '
@@ -315,11 +315,11 @@ print(sum(1 for l in sys.stdin for e in [json.loads(l)]
 # ---- generic Chrome traces (catapult) --------------------------------------------
 
 @test "catapult: B/E pairs become ranges; unclosed ones end at the trace end" {
-	J=$(shared_data catapult/big_trace.json)
+	shared_data catapult/big_trace.json J
 	import "$J"
 	assert_eq "$status" 0
 	assert_eq "$(trace-dump -k range "$D/out.tkt" | wc -l)" 933
-	J=$(shared_data catapult/main_thread_has_unclosed_slices.json)
+	shared_data catapult/main_thread_has_unclosed_slices.json J
 	import "$J" -v
 	assert_eq "$status" 0
 	assert_eq "$(trace-dump -k range "$D/out.tkt" | wc -l)" 1684
@@ -327,7 +327,8 @@ print(sum(1 for l in sys.stdin for e in [json.loads(l)]
 	assert_eq "$output" 4
 	[[ "$stderr" == *"B without E: ended at the end of the trace (args chrome.unclosed): 4"* ]]
 	# B/E durations against a stack-based pairing in Python
-	python3 - "$(shared_data catapult/big_trace.json)" > "$D/want" <<'PY'
+	shared_data catapult/big_trace.json BIG
+	python3 - "$BIG" > "$D/want" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))
 stacks, out = {}, []
@@ -341,30 +342,30 @@ for e in ev:
 for t in sorted(out):
     print(*t)
 PY
-	trace-import "$(shared_data catapult/big_trace.json)" | trace-dump --json -k range | jq -r '"\(.ts) \(.dur) \(.name)"' | sort -n > "$D/got"
+	trace-import "$BIG" | trace-dump --json -k range | jq -r '"\(.ts) \(.dur) \(.name)"' | sort -n > "$D/got"
 	diff <(sort -n "$D/want") "$D/got"
 }
 
 @test "catapult: async, flows, counters and instants" {
-	J=$(shared_data catapult/nestable_async.json)
+	shared_data catapult/nestable_async.json J
 	import "$J"
 	want=$(jq '[.traceEvents[] | select(.ph == "b")] | length' "$J")
 	assert_eq "$(trace-dump -k async_range "$D/out.tkt" | wc -l)" "$want"
-	J=$(shared_data catapult/async_begin_end.json)
+	shared_data catapult/async_begin_end.json J
 	import "$J" -v
 	want=$(jq '[.[] | select(.ph == "S")] | length' "$J")
 	[ "$(trace-dump -k async_range "$D/out.tkt" | wc -l)" -ge $((want - 1)) ]
-	J=$(shared_data catapult/flow_simple.json)
+	shared_data catapult/flow_simple.json J
 	import "$J"
 	run -0 bash -c "trace-dump --json -k flow '$D/out.tkt' | jq -r '.phase' | sort | uniq -c | awk '{print \$1\"x\"\$2}' | paste -sd' '"
 	assert_eq "$output" "2x0 1x1 2x2"
-	J=$(shared_data catapult/instance_counters.json)
+	shared_data catapult/instance_counters.json J
 	import "$J"
 	run -0 bash -c "trace-dump --json -k counter '$D/out.tkt' | jq -r '.value' | paste -sd' '"
 	assert_eq "$output" "2 10 10 5 8 4 10 0"
 	run -0 bash -c "trace-dump --info '$D/out.tkt' | grep -c 'counter counter\['"
 	assert_eq "$output" 2
-	J=$(shared_data catapult/instant_events.json)
+	shared_data catapult/instant_events.json J
 	import "$J"
 	assert_eq "$(trace-dump -k mark "$D/out.tkt" | wc -l)" 5
 	run -0 bash -c "trace-dump --json -k mark '$D/out.tkt' | jq -r '.args[\"chrome.s\"] // (if .tid then \"t\" else \"p\" end)' | sort | uniq -c | awk '{print \$1\$2}' | paste -sd' '"
@@ -373,18 +374,18 @@ PY
 }
 
 @test "catapult: bare arrays, gzip, metadata names, events without pid or tid" {
-	J=$(shared_data catapult/simple_trace_gz.gz)
+	shared_data catapult/simple_trace_gz.gz J
 	import "$J"
 	assert_eq "$status" 0
 	run -0 trace-dump --info "$D/out.tkt"
 	[[ "$output" == *"(threadA)"* && "$output" == *"(threadB)"* ]]
-	J=$(shared_data catapult/simple_trace.json)
+	shared_data catapult/simple_trace.json J
 	import "$J" -v
 	assert_eq "$status" 0
 	# "I" (old instant) with "s":"p" and no tid goes on the process
 	run -0 bash -c "trace-dump --json -k mark '$D/out.tkt' | jq -r 'select(.name == \"ProcessWideEvent1\") | .tid // \"process\"'"
 	assert_eq "$output" "process"
-	J=$(shared_data catapult/nanoseconds.json)
+	shared_data catapult/nanoseconds.json J
 	import "$J"
 	# ts are microseconds whatever displayTimeUnit says, to the ns
 	assert_eq "$(trace-dump --json "$D/out.tkt" | jq -r '"\(.name) \(.ts) \(.dur)"' | head -6 | paste -sd,)" \
@@ -439,7 +440,7 @@ PY
 }
 
 @test "temporary files go to --tmpdir, and none is left behind" {
-	J=$(shared_data hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz)
+	shared_data hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz J
 	mkdir "$D/tmp"
 	import "$J" --memory 64k --tmpdir "$D/tmp"
 	assert_eq "$status" 0
@@ -559,7 +560,7 @@ trace-import: $D/e.json: event at byte 151: not an object"
 @test "round trip of an imported Kineto trace keeps its GPU work" {
 	command -v trace-to-chrome >/dev/null ||
 		skip "trace-to-chrome is not built yet (the round trip starts running when it is)"
-	J=$(shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz)
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz J
 	import "$J"
 	trace-to-chrome "$D/out.tkt" | trace-import > "$D/back.tkt"
 	# pids and tids of Kineto's made-up lanes are made up again

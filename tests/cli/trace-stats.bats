@@ -589,7 +589,7 @@ PY
 	       param/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json
 	       ncompass/flops_example/test_trace.pt.trace.json"
 	for f in $files; do
-		src=$(shared_data "$f")
+		shared_data "$f" src
 		trace-import -o "$d/real.tkt" "$src"
 		trace-stats --json "$d/real.tkt" > "$d/ours.json"
 		chrome_reference "$src" > "$d/ref.json"
@@ -616,7 +616,7 @@ PY
 	command -v trace-import > /dev/null ||
 		skip "trace-import is not built yet: real-trace checks start when it lands"
 	d=$BATS_TEST_TMPDIR
-	src=$(shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz)
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz src
 	trace-import -o "$d/real.tkt" "$src"
 	run -0 trace-stats --json "$d/real.tkt"
 	want=$(python3 -c '

@@ -410,7 +410,7 @@ EOF
 
 @test "a real PyTorch profiler trace, imported, converts and nests" {
 	command -v trace-import > /dev/null || skip "trace-import not built yet (issue 7)"
-	src=$(shared_data hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz)
+	shared_data hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz src
 	trace-import -o "$BATS_TEST_TMPDIR/real.tkt" "$src"
 	trace-to-chrome "$BATS_TEST_TMPDIR/real.tkt" > "$J"
 	assert_eq "$(structure "$J")" "$STRUCTURE_OK"
