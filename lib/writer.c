@@ -84,13 +84,8 @@ struct tk_writer {
 	struct per_kind per_kind[TK_KIND_MAX + 1];
 	uint32_t kind_count[TK_KIND_MAX + 1];
 	struct config_cache config_cache[CONFIG_CACHE];
-	/* the chunk's payload is built here: the encoded columns from
-	 * `headroom` on, then the definitions put in front of them if they
-	 * fit, so that the columns need not be copied */
+	/* the chunk's payload is built here (see build_payload) */
 	struct tkp_buf columns;
-	size_t headroom;
-	const uint8_t *raw;      /* the payload: in columns, or in payload */
-	size_t raw_len;
 	uint32_t nev;
 	size_t raw_bytes;
 	int64_t t_min, t_max, first_ts, prev_ts;
@@ -1032,18 +1027,21 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 	return n > 0 && (v[0] | h) != 0;
 }
 
+/* The chunk's payload, in *raw: the encoded columns are built in
+ * w->columns after room for the definitions, which are then put in
+ * front of them if they fit, so that the columns need not be copied. */
 static int
-build_payload(struct tk_writer *w)
+build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
 {
 	/* columns first: launch configurations they intern add
 	 * definitions, which go before them */
 	struct tkp_buf *cb = &w->columns;
 	/* room for the definitions so far and some that gather() adds */
-	w->headroom = TKP_VARINT_MAX + w->defs.len + 4096;
+	size_t headroom = TKP_VARINT_MAX + w->defs.len + 4096;
 	cb->len = 0;
-	if (tkp_buf_reserve(cb, w->headroom) < 0)
+	if (tkp_buf_reserve(cb, headroom) < 0)
 		return nomem(w);
-	cb->len = w->headroom;
+	cb->len = headroom;
 	if (w->nev) {
 		if (put_bytes_column(cb, 0, TKP_COL_KIND, w->kinds.p, w->kinds.len) < 0)
 			return nomem(w);
@@ -1082,23 +1080,23 @@ build_payload(struct tk_writer *w)
 	uint8_t len_varint[TKP_VARINT_MAX];
 	size_t vlen = tkp_varint_store(len_varint, w->defs.len);
 	size_t front = vlen + w->defs.len;
-	if (front <= w->headroom) {
-		uint8_t *p = cb->p + w->headroom - front;
+	if (front <= headroom) {
+		uint8_t *p = cb->p + headroom - front;
 		memcpy(p, len_varint, vlen);
 		if (w->defs.len)
 			memcpy(p + vlen, w->defs.p, w->defs.len);
-		w->raw = p;
-		w->raw_len = front + cb->len - w->headroom;
+		*raw = p;
+		*raw_len = front + cb->len - headroom;
 		return TK_OK;
 	}
 	struct tkp_buf *b = &w->payload; /* definitions outgrew the room */
 	b->len = 0;
 	if (tkp_buf_put(b, len_varint, vlen) < 0 ||
 	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0 ||
-	    tkp_buf_put(b, cb->p + w->headroom, cb->len - w->headroom) < 0)
+	    tkp_buf_put(b, cb->p + headroom, cb->len - headroom) < 0)
 		return nomem(w);
-	w->raw = b->p;
-	w->raw_len = b->len;
+	*raw = b->p;
+	*raw_len = b->len;
 	return TK_OK;
 }
 
@@ -1111,11 +1109,11 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	if (w->nev == 0 && w->defs.len == 0 && !extra_flags &&
 	    !(heartbeat && watermark != w->sealed_watermark))
 		return TK_OK;
-	int rc = build_payload(w);
+	const uint8_t *raw = NULL;
+	size_t raw_len = 0;
+	int rc = build_payload(w, &raw, &raw_len);
 	if (rc)
 		return rc;
-	const uint8_t *raw = w->raw;
-	size_t raw_len = w->raw_len;
 	if (raw_len > TKP_CHUNK_RAW_MAX)
 		return fail(w, TK_EINVAL, EINVAL, "chunk too large");
 
