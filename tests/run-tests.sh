@@ -52,17 +52,26 @@ tally() {
 
 section() { printf '%-40s' "$1"; }
 
+# run_limited LIMIT WHAT CMD...: run CMD with its output in $log; if it
+# was killed at LIMIT seconds or printed no TAP plan, add a failing line
+# that says which.
+run_limited() {
+	local limit=$1 what=$2 rc
+	shift 2
+	timeout -k 10 "$limit" "$@" >"$log" 2>&1
+	rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "not ok 1 - $what still running after $limit s: killed" >>"$log"
+	elif ! grep -q '^1\.\.' "$log"; then
+		echo "not ok 1 - $what did not finish (rc $rc)" >>"$log"
+	fi
+}
+
 if [ "${TK_VALGRIND:-0}" != 1 ]; then
 	for t in "$TK_BUILD"/tests/unit/test_*; do
 		[ -x "$t" ] || continue
 		section "unit/$(basename "$t")"
-		timeout -k 10 "$unit_limit" "$t" >"$log" 2>&1
-		rc=$?
-		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-			echo "not ok 1 - $(basename "$t") still running after $unit_limit s: killed" >>"$log"
-		elif ! grep -q '^1\.\.' "$log"; then
-			echo "not ok 1 - $(basename "$t") crashed (rc $rc)" >>"$log"
-		fi
+		run_limited "$unit_limit" "$(basename "$t")" "$t"
 		tally
 		echo " $(grep -cE '^ok' "$log") ok"
 	done
@@ -70,9 +79,7 @@ if [ "${TK_VALGRIND:-0}" != 1 ]; then
 		[ -x "$t" ] || continue
 		n=$(basename "$t" -replay)
 		section "fuzz corpus/$n"
-		timeout -k 10 "$unit_limit" "$t" tests/fuzz/corpus/"$n" >"$log" 2>&1
-		rc=$?
-		grep -q '^1\.\.' "$log" || echo "not ok 1 - $n replay crashed (rc $rc)" >>"$log"
+		run_limited "$unit_limit" "$n replay" "$t" tests/fuzz/corpus/"$n"
 		tally
 		echo " $(grep -cE '^ok' "$log") ok"
 	done
@@ -81,13 +88,7 @@ fi
 for f in tests/cli/*.bats; do
 	[ -f "$f" ] || continue
 	section "cli/$(basename "$f")"
-	timeout -k 10 "$bats_limit" bats --tap "$f" >"$log" 2>&1
-	rc=$?
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-		echo "not ok 1 - $f still running after $bats_limit s: killed" >>"$log"
-	elif ! grep -q '^1\.\.' "$log"; then
-		echo "not ok 1 - $f did not run" >>"$log"
-	fi
+	run_limited "$bats_limit" "$f" bats --tap "$f"
 	tally
 	echo " $(grep -cE '^ok' "$log") ok"
 done
