@@ -23,6 +23,9 @@
 /* A stream may use track ids that a newer writer defined in a way this
  * reader skipped; allow that many beyond the known ones. */
 #define UNKNOWN_TRACKS_MAX 4096u
+/* The event union at its largest: fill_event() copies this many bytes. */
+#define UNION_SIZE sizeof(((struct tk_event *)0)->u)
+_Static_assert(UNION_SIZE % 8 == 0, "fill_event() copies the union in words");
 
 struct rstring {
 	const char *s;
@@ -120,11 +123,14 @@ struct tk_reader {
 	int64_t *durv;
 	uint32_t *namev;
 	struct kind_cols kc[TK_KIND_MAX + 1];
-	int64_t *pred;
-	uint32_t pred_cap;
+	/* Where each kind's attribute columns lie in raw_buf; they are
+	 * decoded when the chunk's first event is, so that a caller of
+	 * tk_reader_next_columns() never pays for them. */
+	struct colloc cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
+	int attrs_pending;
+	int64_t *pred;           /* per track: the next begin time's prediction */
+	uint32_t pred_cap;       /* of pred and dprev */
 	uint64_t *dprev;         /* per track, for D columns */
-	uint32_t *dprev_gen;
-	uint32_t dprev_cap, dprev_alloc, dgen;
 
 	struct tk_event ev;
 };
@@ -252,7 +258,6 @@ tk_reader_free(struct tk_reader *r)
 	free(r->stream_track);
 	free(r->pred);
 	free(r->dprev);
-	free(r->dprev_gen);
 	free(r);
 }
 
@@ -429,6 +434,7 @@ reset_input(struct tk_reader *r)
 	r->fpos = 0;
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
+	r->attrs_pending = 0;
 	r->is_open = 0;
 	memset(&r->chunk, 0, sizeof(r->chunk));
 	r->chunk.watermark = INT64_MIN;
@@ -1016,8 +1022,9 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 	while (cap < k->count)
 		cap *= 2;
 	void *p;
-	if (!(p = realloc(k->attrs, (size_t)cap * size))) return nomem(r);
+	if (!(p = realloc(k->attrs, (size_t)cap * size + UNION_SIZE))) return nomem(r);
 	k->attrs = p;
+	memset(k->attrs + (size_t)cap * size, 0, UNION_SIZE);
 	if (!(p = realloc(k->scratch, cap * sizeof(*k->scratch)))) return nomem(r);
 	k->scratch = p;
 	if (!(p = realloc(k->tracks, cap * sizeof(*k->tracks)))) return nomem(r);
@@ -1030,39 +1037,68 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 	return TK_OK;
 }
 
-/* Decode a numeric column of exactly n values: width, first value,
- * base, planes (see put_planes() in writer.c and tracekit-format(5)). */
+/* A numeric column's head (see put_planes() in writer.c and
+ * tracekit-format(5)): width, first value, base, then `width` planes of
+ * the other values' low bytes, each plane `rest` bytes long. */
+struct planes {
+	const uint8_t *p;
+	size_t rest;
+	unsigned width;
+	uint64_t first, base;
+};
+
 static int
-decode_planes(struct tk_reader *r, const struct colloc *c, uint32_t n,
-              uint64_t *out)
+planes_open(struct tk_reader *r, const struct colloc *c, uint32_t n,
+            struct planes *pl)
 {
 	const uint8_t *p = c->p, *end = c->p + c->len;
-	uint64_t first, base;
 	if (p >= end || *p > 8)
 		return corrupt(r, "bad column width");
-	unsigned width = *p++;
-	size_t rest = n ? n - 1 : 0;
-	if (tkp_varint_get(&p, end, &first) < 0 ||
-	    tkp_varint_get(&p, end, &base) < 0 ||
-	    (size_t)(end - p) != (size_t)width * rest || n == 0)
+	pl->width = *p++;
+	pl->rest = n ? n - 1 : 0;
+	if (tkp_varint_get(&p, end, &pl->first) < 0 ||
+	    tkp_varint_get(&p, end, &pl->base) < 0 ||
+	    (size_t)(end - p) != (size_t)pl->width * pl->rest || n == 0)
 		return corrupt(r, "bad column length");
-	out[0] = first;
+	pl->p = p;
+	return TK_OK;
+}
+
+/* The value of byte planes at index i; always inlined with a constant
+ * width, so that the loop around it is unrolled and vectorised. */
+static inline __attribute__((always_inline)) uint64_t
+plane_value(const uint8_t *p, size_t rest, size_t i, unsigned width)
+{
+	uint64_t v = 0;
+	for (unsigned b = 0; b < width; b++)
+		v |= (uint64_t)p[(size_t)b * rest + i] << (8 * b);
+	return v;
+}
+
+/* The largest value the column can hold, from its head alone. */
+static uint64_t
+planes_bound(const struct planes *pl)
+{
+	uint64_t span = pl->width >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * pl->width)) - 1;
+	uint64_t top = pl->base > UINT64_MAX - span ? UINT64_MAX : pl->base + span;
+	return pl->first > top ? pl->first : top;
+}
+
+/* Decode the values of opened planes into out[]. */
+static void
+decode_planes(const struct planes *pl, uint64_t *out)
+{
+	const uint8_t *p = pl->p;
+	size_t rest = pl->rest;
+	uint64_t base = pl->base;
+	out[0] = pl->first;
 	out++;
-	/* one pass per value, with the width fixed in each loop so that
-	 * the compiler can vectorise it */
 #define PLANES(W)                                                             \
-	for (size_t i = 0; i < rest; i++) {                                   \
-		uint64_t v = 0;                                               \
-		for (unsigned b = 0; b < (W); b++)                            \
-			v |= (uint64_t)p[(size_t)b * rest + i] << (8 * b);    \
-		out[i] = base + v;                                            \
-	}                                                                     \
+	for (size_t i = 0; i < rest; i++)                                     \
+		out[i] = base + plane_value(p, rest, i, W);                   \
 	break
-	switch (width) {
-	case 0:
-		for (size_t i = 0; i < rest; i++)
-			out[i] = base;
-		break;
+	switch (pl->width) {
+	case 0: PLANES(0);
 	case 1: PLANES(1);
 	case 2: PLANES(2);
 	case 3: PLANES(3);
@@ -1073,9 +1109,23 @@ decode_planes(struct tk_reader *r, const struct colloc *c, uint32_t n,
 	default: PLANES(8);
 	}
 #undef PLANES
+}
+
+/* Decode a numeric column of exactly n values into out[]. */
+static int
+decode_column(struct tk_reader *r, const struct colloc *c, uint32_t n,
+              uint64_t *out)
+{
+	struct planes pl;
+	int rc = planes_open(r, c, n, &pl);
+	if (rc)
+		return rc;
+	decode_planes(&pl, out);
 	return TK_OK;
 }
 
+/* A column of ids, decoded straight to 32 bits, each checked against
+ * limit (below TKP_ID_MAX). */
 static int
 decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
             uint32_t *out, uint32_t limit, const char *what)
@@ -1084,85 +1134,223 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 		memset(out, 0, n * sizeof(*out));
 		return TK_OK;
 	}
-	uint64_t *tmp = (uint64_t *)r->tsv; /* free until decode_times() */
-	int rc = decode_planes(r, c, n, tmp);
+	struct planes pl;
+	int rc = planes_open(r, c, n, &pl);
 	if (rc)
 		return rc;
-	uint64_t max = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		max |= tmp[i] > limit;
-		out[i] = (uint32_t)tmp[i];
+	if (pl.width > 4 || pl.first > limit || pl.base > limit)
+		return corrupt(r, what);
+	const uint8_t *p = pl.p;
+	size_t rest = pl.rest;
+	uint32_t base = (uint32_t)pl.base, over = 0;
+	out[0] = (uint32_t)pl.first;
+	out++;
+	/* base < 2^26: up to three bytes added, no sum overflows 32 bits */
+#define IDS(W)                                                                \
+	for (size_t i = 0; i < rest; i++) {                                   \
+		uint32_t x = base + (uint32_t)plane_value(p, rest, i, W);     \
+		over |= x > limit;                                            \
+		out[i] = x;                                                   \
+	}                                                                     \
+	break
+	switch (pl.width) {
+	case 0: IDS(0);
+	case 1: IDS(1);
+	case 2: IDS(2);
+	case 3: IDS(3);
+	default:
+		for (size_t i = 0; i < rest; i++) {
+			uint64_t x = base + plane_value(p, rest, i, 4);
+			over |= x > limit;
+			out[i] = (uint32_t)x;
+		}
+		break;
 	}
-	return max ? corrupt(r, what) : TK_OK;
+#undef IDS
+	return over ? corrupt(r, what) : TK_OK;
+}
+
+/* Room for per-track state of tracks 0..max_track. */
+static int
+ensure_track_state(struct tk_reader *r, uint32_t max_track)
+{
+	if (max_track >= r->pred_cap) {
+		uint32_t cap = r->pred_cap ? r->pred_cap : 64;
+		while (cap <= max_track)
+			cap *= 2;
+		int64_t *p = realloc(r->pred, cap * sizeof(*p));
+		if (!p)
+			return nomem(r);
+		r->pred = p;
+		uint64_t *d = realloc(r->dprev, cap * sizeof(*d));
+		if (!d)
+			return nomem(r);
+		r->dprev = d;
+		r->pred_cap = cap;
+	}
+	/* 1 for a GPU stream, whose begin times follow the previous end */
+	if (grow((void **)&r->stream_track, &r->stream_track_cap, 1, max_track))
+		return nomem(r);
+	return TK_OK;
 }
 
 /* D columns: differences per track (see the writer's gather()). */
-static int
-undelta(struct tk_reader *r, const uint32_t *tracks, uint32_t n, uint64_t *v)
+static void
+undelta(struct tk_reader *r, const uint32_t *restrict tracks, uint32_t n,
+        uint64_t *restrict v)
 {
-	if (++r->dgen == 0) {
-		memset(r->dprev_gen, 0, r->dprev_cap * sizeof(*r->dprev_gen));
-		r->dgen = 1;
-	}
+	uint64_t *restrict prev = r->dprev;
+	for (uint32_t i = 0; i < n; i++)
+		prev[tracks[i]] = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t t = tracks[i];
-		if (t >= r->dprev_cap &&
-		    grow((void **)&r->dprev_gen, &r->dprev_cap, sizeof(*r->dprev_gen), t))
-			return nomem(r);
-		if (t >= r->dprev_alloc) {
-			uint64_t *p = realloc(r->dprev, r->dprev_cap * sizeof(*p));
-			if (!p)
-				return nomem(r);
-			r->dprev = p;
-			r->dprev_alloc = r->dprev_cap;
-		}
-		uint64_t prev = r->dprev_gen[t] == r->dgen ? r->dprev[t] : 0;
-		v[i] = prev + (uint64_t)tkp_unzigzag(v[i]);
-		r->dprev[t] = v[i];
-		r->dprev_gen[t] = r->dgen;
+		v[i] = prev[t] + (uint64_t)tkp_unzigzag(v[i]);
+		prev[t] = v[i];
 	}
+}
+
+/* Begin times and durations; no track id of the chunk is above
+ * max_track. */
+static int
+decode_times(struct tk_reader *r, const struct colloc *tsc,
+             const struct colloc *durc, uint32_t max_track)
+{
+	uint32_t n = r->nev;
+	/* durations first: the stream predictor needs them */
+	if (durc->present) {
+		struct planes pl;
+		int rc = planes_open(r, durc, n, &pl);
+		if (rc)
+			return rc;
+		decode_planes(&pl, (uint64_t *)r->durv);
+		/* look for negative ones only where the column can hold any */
+		uint64_t neg = 0;
+		if (planes_bound(&pl) > INT64_MAX)
+			for (uint32_t i = 0; i < n; i++)
+				neg |= (uint64_t)r->durv[i];
+		if (neg >> 63)
+			return corrupt(r, "bad duration");
+	} else {
+		memset(r->durv, 0, n * sizeof(*r->durv));
+	}
+	if (!tsc->present)
+		return corrupt(r, "no timestamps");
+	int rc = decode_column(r, tsc, n, (uint64_t *)r->tsv);
+	if (rc)
+		return rc;
+	/* Locals, so the loop does not reload reader fields through the
+	 * stores into pred[]. */
+	int64_t *restrict pred = r->pred;
+	int64_t *restrict tsv = r->tsv;
+	const int64_t *restrict durv = r->durv;
+	const uint32_t *restrict trackv = r->trackv;
+	/* stream[] covers every track of the chunk (ensure_track_state());
+	 * raw ids say nothing of which tracks are streams */
+	const uint8_t *restrict stream = r->stream_track;
+	int64_t stream_mask = r->raw ? 0 : -1;
+	int64_t first = (int64_t)tkp_unzigzag((uint64_t)tsv[0]);
+	/* a track's first event is predicted by the chunk's first time:
+	 * set for every track id the chunk may use, or for those it does */
+	if (max_track < n)
+		for (uint32_t t = 0; t <= max_track; t++)
+			pred[t] = first;
+	else
+		for (uint32_t i = 0; i < n; i++)
+			pred[trackv[i]] = first;
+	/* the first event's time is the chunk's: predicted by itself */
+	tsv[0] = (int64_t)tkp_zigzag(0);
+	uint64_t bad = first == INT64_MIN;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = trackv[i];
+		int64_t ts = (int64_t)((uint64_t)pred[t] +
+		                       (uint64_t)tkp_unzigzag((uint64_t)tsv[i]));
+		int64_t dur = durv[i];
+		bad |= (ts > INT64_MAX - dur) | (ts == INT64_MIN);
+		tsv[i] = ts;
+		pred[t] = ts + (dur & -(int64_t)stream[t] & stream_mask);
+	}
+	if (bad)
+		return corrupt(r, "time out of range");
 	return TK_OK;
 }
 
+/* Decode one attribute column of kind k into its structs: the values
+ * are made in k->scratch, then checked and stored in one pass. */
 static int
 decode_attr(struct tk_reader *r, const struct tkp_attr *a,
-            const struct colloc *c, const uint32_t *tracks, uint32_t n,
-            uint64_t *out)
+            const struct colloc *c, struct kind_cols *k, unsigned size)
 {
-	int rc = decode_planes(r, c, n, out);
+	uint64_t *restrict v = k->scratch;
+	uint32_t n = k->count;
+	int rc = decode_column(r, c, n, v);
 	if (rc)
 		return rc;
+	uint8_t *base = k->attrs + (a->off - TKP_UNION_OFF);
+	uint64_t bad = 0;
 	switch (a->enc) {
+	case TKP_ENC_STR: {
+		uint8_t *sp = k->attrs + (a->str_off - TKP_UNION_OFF);
+		for (uint32_t j = 0; j < n; j++) {
+			bad |= v[j] > r->nstrings;
+			uint32_t id = (uint32_t)v[j];
+			const char *s = r->raw || bad || !id ? "" : r->strings[id].s;
+			memcpy(base + (size_t)j * size, &id, 4);
+			memcpy(sp + (size_t)j * size, &s, sizeof(s));
+		}
+		if (bad && !r->raw)
+			return corrupt(r, "undefined string");
+		return TK_OK;
+	}
+	case TKP_ENC_CONFIG:
+		for (uint32_t j = 0; j < n; j++)
+			bad |= v[j] > r->nconfigs;
+		if (bad)
+			return corrupt(r, "undefined launch configuration");
+		for (uint32_t j = 0; j < n; j++) {
+			struct tk_kernel_attrs *kk =
+				(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
+			if (!v[j])
+				continue;
+			const struct config *cf = &r->configs[v[j]];
+			memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
+			memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
+			memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
+			kk->static_smem = cf->v[9];
+			kk->dynamic_smem = cf->v[10];
+			kk->registers = cf->v[11];
+		}
+		return TK_OK;
 	case TKP_ENC_S:
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = (uint64_t)tkp_unzigzag(out[i]);
+		for (uint32_t j = 0; j < n; j++)
+			v[j] = (uint64_t)tkp_unzigzag(v[j]);
 		break;
 	case TKP_ENC_D:
-		if ((rc = undelta(r, tracks, n, out)))
-			return rc;
+		undelta(r, k->tracks, n, v);
 		break;
-	case TKP_ENC_STR:
-		if (r->raw)
-			break;
-		for (uint32_t i = 0; i < n; i++)
-			if (out[i] > r->nstrings)
-				return corrupt(r, "undefined string");
-		break;
-	case TKP_ENC_CONFIG:
-		for (uint32_t i = 0; i < n; i++)
-			if (out[i] > r->nconfigs)
-				return corrupt(r, "undefined launch configuration");
+	default:
 		break;
 	}
-	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
-		for (uint32_t i = 0; i < n; i++) {
-			int64_t s = (int64_t)out[i];
-			if (a->ftype == TKP_U32 ? out[i] > UINT32_MAX
-			                        : (s < INT32_MIN || s > INT32_MAX))
-				return corrupt(r, "value out of range");
+	switch (a->ftype) {
+	case TKP_U32:
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t x = (uint32_t)v[j];
+			bad |= v[j] >> 32;
+			memcpy(base + (size_t)j * size, &x, 4);
 		}
+		break;
+	case TKP_I32:
+		for (uint32_t j = 0; j < n; j++) {
+			int32_t x = (int32_t)v[j];
+			bad |= (int64_t)v[j] != x;
+			memcpy(base + (size_t)j * size, &x, 4);
+		}
+		break;
+	default:
+		for (uint32_t j = 0; j < n; j++)
+			memcpy(base + (size_t)j * size, &v[j], 8);
+		break;
 	}
-	return TK_OK;
+	return bad ? corrupt(r, "value out of range") : TK_OK;
 }
 
 static int
@@ -1182,139 +1370,27 @@ decode_args(struct tk_reader *r, const struct colloc *c, struct kind_cols *k)
 	return TK_OK;
 }
 
-static int
-decode_times(struct tk_reader *r, const struct colloc *tsc,
-             const struct colloc *durc, uint32_t max_track)
-{
-	uint32_t n = r->nev;
-	if (max_track >= r->pred_cap) {
-		uint32_t cap = r->pred_cap ? r->pred_cap : 64;
-		while (cap <= max_track)
-			cap *= 2;
-		int64_t *p = realloc(r->pred, cap * sizeof(*p));
-		if (!p)
-			return nomem(r);
-		r->pred = p;
-		r->pred_cap = cap;
-	}
-	/* durations first: the stream predictor needs them */
-	if (durc->present) {
-		int rc = decode_planes(r, durc, n, (uint64_t *)r->durv);
-		if (rc)
-			return rc;
-		for (uint32_t i = 0; i < n; i++)
-			if (r->durv[i] < 0)
-				return corrupt(r, "bad duration");
-	} else {
-		memset(r->durv, 0, n * sizeof(*r->durv));
-	}
-	if (!tsc->present)
-		return corrupt(r, "no timestamps");
-	int rc = decode_planes(r, tsc, n, (uint64_t *)r->tsv);
-	if (rc)
-		return rc;
-	/* Locals, so the loop does not reload reader fields through the
-	 * stores into pred[]. */
-	int64_t *restrict pred = r->pred;
-	int64_t *restrict tsv = r->tsv;
-	const int64_t *restrict durv = r->durv;
-	const uint32_t *restrict trackv = r->trackv;
-	const uint8_t *stream = r->raw ? NULL : r->stream_track;
-	uint32_t ntracks = r->raw ? 0 : r->ntracks;
-	/* mark every track unseen with a value no timestamp has */
-	for (uint32_t i = 0; i < n; i++)
-		pred[trackv[i]] = INT64_MIN;
-	int64_t first = (int64_t)tkp_unzigzag((uint64_t)tsv[0]);
-	uint64_t bad = first == INT64_MIN || first > INT64_MAX - durv[0];
-	tsv[0] = first;
-	pred[trackv[0]] = stream && trackv[0] <= ntracks && stream[trackv[0]]
-	                  ? first + durv[0] : first;
-	for (uint32_t i = 1; i < n; i++) {
-		uint32_t t = trackv[i];
-		int64_t p = pred[t] != INT64_MIN ? pred[t] : first;
-		int64_t ts = (int64_t)((uint64_t)p +
-		                       (uint64_t)tkp_unzigzag((uint64_t)tsv[i]));
-		int64_t dur = durv[i];
-		bad |= (ts > INT64_MAX - dur) | (ts == INT64_MIN);
-		tsv[i] = ts;
-		pred[t] = stream && t <= ntracks && stream[t] ? ts + dur : ts;
-	}
-	if (bad)
-		return corrupt(r, "time out of range");
-	return TK_OK;
-}
-
-/* Store column values into the kind's attribute structs. */
-static void
-store_attr(struct tk_reader *r, const struct tkp_attr *a, struct kind_cols *k,
-           unsigned size)
-{
-	uint8_t *base = k->attrs + (a->off - TKP_UNION_OFF);
-	const uint64_t *v = k->scratch;
-	uint32_t n = k->count;
-	switch (a->enc) {
-	case TKP_ENC_CONFIG:
-		for (uint32_t j = 0; j < n; j++) {
-			struct tk_kernel_attrs *kk =
-				(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
-			if (!v[j])
-				continue;
-			const struct config *c = &r->configs[v[j]];
-			memcpy(kk->grid, c->v, 3 * sizeof(uint32_t));
-			memcpy(kk->block, c->v + 3, 3 * sizeof(uint32_t));
-			memcpy(kk->cluster, c->v + 6, 3 * sizeof(uint32_t));
-			kk->static_smem = c->v[9];
-			kk->dynamic_smem = c->v[10];
-			kk->registers = c->v[11];
-		}
-		return;
-	case TKP_ENC_STR: {
-		uint8_t *sp = k->attrs + (a->str_off - TKP_UNION_OFF);
-		for (uint32_t j = 0; j < n; j++) {
-			uint32_t id = (uint32_t)v[j];
-			const char *s = r->raw || !id ? "" : r->strings[id].s;
-			memcpy(base + (size_t)j * size, &id, 4);
-			memcpy(sp + (size_t)j * size, &s, sizeof(s));
-		}
-		return;
-	}
-	default:
-		break;
-	}
-	if (a->ftype == TKP_U32 || a->ftype == TKP_I32) {
-		for (uint32_t j = 0; j < n; j++) {
-			uint32_t x = (uint32_t)v[j];
-			memcpy(base + (size_t)j * size, &x, 4);
-		}
-	} else {
-		for (uint32_t j = 0; j < n; j++)
-			memcpy(base + (size_t)j * size, &v[j], 8);
-	}
-}
-
 /* Decode the attribute columns of kind k into its structs. */
 static int
 decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
             const struct colloc *cols)
 {
 	const struct tkp_kind_schema *ks = &tkp_schema[kind];
-	int rc = ensure_kind_arrays(r, k, ks->size);
-	if (rc)
-		return rc;
 	memset(k->attrs, 0, (size_t)k->count * ks->size);
 	for (unsigned a = 0; a < ks->n; a++) {
 		const struct tkp_attr *at = &ks->attrs[a];
 		const struct colloc *c = &cols[at->attr];
+		int rc;
 		if (c->present) {
-			if ((rc = decode_attr(r, at, c, k->tracks, k->count,
-			                      k->scratch)))
+			if ((rc = decode_attr(r, at, c, k, ks->size)))
 				return rc;
 		} else if (at->enc == TKP_ENC_STR) {
-			memset(k->scratch, 0, k->count * sizeof(*k->scratch));
-		} else {
-			continue; /* zero already */
+			/* the string pointer is "", not NULL */
+			uint8_t *sp = k->attrs + (at->str_off - TKP_UNION_OFF);
+			const char *empty = "";
+			for (uint32_t j = 0; j < k->count; j++)
+				memcpy(sp + (size_t)j * ks->size, &empty, sizeof(empty));
 		}
-		store_attr(r, at, k, ks->size);
 	}
 	const struct colloc *ac = &cols[TKP_ATTR_ARGS];
 	if (ac->present)
@@ -1328,8 +1404,8 @@ static int
 decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 {
 	struct colloc common[TKP_COL_NAME + 1] = { { 0 } };
-	struct colloc cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
-	memset(cols, 0, sizeof(cols));
+	struct colloc (*cols)[TKP_ATTR_MAX + 1] = r->cols;
+	memset(r->cols, 0, sizeof(r->cols));
 
 	while (p < end) {
 		uint64_t kind, attr, len;
@@ -1360,6 +1436,40 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	if (!kc->present || kc->len != n)
 		return corrupt(r, "bad kind column");
 	memcpy(r->kinds, kc->p, n);
+	if (memchr(r->kinds, 0, n))
+		return corrupt(r, "event kind 0");
+
+	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
+	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
+	if ((rc = decode_u32s(r, &common[TKP_COL_TRACK], n, r->trackv, track_limit,
+	                      "bad track id")) ||
+	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n, r->namev, name_limit,
+	                      "undefined string")))
+		return rc;
+	/* per-track state for every id the chunk may use; raw ids have no
+	 * useful limit, so there the largest one is looked for */
+	uint32_t max_track = track_limit;
+	if (r->raw) {
+		max_track = 0;
+		for (uint32_t i = 0; i < n; i++)
+			max_track = r->trackv[i] > max_track ? r->trackv[i] : max_track;
+	}
+	if ((rc = ensure_track_state(r, max_track)))
+		return rc;
+	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
+	                       max_track)))
+		return rc;
+	r->attrs_pending = 1;
+	return TK_OK;
+}
+
+/* The attribute columns of the current chunk, into each kind's structs. */
+static int
+decode_attrs(struct tk_reader *r)
+{
+	uint32_t n = r->nev;
+	int rc;
+	r->attrs_pending = 0;
 	/* four histograms, so that runs of one kind do not wait on the
 	 * previous increment */
 	uint32_t counts[4][256] = { { 0 } };
@@ -1372,29 +1482,16 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	}
 	for (; q < n; q++)
 		counts[0][r->kinds[q]]++;
-	if (counts[0][0] + counts[1][0] + counts[2][0] + counts[3][0])
-		return corrupt(r, "event kind 0");
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		r->kc[k].count = counts[0][k] + counts[1][k] + counts[2][k] + counts[3][k];
 		r->kc[k].pos = 0;
 	}
 
-	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
-	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
-	if ((rc = decode_u32s(r, &common[TKP_COL_TRACK], n, r->trackv, track_limit,
-	                      "bad track id")) ||
-	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n, r->namev, name_limit,
-	                      "undefined string")))
-		return rc;
-	uint32_t max_track = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (r->trackv[i] > max_track)
-			max_track = r->trackv[i];
-	/* each kind's tracks, for per-track differences */
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
 		if (r->kc[k].count &&
 		    (rc = ensure_kind_arrays(r, &r->kc[k], tkp_schema[k].size)))
 			return rc;
+	/* each kind's tracks, for per-track differences */
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t k = r->kinds[i];
 		if (k <= TK_KIND_MAX)
@@ -1402,15 +1499,9 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	}
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
 		r->kc[k].pos = 0;
-	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
-	                       max_track)))
-		return rc;
-
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		struct kind_cols *kcol = &r->kc[k];
-		if (!kcol->count)
-			continue;
-		if ((rc = decode_kind(r, k, kcol, cols[k])))
+		if (kcol->count && (rc = decode_kind(r, k, kcol, r->cols[k])))
 			return rc;
 	}
 	return TK_OK;
@@ -1489,6 +1580,7 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	r->chunk.watermark = (int64_t)tkp_get64(h + 40);
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
+	r->attrs_pending = 0;
 
 	const uint8_t *p = payload, *end = payload + raw;
 	uint64_t defs_len;
@@ -1528,7 +1620,66 @@ fill_event(struct tk_reader *r, uint32_t i)
 	                  : &unknown_track;
 	ev->args = (const char *)kc->args[j];
 	ev->args_len = kc->args_len[j];
-	memcpy((char *)ev + TKP_UNION_OFF, kc->attrs + (size_t)j * size, size);
+	/* The kind's struct, the rest of the union zero (no stale pointers
+	 * of another kind).  Word by word over the whole union, with no
+	 * call: the struct array has UNION_SIZE bytes of slack to read. */
+	const uint8_t *src = kc->attrs + (size_t)j * size;
+	uint8_t *dst = (uint8_t *)ev + TKP_UNION_OFF;
+	for (unsigned b = 0; b < UNION_SIZE; b += 8) {
+		uint64_t w;
+		memcpy(&w, src + b, 8);
+		w = b < size ? w : 0;
+		memcpy(dst + b, &w, 8);
+	}
+}
+
+/* Read what follows the current chunk: the next chunk, or a header.
+ * *scope is 1 when a header started a new trace the caller must hear
+ * of. */
+static int
+next_unit(struct tk_reader *r, int *scope)
+{
+	*scope = 0;
+	if (r->feed && !feed_ready(r))
+		return TK_AGAIN;
+	if (r->need_header) {
+		int rc = read_header(r, NULL, 0);
+		if (rc)
+			return rc;
+		r->need_header = 0;
+		return TK_OK;
+	}
+	uint8_t magic[4];
+	size_t got;
+	int rc = input_read(r, magic, 4, &got);
+	if (rc)
+		return rc;
+	if (got == 0) {
+		if (r->ended)
+			return TK_EOF;
+		return fail(r, TK_ETRUNC,
+		            "truncated at byte %llu (the trace has no end "
+		            "marker: its writer did not finish)",
+		            (unsigned long long)r->offset);
+	}
+	if (got < 4)
+		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
+		            (unsigned long long)(r->offset - got));
+	if (memcmp(magic, TKP_CHUNK_MAGIC, 4) == 0)
+		return read_chunk(r, magic);
+	if (memcmp(magic, TKP_MAGIC, 4) == 0) {
+		if (!r->ended)
+			return fail(r, TK_ETRUNC,
+			            "truncated at byte %llu (a new trace starts "
+			            "there before the end of the previous one)",
+			            (unsigned long long)(r->offset - 4));
+		if ((rc = read_header(r, magic, 4)))
+			return rc;
+		*scope = 1;
+		return TK_OK;
+	}
+	return fail(r, TK_ECORRUPT, "bad chunk magic at byte %llu",
+	            (unsigned long long)(r->offset - 4));
 }
 
 TK_PUBLIC int
@@ -1553,6 +1704,13 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			}
 			return TK_OK;
 		}
+		if (r->ev_pos < r->nev && r->attrs_pending) {
+			int rc = decode_attrs(r);
+			if (rc) {
+				r->nev = 0;
+				return rc;
+			}
+		}
 		while (r->ev_pos < r->nev) {
 			uint32_t i = r->ev_pos++;
 			if (r->kinds[i] > TK_KIND_MAX) {
@@ -1564,50 +1722,15 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 			rec->u.event = &r->ev;
 			return TK_OK;
 		}
-		if (r->feed && !feed_ready(r))
-			return TK_AGAIN;
-		if (r->need_header) {
-			int rc = read_header(r, NULL, 0);
-			if (rc)
-				return rc;
-			r->need_header = 0;
-			continue;
-		}
-		uint8_t magic[4];
-		size_t got;
-		int rc = input_read(r, magic, 4, &got);
+		int scope;
+		int rc = next_unit(r, &scope);
 		if (rc)
 			return rc;
-		if (got == 0) {
-			if (r->ended)
-				return TK_EOF;
-			return fail(r, TK_ETRUNC,
-			            "truncated at byte %llu (the trace has no end "
-			            "marker: its writer did not finish)",
-			            (unsigned long long)r->offset);
-		}
-		if (got < 4)
-			return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
-			            (unsigned long long)(r->offset - got));
-		if (memcmp(magic, TKP_CHUNK_MAGIC, 4) == 0) {
-			if ((rc = read_chunk(r, magic)))
-				return rc;
-			continue;
-		}
-		if (memcmp(magic, TKP_MAGIC, 4) == 0) {
-			if (!r->ended)
-				return fail(r, TK_ETRUNC,
-				            "truncated at byte %llu (a new trace starts "
-				            "there before the end of the previous one)",
-				            (unsigned long long)(r->offset - 4));
-			if ((rc = read_header(r, magic, 4)))
-				return rc;
+		if (scope) {
 			rec->type = TK_REC_SCOPE;
 			rec->u.event = NULL;
 			return TK_OK;
 		}
-		return fail(r, TK_ECORRUPT, "bad chunk magic at byte %llu",
-		            (unsigned long long)(r->offset - 4));
 	}
 }
 
@@ -1616,7 +1739,7 @@ tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 {
 	/* the common case: the next event of a decoded chunk */
 	if (r && !r->err && r->pending_pos >= r->npending && r->ev_pos < r->nev &&
-	    r->kinds[r->ev_pos] <= TK_KIND_MAX) {
+	    !r->attrs_pending && r->kinds[r->ev_pos] <= TK_KIND_MAX) {
 		fill_event(r, r->ev_pos++);
 		*ev = &r->ev;
 		return TK_OK;
@@ -1630,6 +1753,37 @@ tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 			*ev = rec.u.event;
 			return TK_OK;
 		}
+	}
+}
+
+TK_PUBLIC int
+tk_reader_next_columns(struct tk_reader *r, struct tk_columns *c)
+{
+	if (!r || !c)
+		return TK_EINVAL;
+	if (r->err)
+		return r->err;
+	if (!r->is_open)
+		return fail(r, TK_EINVAL, "reader is not open");
+	for (;;) {
+		/* definitions are in the reader already: skip their records */
+		r->pending_pos = r->npending;
+		if (r->ev_pos < r->nev) {
+			uint32_t i = r->ev_pos;
+			c->n = r->nev - i;
+			c->kind = r->kinds + i;
+			c->track = r->trackv + i;
+			c->ts = r->tsv + i;
+			c->dur = r->durv + i;
+			c->name_id = r->namev + i;
+			c->scope = r->scope;
+			r->ev_pos = r->nev;
+			return TK_OK;
+		}
+		int scope;
+		int rc = next_unit(r, &scope);
+		if (rc)
+			return rc;
 	}
 }
 

@@ -360,6 +360,7 @@ struct tk_event {
 	const struct tk_track *trk; /* reader: resolved track, never NULL */
 	const char *args;        /* extra attributes as a JSON object, or NULL */
 	uint32_t args_len;
+	/* the member of `kind`; from the reader, the bytes past it are zero */
 	union {
 		struct tk_range_attrs range;
 		struct tk_api_attrs api;
@@ -459,6 +460,30 @@ TK_PUBLIC int tk_reader_next(struct tk_reader *r, struct tk_record *rec);
 /* Next event, skipping definitions. */
 TK_PUBLIC int tk_reader_next_event(struct tk_reader *r,
                                 const struct tk_event **ev);
+
+/* The common fields of the events of one chunk, as arrays of n.  For
+ * programs that need only these (totals by name, kind or track): the
+ * kinds' own attributes are not decoded at all, which makes this the
+ * fastest way through a trace.  Ids resolve with tk_reader_string()
+ * and tk_reader_track() until the next call; `scope` is
+ * tk_reader_scope() for them, so a change says that a new trace began.
+ * `kind` may hold kinds newer than this library: skip those. */
+struct tk_columns {
+	size_t n;
+	const uint8_t *kind;      /* enum tk_kind */
+	const uint32_t *track;
+	const int64_t *ts;
+	const int64_t *dur;
+	const uint32_t *name_id;
+	unsigned scope;
+};
+
+/* The events of the current chunk not yet delivered, or else of the
+ * next chunk, as columns, skipping definition records.  TK_OK, TK_EOF
+ * at the clean end, or an error as tk_reader_next().  The arrays stay
+ * valid until the next call on the reader.  Calls may be mixed with
+ * tk_reader_next() and tk_reader_next_event(). */
+TK_PUBLIC int tk_reader_next_columns(struct tk_reader *r, struct tk_columns *c);
 
 /* The name given at open ("(stdin)" for "-"). */
 TK_PUBLIC const char *tk_reader_name(const struct tk_reader *r);

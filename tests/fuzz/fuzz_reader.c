@@ -3,7 +3,8 @@
  * libFuzzer target: the .tkt reader on arbitrary bytes.  Built with
  * TK_FUZZING the reader skips its checksum comparisons, so mutations
  * reach the decoders behind them.  Every field of every record is
- * touched so that the sanitizers see any bad pointer.
+ * touched so that the sanitizers see any bad pointer; then the same
+ * bytes are read by columns.
  */
 #include <stdint.h>
 #include <string.h>
@@ -84,6 +85,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			default: break;
 			}
+		}
+		touch(tk_reader_error(r));
+	}
+	tk_reader_free(r);
+
+	/* again by columns, every id resolved; odd batches mixed with
+	 * events one by one */
+	if (!(r = tk_reader_new()))
+		return 0;
+	if (tk_reader_open_mem(r, data, size, "fuzz") == TK_OK) {
+		struct tk_columns c;
+		const struct tk_event *e;
+		for (unsigned batch = 0; tk_reader_next_columns(r, &c) == TK_OK; batch++) {
+			for (size_t i = 0; i < c.n; i++) {
+				touch(tk_reader_string(r, c.name_id[i]));
+				const struct tk_track *t = tk_reader_track(r, c.track[i]);
+				if (t)
+					touch_track(t);
+				sink += c.kind[i] + (size_t)c.ts[i] + (size_t)c.dur[i];
+			}
+			if (batch % 2 && tk_reader_next_event(r, &e) == TK_OK)
+				touch(e->name);
 		}
 		touch(tk_reader_error(r));
 	}

@@ -3,6 +3,7 @@
  * bench_format FILE: times the library on one trace against the codec's
  * own limits, all in this process:
  *   read   reading every event (tk_reader on the file in memory)
+ *   read_columns  the same by tk_reader_next_columns(): common fields only
  *   inflate  inflating the same chunk payloads alone (libdeflate)
  *   write  writing the same events (decoded beforehand, chunk by chunk,
  *          so only the writer is timed) to /dev/null
@@ -58,6 +59,34 @@ time_read(const uint8_t *buf, size_t len, uint64_t *events)
 	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
 		acc += (uint64_t)e->ts + (uint64_t)e->dur + e->name_id;
 		n++;
+	}
+	double t = now() - t0;
+	if (rc != TK_EOF) {
+		fprintf(stderr, "bench_format: %s\n", tk_reader_error(r));
+		exit(1);
+	}
+	tk_reader_free(r);
+	sink += acc;
+	*events = n;
+	return t;
+}
+
+/* The same, through tk_reader_next_columns(): the same sum of the same
+ * fields of every event. */
+static double
+time_read_columns(const uint8_t *buf, size_t len, uint64_t *events)
+{
+	struct tk_reader *r = tk_reader_new();
+	struct tk_columns c;
+	double t0 = now();
+	uint64_t n = 0, acc = 0;
+	if (tk_reader_open_mem(r, buf, len, "bench"))
+		exit(2);
+	int rc;
+	while ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+		for (size_t i = 0; i < c.n; i++)
+			acc += (uint64_t)c.ts[i] + (uint64_t)c.dur[i] + c.name_id[i];
+		n += c.n;
 	}
 	double t = now() - t0;
 	if (rc != TK_EOF) {
@@ -262,12 +291,20 @@ main(int argc, char **argv)
 	}
 	uint8_t *raw = malloc(max_raw + 1), *out = malloc(max_raw * 2 + 1024);
 
-	double best_read = 1e30, best_inflate = 1e30, best_write = 1e30,
+	double best_read = 1e30, best_columns = 1e30, best_inflate = 1e30, best_write = 1e30,
 	       best_deflate = 1e30;
 	uint64_t events = 0;
 	for (int i = 0; i < repeat; i++) {
 		double t = time_read(buf, len, &events);
 		if (t < best_read) best_read = t;
+		uint64_t column_events;
+		t = time_read_columns(buf, len, &column_events);
+		if (column_events != events) {
+			fprintf(stderr, "bench_format: %" PRIu64 " events by columns, %" PRIu64 " one by one\n",
+			        column_events, events);
+			exit(1);
+		}
+		if (t < best_columns) best_columns = t;
 		t = time_inflate(ch, nch, raw);
 		if (t < best_inflate) best_inflate = t;
 		t = time_write(buf, len, level);
@@ -279,6 +316,7 @@ main(int argc, char **argv)
 	printf("bytes %zu\n", len);
 	printf("raw_bytes %" PRIu64 "\n", raw_total);
 	printf("chunks %zu\n", nch);
+	printf("read_columns_s %.6f\n", best_columns);
 	printf("read_s %.6f\ninflate_s %.6f\nwrite_s %.6f\ndeflate_s %.6f\n",
 	       best_read, best_inflate, best_write, best_deflate);
 	free(buf);

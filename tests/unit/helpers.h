@@ -89,6 +89,20 @@ count_events(const uint8_t *buf, size_t len, uint64_t *n)
 	return rc;
 }
 
+/* The same through tk_reader_next_columns(). */
+static inline int
+count_columns(const uint8_t *buf, size_t len, uint64_t *n)
+{
+	struct tk_reader *r = tk_reader_new();
+	struct tk_columns c;
+	int rc = tk_reader_open_mem(r, buf, len, "mem");
+	*n = 0;
+	while (rc == TK_OK && (rc = tk_reader_next_columns(r, &c)) == TK_OK)
+		*n += c.n;
+	tk_reader_free(r);
+	return rc;
+}
+
 /* The path of the latest spool of process `pid` in the injection
  * library's spool directory `dir` ("PID-START.tkt"); -1 when none. */
 static inline int

@@ -127,7 +127,9 @@ describe(struct tk_reader *r, const struct tk_event *e, int64_t shift)
 	snprintf(buf, sizeof(buf), "%s %lld %s %lld %lld %s %s %s %u %.*s",
 	         host, (long long)tid, tk_kind_name(e->kind),
 	         (long long)(e->ts - shift), (long long)e->dur, e->name,
-	         e->kind == TK_KERNEL ? e->u.kernel.mangled : e->u.range.domain,
+	         e->kind == TK_KERNEL ? e->u.kernel.mangled
+	         : e->kind == TK_RANGE || e->kind == TK_ASYNC_RANGE ||
+	                   e->kind == TK_MARK ? e->u.range.domain : "",
 	         end, e->kind == TK_KERNEL ? e->u.kernel.grid[0] : 0,
 	         (int)e->args_len, e->args ? e->args : "");
 	return strdup(buf);

@@ -68,10 +68,15 @@ TEST(truncation_every_offset)
 				want = counts[c];
 		int rc = count_events(m.buf, cut, &n);
 		int want_rc = cut == m.len ? TK_EOF : cut == 0 ? TK_EFORMAT : TK_ETRUNC;
-		if (n != want || rc != want_rc) {
+		/* reading by columns sees the same */
+		uint64_t cn;
+		int crc = count_columns(m.buf, cut, &cn);
+		if (n != want || rc != want_rc || cn != want || crc != want_rc) {
 			if (bad++ < 5)
-				fprintf(stderr, "# cut %zu: %llu events rc %d, want %llu rc %d\n",
+				fprintf(stderr, "# cut %zu: %llu events rc %d, by columns "
+				        "%llu rc %d, want %llu rc %d\n",
 				        cut, (unsigned long long)n, rc,
+				        (unsigned long long)cn, crc,
 				        (unsigned long long)want, want_rc);
 		}
 	}
@@ -108,6 +113,8 @@ TEST(every_bit_flip_detected)
 		m.buf[i / 8] ^= (uint8_t)(1u << (i % 8));
 		uint64_t n;
 		int rc = count_events(m.buf, m.len, &n);
+		if (rc >= 0)
+			rc = count_columns(m.buf, m.len, &n);
 		if (rc >= 0 && undetected++ < 5)
 			fprintf(stderr, "# flip of bit %zu not detected\n", i);
 		m.buf[i / 8] ^= (uint8_t)(1u << (i % 8));
@@ -372,6 +379,91 @@ TEST(unknown_records_skipped)
 	tk_reader_free(r);
 }
 
+/* Columns deliver every event, of kinds known or not, with the times
+ * and ids the events have. */
+TEST(columns_of_unknown_kinds)
+{
+	struct bytes b = { .n = 0 };
+	file_header(&b, 1, 9, 44, 0);
+	future_chunk(&b, 0x10000);
+	end_chunk(&b);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_columns c;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "future"), TK_OK);
+	int rc = tk_reader_next_columns(r, &c);
+	CHECK_EQ_INT(rc, TK_OK);
+	if (rc != TK_OK) {
+		fprintf(stderr, "# %s\n", tk_reader_error(r));
+		tk_reader_free(r);
+		return;
+	}
+	CHECK_EQ_INT(c.n, 3);
+	CHECK_EQ_INT(c.scope, 1);
+	CHECK(c.kind[0] == 200 && c.kind[1] == TK_KERNEL && c.kind[2] == TK_KERNEL);
+	CHECK(c.ts[0] == 1000 && c.ts[1] == 1010 && c.ts[2] == 1006);
+	CHECK(c.dur[0] == 7 && c.dur[1] == 5 && c.dur[2] == 6);
+	CHECK_STR(tk_reader_string(r, c.name_id[1]), "foo");
+	CHECK_STR(tk_reader_string(r, c.name_id[2]), "");
+	const struct tk_track *t = tk_reader_track(r, c.track[1]);
+	CHECK(t && t->type == TK_TRACK_THREAD && t->u.thread.tid == 5);
+	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_EOF);
+	CHECK_EQ_INT(tk_reader_skipped(r), 0);
+	tk_reader_free(r);
+}
+
+/* Two kernels whose correlation column is one value too long. */
+static void
+bad_attribute_chunk(struct bytes *out)
+{
+	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
+	putv(&rec, 1); put(&rec, "k", 1);                      /* string 1 */
+	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	rec.n = 0; putv(&rec, 1); putv(&rec, 0); putv(&rec, zz(5)); putv(&rec, 1);
+	putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n); /* thread 1 */
+	putv(&pl, defs.n);
+	put(&pl, defs.p, defs.n);
+	col.n = 0; put8(&col, TK_KERNEL); put8(&col, TK_KERNEL);
+	column(&pl, 0, 1, &col);
+	uint64_t tracks[] = { 1, 1 }, ts[] = { zz(100), zz(3) }, dur[] = { 2, 2 };
+	uint64_t names[] = { 1, 1 }, corr[] = { zz(1), zz(5), zz(9) };
+	planes(&col, tracks, 2);
+	column(&pl, 0, 2, &col);
+	planes(&col, ts, 2);
+	column(&pl, 0, 3, &col);
+	planes(&col, dur, 2);
+	column(&pl, 0, 4, &col);
+	planes(&col, names, 2);
+	column(&pl, 0, 5, &col);
+	planes(&col, corr, 3);
+	column(&pl, TK_KERNEL, 1, &col);
+	chunk(out, 0, 2, &pl);
+}
+
+/* Attribute columns are decoded only when events are asked for: then a
+ * bad one fails the chunk before any of its events comes out; columns
+ * never look at it. */
+TEST(bad_attribute_column)
+{
+	struct bytes b = { .n = 0 };
+	file_header(&b, 1, 0, 36, 0);
+	bad_attribute_chunk(&b);
+	end_chunk(&b);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "bad"), TK_OK);
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_ECORRUPT);
+	CHECK_STR(tk_reader_error(r), "corrupt chunk at byte 36 (bad column length)");
+	tk_reader_free(r);
+
+	r = tk_reader_new();
+	struct tk_columns c;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "bad"), TK_OK);
+	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_OK);
+	CHECK(c.n == 2 && c.ts[0] == 100 && c.ts[1] == 103);
+	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_EOF);
+	tk_reader_free(r);
+}
+
 static int
 open_bytes(const struct bytes *b, char *msg, size_t n)
 {
@@ -544,6 +636,8 @@ main(void)
 	RUN(concatenation);
 	RUN(concatenation_after_a_cut);
 	RUN(unknown_records_skipped);
+	RUN(columns_of_unknown_kinds);
+	RUN(bad_attribute_column);
 	RUN(versions_and_features);
 	RUN(writer_rejects_bad_events);
 	RUN(writer_reports_output_errors);

@@ -489,6 +489,122 @@ TEST(many_definitions)
 	mem_free(&m);
 }
 
+/* One event read by columns against the event written. */
+static int
+same_columns(struct tk_reader *r, const struct tk_columns *c, size_t j,
+             const struct tk_event *want)
+{
+	return c->kind[j] == want->kind && c->track[j] == want->track &&
+	       c->ts[j] == want->ts && c->dur[j] == want->dur &&
+	       strcmp(tk_reader_string(r, c->name_id[j]), want->name) == 0;
+}
+
+/* Reading by columns gives every event's common fields, in order, across
+ * chunks and definitions; mixed with reading events one by one, each
+ * event comes out once. */
+TEST(columns)
+{
+	static struct tk_event events[EVENTS];
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.chunk_bytes = 2048;
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, &o);
+	struct tracks t = define_all(w);
+	for (int i = 0; i < EVENTS; i++) {
+		random_event(&events[i], &t);
+		CHECK(tk_writer_event(w, &events[i]) == TK_OK);
+	}
+	mem_finish(&m, 1);
+
+	struct tk_reader *r = tk_reader_new();
+	struct tk_columns c;
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	int rc, batches = 0, bad = 0;
+	size_t i = 0;
+	while ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+		batches++;
+		for (size_t j = 0; j < c.n && i < EVENTS; j++, i++)
+			bad += !same_columns(r, &c, j, &events[i]);
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(i, EVENTS);
+	CHECK_EQ_INT(bad, 0);
+	CHECK(batches > 10);
+	tk_reader_free(r);
+
+	/* three events one by one, then the rest of their chunk by columns */
+	r = tk_reader_new();
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	const struct tk_event *e;
+	i = 0;
+	bad = 0;
+	for (;;) {
+		int k;
+		for (k = 0; k < 3 && (rc = tk_reader_next_event(r, &e)) == TK_OK; k++, i++)
+			bad += i >= EVENTS || e->ts != events[i].ts ||
+			       strcmp(e->name, events[i].name) != 0 ||
+			       (e->kind == TK_API &&
+			        e->u.api.correlation != events[i].u.api.correlation);
+		if (k < 3 || (rc = tk_reader_next_columns(r, &c)) != TK_OK)
+			break;
+		for (size_t j = 0; j < c.n && i < EVENTS; j++, i++)
+			bad += !same_columns(r, &c, j, &events[i]);
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(i, EVENTS);
+	CHECK_EQ_INT(bad, 0);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
+/* `cat a.tkt b.tkt` by columns: the scope changes, and ids resolve in
+ * the trace they came from. */
+TEST(columns_scope)
+{
+	struct mem_trace a, b;
+	const char *first[] = { "alpha", "beta" }, *second[] = { "gamma", "delta" };
+	const char **names_of[] = { first, second };
+	struct mem_trace *traces[] = { &a, &b };
+	for (int k = 0; k < 2; k++) {
+		struct tk_writer *w = mem_open(traces[k], NULL);
+		if (k == 1) /* so that ids differ between the two */
+			tk_writer_cstring(w, "unused");
+		struct tk_thread th = { 0, 10 + k, "t" };
+		uint32_t t = tk_writer_thread(w, 0, &th);
+		for (int i = 0; i < 100; i++) {
+			struct tk_event e = { .kind = TK_RANGE, .track = t, .ts = i,
+			                      .name = names_of[k][i % 2] };
+			CHECK(tk_writer_event(w, &e) == TK_OK);
+		}
+		mem_finish(traces[k], 1);
+	}
+	uint8_t *buf = malloc(a.len + b.len);
+	memcpy(buf, a.buf, a.len);
+	memcpy(buf + a.len, b.buf, b.len);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_columns c;
+	CHECK(tk_reader_open_mem(r, buf, a.len + b.len, "cat") == TK_OK);
+	int rc, n[3] = { 0 }, bad = 0;
+	while ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+		if (c.scope < 1 || c.scope > 2) {
+			bad++;
+			continue;
+		}
+		const struct tk_track *t = tk_reader_track(r, c.track[0]);
+		bad += !t || t->u.thread.tid != (int64_t)(9 + c.scope);
+		for (size_t j = 0; j < c.n; j++, n[c.scope]++)
+			bad += strcmp(tk_reader_string(r, c.name_id[j]),
+			              names_of[c.scope - 1][n[c.scope] % 2]) != 0;
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK(n[1] == 100 && n[2] == 100);
+	CHECK_EQ_INT(bad, 0);
+	tk_reader_free(r);
+	free(buf);
+	mem_free(&a);
+	mem_free(&b);
+}
+
 /* Interning: equal strings, equal ids; the empty string is an id too. */
 TEST(string_ids)
 {
@@ -515,6 +631,8 @@ main(void)
 	RUN(sorted_writer);
 	RUN(many_definitions);
 	RUN(string_ids);
+	RUN(columns);
+	RUN(columns_scope);
 	for (int i = 0; i < NAMES; i++)
 		free(names[i]);
 	return tap_done();
