@@ -215,24 +215,21 @@ first_range_in(const struct merge_source *s, size_t k, const char *name,
 		                                                  : from[j + 1];
 	struct tk_reader *r;
 	int rc = merge_source_reader(s, k, &r);
-	const struct tk_event *e;
-	uint64_t chunk = UINT64_MAX;
+	/* by columns: only kind, name and begin are needed */
+	struct tk_columns c;
 	size_t j = 0;
-	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK) {
-		const struct tk_chunk_info *ci = tk_reader_chunk(r);
-		if (ci->offset != chunk) {
-			chunk = ci->offset;
-			while (j < n && ch[j].offset < chunk)
-				j++;
-			if (*found && j < n && ch[j].offset == chunk &&
-			    *best <= from[j])
-				break;
-		}
-		if (is_range_kind(e->kind) && strcmp(e->name, name) == 0 &&
-		    (!*found || e->ts < *best)) {
-			*best = e->ts;
-			*found = 1;
-		}
+	while (rc == TK_OK && (rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+		uint64_t chunk = tk_reader_chunk(r)->offset;
+		while (j < n && ch[j].offset < chunk)
+			j++;
+		if (*found && j < n && ch[j].offset == chunk && *best <= from[j])
+			break;
+		for (size_t i = 0; i < c.n; i++)
+			if (is_range_kind(c.kind[i]) && (!*found || c.ts[i] < *best) &&
+			    strcmp(tk_reader_string(r, c.name_id[i]), name) == 0) {
+				*best = c.ts[i];
+				*found = 1;
+			}
 	}
 	int status = 0;
 	if (rc < 0) {
