@@ -122,6 +122,16 @@ struct tk_reader {
 	int64_t *tsv;
 	int64_t *durv;
 	uint32_t *namev;
+	/* grouped chunks (TK_CHUNK_GROUPED): columns come in stored order
+	 * and are put back in time order through these */
+	int grouped;
+	uint32_t *order;         /* stored position -> event index */
+	uint32_t *aux;           /* stored tracks, then each event's index
+	                            among its kind's */
+	int64_t *tsv_alt, *durv_alt;
+	uint32_t *namev_alt;
+	uint32_t grp_cap;        /* of order and aux; the _alt arrays have ev_cap */
+	const uint8_t *kind_col; /* the kind column as stored */
 	struct kind_cols kc[TK_KIND_MAX + 1];
 	/* Where each kind's attribute columns lie in raw_buf; they are
 	 * decoded when the chunk's first event is, so that a caller of
@@ -129,8 +139,9 @@ struct tk_reader {
 	struct colloc cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
 	int attrs_pending;
 	int64_t *pred;           /* per track: the next begin time's prediction */
-	uint32_t pred_cap;       /* of pred and dprev */
+	uint32_t pred_cap;       /* of pred, dprev and tgroup */
 	uint64_t *dprev;         /* per track, for D columns */
+	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 
 	struct tk_event ev;
 };
@@ -258,6 +269,12 @@ tk_reader_free(struct tk_reader *r)
 	free(r->stream_track);
 	free(r->pred);
 	free(r->dprev);
+	free(r->tgroup);
+	free(r->order);
+	free(r->aux);
+	free(r->tsv_alt);
+	free(r->durv_alt);
+	free(r->namev_alt);
 	free(r);
 }
 
@@ -1009,7 +1026,33 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 	r->durv = p;
 	if (!(p = realloc(r->namev, cap * sizeof(*r->namev)))) return nomem(r);
 	r->namev = p;
+	/* the same size, as restore_order() swaps them with the others */
+	if (!(p = realloc(r->tsv_alt, cap * sizeof(*r->tsv_alt)))) return nomem(r);
+	r->tsv_alt = p;
+	if (!(p = realloc(r->durv_alt, cap * sizeof(*r->durv_alt)))) return nomem(r);
+	r->durv_alt = p;
+	if (!(p = realloc(r->namev_alt, cap * sizeof(*r->namev_alt)))) return nomem(r);
+	r->namev_alt = p;
 	r->ev_cap = cap;
+	return TK_OK;
+}
+
+/* The arrays that put a grouped chunk back in time order (with the
+ * _alt ones). */
+static int
+ensure_group_arrays(struct tk_reader *r, uint32_t n)
+{
+	if (n <= r->grp_cap)
+		return TK_OK;
+	uint32_t cap = r->grp_cap ? r->grp_cap : 1024;
+	while (cap < n)
+		cap *= 2;
+	void *p;
+	if (!(p = realloc(r->order, cap * sizeof(*r->order)))) return nomem(r);
+	r->order = p;
+	if (!(p = realloc(r->aux, cap * sizeof(*r->aux)))) return nomem(r);
+	r->aux = p;
+	r->grp_cap = cap;
 	return TK_OK;
 }
 
@@ -1186,6 +1229,12 @@ ensure_track_state(struct tk_reader *r, uint32_t max_track)
 		if (!d)
 			return nomem(r);
 		r->dprev = d;
+		uint32_t *g = realloc(r->tgroup, cap * sizeof(*g));
+		if (!g)
+			return nomem(r);
+		for (uint32_t t = r->pred_cap; t < cap; t++)
+			g[t] = UINT32_MAX;
+		r->tgroup = g;
 		r->pred_cap = cap;
 	}
 	/* 1 for a GPU stream, whose begin times follow the previous end */
@@ -1209,11 +1258,12 @@ undelta(struct tk_reader *r, const uint32_t *restrict tracks, uint32_t n,
 	}
 }
 
-/* Begin times and durations; no track id of the chunk is above
- * max_track. */
+/* Begin times and durations; tracks[] are the events' tracks in the
+ * order the columns are stored, none above max_track. */
 static int
 decode_times(struct tk_reader *r, const struct colloc *tsc,
-             const struct colloc *durc, uint32_t max_track)
+             const struct colloc *durc, const uint32_t *tracks,
+             uint32_t max_track)
 {
 	uint32_t n = r->nev;
 	/* durations first: the stream predictor needs them */
@@ -1243,7 +1293,7 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 	int64_t *restrict pred = r->pred;
 	int64_t *restrict tsv = r->tsv;
 	const int64_t *restrict durv = r->durv;
-	const uint32_t *restrict trackv = r->trackv;
+	const uint32_t *restrict trackv = tracks;
 	/* stream[] covers every track of the chunk (ensure_track_state());
 	 * raw ids say nothing of which tracks are streams */
 	const uint8_t *restrict stream = r->stream_track;
@@ -1400,10 +1450,95 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 	return TK_OK;
 }
 
+/* A grouped chunk: its GROUPS column gives each track's group, and the
+ * events are stored group by group, each in time order, the chunk's
+ * first event first (tracekit-format(5)).  Makes r->order (stored
+ * position -> event) and, in r->aux, the tracks in stored order. */
+static int
+plan_order(struct tk_reader *r, const struct colloc *gc)
+{
+	uint32_t n = r->nev;
+	const uint8_t *p = gc->p, *end = gc->p + gc->len;
+	uint64_t m;
+	if (!gc->present || tkp_varint_get(&p, end, &m) < 0 || m == 0 || m > n)
+		return corrupt(r, "bad groups column");
+	/* each listed track's group; a track listed twice or a group
+	 * beyond the list's length is an error */
+	uint32_t *counts = r->aux;
+	memset(counts, 0, m * sizeof(*counts));
+	const uint8_t *pairs = p;
+	int rc = TK_OK;
+	for (uint64_t i = 0; i < m; i++) {
+		uint64_t t, g;
+		if (tkp_varint_get(&p, end, &t) < 0 || tkp_varint_get(&p, end, &g) < 0 ||
+		    t >= r->pred_cap || g >= m || r->tgroup[t] != UINT32_MAX) {
+			m = i; /* what to undo */
+			rc = corrupt(r, "bad groups column");
+			break;
+		}
+		r->tgroup[t] = (uint32_t)g;
+	}
+	if (!rc && p != end)
+		rc = corrupt(r, "bad groups column");
+	for (uint32_t i = 0; !rc && i < n; i++) {
+		uint32_t g = r->tgroup[r->trackv[i]];
+		if (g == UINT32_MAX)
+			rc = corrupt(r, "track missing from groups");
+		else
+			counts[g]++;
+	}
+	if (!rc) { /* a stable counting sort by group */
+		uint32_t at = 0;
+		for (uint64_t g = 0; g < m; g++) {
+			uint32_t c = counts[g];
+			counts[g] = at;
+			at += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			r->order[counts[r->tgroup[r->trackv[i]]]++] = i;
+		if (r->order[0] != 0)
+			rc = corrupt(r, "first event not stored first");
+	}
+	/* the table is all UINT32_MAX between chunks */
+	for (uint64_t i = 0; i < m; i++) {
+		uint64_t t = 0, g = 0;
+		tkp_varint_get(&pairs, end, &t);
+		tkp_varint_get(&pairs, end, &g);
+		r->tgroup[t] = UINT32_MAX;
+	}
+	if (rc)
+		return rc;
+	for (uint32_t q = 0; q < n; q++)
+		r->aux[q] = r->trackv[r->order[q]];
+	return TK_OK;
+}
+
+/* The columns decoded in stored order, put in time order. */
+static void
+restore_order(struct tk_reader *r)
+{
+	const uint32_t *restrict order = r->order;
+	for (uint32_t q = 0; q < r->nev; q++) {
+		uint32_t i = order[q];
+		r->tsv_alt[i] = r->tsv[q];
+		r->durv_alt[i] = r->durv[q];
+		r->namev[i] = r->namev_alt[q];
+	}
+	int64_t *t = r->tsv;
+	r->tsv = r->tsv_alt;
+	r->tsv_alt = t;
+	t = r->durv;
+	r->durv = r->durv_alt;
+	r->durv_alt = t;
+	/* the kinds from the column, stored order, straight into place */
+	for (uint32_t q = 0; q < r->nev; q++)
+		r->kinds[order[q]] = r->kind_col[q];
+}
+
 static int
 decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 {
-	struct colloc common[TKP_COL_NAME + 1] = { { 0 } };
+	struct colloc common[TKP_COL_GROUPS + 1] = { { 0 } };
 	struct colloc (*cols)[TKP_ATTR_MAX + 1] = r->cols;
 	memset(r->cols, 0, sizeof(r->cols));
 
@@ -1414,7 +1549,7 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 		    tkp_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
 			return corrupt(r, "bad column header");
 		struct colloc *c = NULL;
-		if (kind == 0 && attr >= TKP_COL_KIND && attr <= TKP_COL_NAME)
+		if (kind == 0 && attr >= TKP_COL_KIND && attr <= TKP_COL_GROUPS)
 			c = &common[attr];
 		else if (kind >= 1 && kind <= TK_KIND_MAX && attr <= TKP_ATTR_MAX)
 			c = &cols[kind][attr];
@@ -1436,14 +1571,19 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	if (!kc->present || kc->len != n)
 		return corrupt(r, "bad kind column");
 	memcpy(r->kinds, kc->p, n);
+	r->kind_col = kc->p;
 	if (memchr(r->kinds, 0, n))
 		return corrupt(r, "event kind 0");
+	r->grouped = (r->chunk.flags & TK_CHUNK_GROUPED) != 0;
+	if (r->grouped && (rc = ensure_group_arrays(r, n)))
+		return rc;
 
 	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
 	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
 	if ((rc = decode_u32s(r, &common[TKP_COL_TRACK], n, r->trackv, track_limit,
 	                      "bad track id")) ||
-	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n, r->namev, name_limit,
+	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n,
+	                      r->grouped ? r->namev_alt : r->namev, name_limit,
 	                      "undefined string")))
 		return rc;
 	/* per-track state for every id the chunk may use; raw ids have no
@@ -1456,9 +1596,16 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	}
 	if ((rc = ensure_track_state(r, max_track)))
 		return rc;
-	if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
-	                       max_track)))
+	if (r->grouped) {
+		if ((rc = plan_order(r, &common[TKP_COL_GROUPS])) ||
+		    (rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
+		                       r->aux, max_track)))
+			return rc;
+		restore_order(r);
+	} else if ((rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
+	                              r->trackv, max_track))) {
 		return rc;
+	}
 	r->attrs_pending = 1;
 	return TK_OK;
 }
@@ -1491,11 +1638,24 @@ decode_attrs(struct tk_reader *r)
 		if (r->kc[k].count &&
 		    (rc = ensure_kind_arrays(r, &r->kc[k], tkp_schema[k].size)))
 			return rc;
-	/* each kind's tracks, for per-track differences */
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t k = r->kinds[i];
-		if (k <= TK_KIND_MAX)
-			r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
+	/* each kind's tracks, for per-track differences, in the order the
+	 * kind's columns are stored; for a grouped chunk, each event's
+	 * index among its kind's (r->aux), as fill_event() needs it */
+	if (r->grouped) {
+		for (uint32_t s = 0; s < n; s++) {
+			uint32_t i = r->order[s];
+			uint8_t k = r->kinds[i];
+			if (k <= TK_KIND_MAX) {
+				r->aux[i] = r->kc[k].pos;
+				r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
+			}
+		}
+	} else {
+		for (uint32_t i = 0; i < n; i++) {
+			uint8_t k = r->kinds[i];
+			if (k <= TK_KIND_MAX)
+				r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
+		}
 	}
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
 		r->kc[k].pos = 0;
@@ -1607,7 +1767,7 @@ fill_event(struct tk_reader *r, uint32_t i)
 	struct tk_event *ev = &r->ev;
 	unsigned k = r->kinds[i];
 	struct kind_cols *kc = &r->kc[k];
-	uint32_t j = kc->pos++;
+	uint32_t j = r->grouped ? r->aux[i] : kc->pos++;
 	unsigned size = tkp_schema[k].size;
 	ev->kind = k;
 	ev->track = r->trackv[i];

@@ -28,7 +28,8 @@
 /* Chunk flags: the low 16 bits are features a reader must understand
  * to decode the chunk, the high 16 bits may be ignored. */
 #define TKP_CHUNK_INCOMPAT_MASK 0xffffu
-#define TKP_CHUNK_KNOWN (TK_CHUNK_DEFLATE | TK_CHUNK_SORTED | TK_CHUNK_END)
+#define TKP_CHUNK_KNOWN (TK_CHUNK_DEFLATE | TK_CHUNK_SORTED | TK_CHUNK_END | \
+                         TK_CHUNK_GROUPED)
 
 /* Definition record types. */
 enum {
@@ -50,6 +51,7 @@ enum {
 	TKP_COL_TS = 3,
 	TKP_COL_DUR = 4,
 	TKP_COL_NAME = 5,
+	TKP_COL_GROUPS = 6, /* grouped chunks: each track's group */
 };
 #define TKP_ATTR_ARGS 63u   /* every kind: JSON object text */
 #define TKP_ATTR_MAX 63u

@@ -421,6 +421,9 @@ struct tk_chunk_info {
 #define TK_CHUNK_END 0x4u      /* last chunk of a trace: written by
                                   tk_writer_close(); a stream without it
                                   was cut short */
+#define TK_CHUNK_GROUPED 0x8u  /* events of several processes, stored
+                                  grouped by process (the reader gives
+                                  them back in order) */
 
 /* New reader; NULL only when out of memory. */
 TK_PUBLIC struct tk_reader *tk_reader_new(void);

@@ -74,6 +74,7 @@ struct tk_writer {
 	struct tkp_intern configs;
 	uint32_t ntracks;
 	uint8_t *track_type;     /* by track id */
+	uint32_t *track_proc;    /* by track id: its process's track id, or 0 */
 	uint32_t track_cap;
 	uint32_t ndevices;
 
@@ -106,6 +107,24 @@ struct tk_writer {
 	struct tkp_buf payload;
 	struct tkp_buf out;
 	struct tkp_buf scratch;
+
+	/* a chunk of several processes, stored grouped (see plan_groups) */
+	int grouped;
+	uint32_t *order;         /* stored position -> event index */
+	uint32_t *kperm;         /* per kind, from kind_start: stored -> kind index */
+	uint32_t *kidx;          /* by event: its index among its kind's */
+	uint64_t *pvals;         /* a numeric column in stored order */
+	uint32_t order_cap;
+	uint32_t kind_start[TK_KIND_MAX + 1];
+	uint32_t *seen_track;    /* by track id: stamped when seen in the chunk */
+	uint32_t *seen_proc;     /* by process track id: stamped when seen */
+	uint32_t *group;         /* by process track id: its group, once stamped */
+	uint32_t *group_count;   /* by group: its events */
+	uint32_t seen_cap, seen_gen;
+	struct tkp_buf groups;   /* the chunk's GROUPS column */
+	struct tkp_buf permuted; /* a byte column in stored order */
+	struct tkp_buf pattrs;   /* a kind's attribute structs in stored order */
+	uint32_t *ptracks;       /* and their tracks */
 };
 
 static int fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -183,6 +202,19 @@ tk_writer_free(struct tk_writer *w)
 	tkp_intern_free(&w->strings);
 	tkp_intern_free(&w->configs);
 	free(w->track_type);
+	free(w->track_proc);
+	free(w->order);
+	free(w->kperm);
+	free(w->kidx);
+	free(w->pvals);
+	free(w->seen_track);
+	free(w->seen_proc);
+	free(w->group);
+	free(w->group_count);
+	tkp_buf_free(&w->groups);
+	tkp_buf_free(&w->permuted);
+	tkp_buf_free(&w->pattrs);
+	free(w->ptracks);
 	tkp_buf_free(&w->defs);
 	tkp_buf_free(&w->kinds);
 	for (unsigned i = 0; i <= TKP_COL_NAME; i++)
@@ -222,6 +254,7 @@ reset_chunk(struct tk_writer *w)
 		w->kind_count[k] = 0;
 	}
 	w->nev = 0;
+	w->grouped = 0;
 	w->raw_bytes = 0;
 	w->t_min = INT64_MAX;
 	w->t_max = INT64_MIN;
@@ -410,8 +443,11 @@ str_id(struct tk_writer *w, const char *s, uint32_t *id)
 	return *id ? TK_OK : (w->err ? w->err : TK_EINVAL);
 }
 
+/* A new track (id 0) or a redefinition; `process` is the track id of
+ * the process it belongs to (for a process, 0: itself). */
 static uint32_t
-new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type)
+new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type,
+          uint32_t process)
 {
 	if (check_open(w))
 		return 0;
@@ -424,6 +460,7 @@ new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type)
 			reject(w, "no track %u of that type", id);
 			return 0;
 		}
+		w->track_proc[id] = type == TK_TRACK_PROCESS ? id : process;
 		return id;
 	}
 	if (w->ntracks + 1 >= TKP_ID_MAX) {
@@ -434,14 +471,19 @@ new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type)
 	if (id >= w->track_cap) {
 		uint32_t cap = w->track_cap ? w->track_cap * 2 : 64;
 		uint8_t *t = realloc(w->track_type, cap);
-		if (!t) {
+		if (t)
+			w->track_type = t;
+		uint32_t *pr = realloc(w->track_proc, cap * sizeof(*pr));
+		if (pr)
+			w->track_proc = pr;
+		if (!t || !pr) {
 			nomem(w);
 			return 0;
 		}
-		w->track_type = t;
 		w->track_cap = cap;
 	}
 	w->track_type[id] = (uint8_t)type;
+	w->track_proc[id] = type == TK_TRACK_PROCESS ? id : process;
 	return id;
 }
 
@@ -464,7 +506,7 @@ tk_writer_process(struct tk_writer *w, uint32_t id, const struct tk_process *p)
 	for (uint32_t i = 0; i < p->argc; i++)
 		if (str_id(w, p->argv[i], &args[i]))
 			goto out;
-	if (!(id = new_track(w, id, TK_TRACK_PROCESS)))
+	if (!(id = new_track(w, id, TK_TRACK_PROCESS, 0)))
 		goto out;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
@@ -495,7 +537,7 @@ tk_writer_thread(struct tk_writer *w, uint32_t id, const struct tk_thread *t)
 	uint32_t name;
 	if (!w || !t || str_id(w, t->name, &name))
 		return 0;
-	if (!(id = new_track(w, id, TK_TRACK_THREAD)))
+	if (!(id = new_track(w, id, TK_TRACK_THREAD, t->process)))
 		return 0;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
@@ -515,7 +557,7 @@ tk_writer_stream(struct tk_writer *w, uint32_t id, const struct tk_stream *s)
 	uint32_t name;
 	if (!w || !s || str_id(w, s->name, &name))
 		return 0;
-	if (!(id = new_track(w, id, TK_TRACK_STREAM)))
+	if (!(id = new_track(w, id, TK_TRACK_STREAM, s->process)))
 		return 0;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
@@ -537,7 +579,7 @@ tk_writer_counter(struct tk_writer *w, uint32_t id, const struct tk_counter *c)
 	uint32_t name, unit;
 	if (!w || !c || str_id(w, c->name, &name) || str_id(w, c->unit, &unit))
 		return 0;
-	if (!(id = new_track(w, id, TK_TRACK_COUNTER)))
+	if (!(id = new_track(w, id, TK_TRACK_COUNTER, c->process)))
 		return 0;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
@@ -1027,6 +1069,185 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 	return n > 0 && (v[0] | h) != 0;
 }
 
+/* Room for the grouping arrays of n events and of every track id. */
+static int
+grow_group_arrays(struct tk_writer *w, uint32_t n)
+{
+	if (n > w->order_cap) {
+		uint32_t cap = w->order_cap ? w->order_cap : 1024;
+		while (cap < n)
+			cap *= 2;
+		uint32_t *o = realloc(w->order, cap * sizeof(*o));
+		if (o) w->order = o;
+		uint32_t *kp = realloc(w->kperm, cap * sizeof(*kp));
+		if (kp) w->kperm = kp;
+		uint32_t *ki = realloc(w->kidx, cap * sizeof(*ki));
+		if (ki) w->kidx = ki;
+		uint64_t *pv = realloc(w->pvals, cap * sizeof(*pv));
+		if (pv) w->pvals = pv;
+		uint32_t *pt = realloc(w->ptracks, cap * sizeof(*pt));
+		if (pt) w->ptracks = pt;
+		if (!o || !kp || !ki || !pv || !pt)
+			return nomem(w);
+		w->order_cap = cap;
+	}
+	if (w->seen_cap < w->track_cap) {
+		uint32_t cap = w->track_cap, old = w->seen_cap;
+		uint32_t *st = realloc(w->seen_track, cap * sizeof(*st));
+		if (st) w->seen_track = st;
+		uint32_t *sp = realloc(w->seen_proc, cap * sizeof(*sp));
+		if (sp) w->seen_proc = sp;
+		uint32_t *g = realloc(w->group, cap * sizeof(*g));
+		if (g) w->group = g;
+		uint32_t *gc = realloc(w->group_count, cap * sizeof(*gc));
+		if (gc) w->group_count = gc;
+		if (!st || !sp || !g || !gc)
+			return nomem(w);
+		memset(st + old, 0, (cap - old) * sizeof(*st));
+		memset(sp + old, 0, (cap - old) * sizeof(*sp));
+		w->seen_cap = cap;
+	}
+	return TK_OK;
+}
+
+/* The process track of track t, 0 if none. */
+static inline uint32_t
+process_of(const struct tk_writer *w, uint64_t t)
+{
+	uint32_t p = t && t <= w->ntracks ? w->track_proc[t] : 0;
+	return p <= w->ntracks ? p : 0;
+}
+
+/* Events of several processes in one chunk (ranks merged into one
+ * timeline) interleave event by event, which hides from deflate the
+ * repeats that each process's columns have on their own.  Such a chunk
+ * is stored grouped: the events of the process seen first, in time
+ * order, then those of the next, and so on; the track column stays in
+ * time order and the GROUPS column gives each track's group, so that a
+ * reader restores the order (tracekit-format(5)).  Sets w->grouped,
+ * and when set w->order, w->kind_start, w->kperm and w->groups. */
+static int
+plan_groups(struct tk_writer *w)
+{
+	uint32_t n = w->nev;
+	w->grouped = 0;
+	if (w->opt.raw_ids || n < 2)
+		return TK_OK;
+	int rc = grow_group_arrays(w, n);
+	if (rc)
+		return rc;
+	if (w->seen_gen >= UINT32_MAX - 1) { /* about to wrap: forget stamps */
+		memset(w->seen_track, 0, w->seen_cap * sizeof(*w->seen_track));
+		memset(w->seen_proc, 0, w->seen_cap * sizeof(*w->seen_proc));
+		w->seen_gen = 0;
+	}
+	uint32_t gen = ++w->seen_gen;
+	const uint64_t *tracks = w->common[TKP_COL_TRACK].v;
+	/* groups numbered as their processes first appear; tracks of no
+	 * process (a device's counters) join group 0.  The chunk's first
+	 * event is then stored first. */
+	uint32_t ngroups = 0, ntracks = 0;
+	w->seen_proc[0] = gen;
+	w->group[0] = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t p = process_of(w, tracks[i]);
+		if (w->seen_proc[p] != gen) {
+			w->seen_proc[p] = gen;
+			w->group[p] = ngroups++;
+		}
+	}
+	if (ngroups < 2)
+		return TK_OK;
+	memset(w->group_count, 0, ngroups * sizeof(*w->group_count));
+	struct tkp_buf *pairs = &w->permuted;
+	pairs->len = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = (uint32_t)tracks[i], p = process_of(w, t);
+		w->group_count[w->group[p]]++;
+		if (w->seen_track[t] != gen) {
+			w->seen_track[t] = gen;
+			ntracks++;
+			if (tkp_buf_varint(pairs, t) < 0 ||
+			    tkp_buf_varint(pairs, w->group[p]) < 0)
+				return nomem(w);
+		}
+	}
+	w->groups.len = 0;
+	if (tkp_buf_varint(&w->groups, ntracks) < 0 ||
+	    tkp_buf_put(&w->groups, pairs->p, pairs->len) < 0)
+		return nomem(w);
+	/* a stable counting sort by group */
+	uint32_t at = 0;
+	for (uint32_t g = 0; g < ngroups; g++) {
+		uint32_t c = w->group_count[g];
+		w->group_count[g] = at;
+		at += c;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		w->order[w->group_count[w->group[process_of(w, tracks[i])]]++] = i;
+	/* and within each kind, the same order */
+	uint32_t count[TK_KIND_MAX + 1] = { 0 };
+	const uint8_t *kinds = w->kinds.p;
+	for (uint32_t i = 0; i < n; i++)
+		w->kidx[i] = count[kinds[i]]++;
+	at = 0;
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
+		w->kind_start[k] = at;
+		at += count[k];
+		count[k] = 0;
+	}
+	for (uint32_t q = 0; q < n; q++) {
+		uint32_t i = w->order[q];
+		unsigned k = kinds[i];
+		w->kperm[w->kind_start[k] + count[k]++] = w->kidx[i];
+	}
+	w->grouped = 1;
+	return TK_OK;
+}
+
+/* Common column i in stored order, with put_planes' range, in pvals. */
+static void
+permute_common(struct tk_writer *w, unsigned i, uint64_t *lo, uint64_t *hi)
+{
+	const uint64_t *v = w->common[i].v;
+	uint64_t l = UINT64_MAX, h = 0;
+	w->pvals[0] = v[w->order[0]];
+	for (uint32_t q = 1; q < w->nev; q++) {
+		uint64_t x = v[w->order[q]];
+		w->pvals[q] = x;
+		l = x < l ? x : l;
+		h = x > h ? x : h;
+	}
+	*lo = l;
+	*hi = h;
+}
+
+/* A kind's args column in stored order, in w->permuted.  Each event's
+ * entry is a varint length and that many bytes. */
+static int
+permute_args(struct tk_writer *w, const struct per_kind *pk, uint32_t n,
+             const uint32_t *perm)
+{
+	const uint8_t *p = pk->args.bytes.p, *end = p + pk->args.bytes.len;
+	uint32_t *start = w->kidx; /* free now: entry j's offset */
+	for (uint32_t j = 0; j < n; j++) {
+		uint64_t len;
+		start[j] = (uint32_t)(p - pk->args.bytes.p);
+		if (tkp_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+			return fail(w, TK_EINVAL, EINVAL, "bad args column");
+		p += len;
+	}
+	struct tkp_buf *b = &w->permuted;
+	b->len = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t e = perm[j];
+		uint32_t to = e + 1 < n ? start[e + 1] : (uint32_t)pk->args.bytes.len;
+		if (tkp_buf_put(b, pk->args.bytes.p + start[e], to - start[e]) < 0)
+			return nomem(w);
+	}
+	return TK_OK;
+}
+
 /* The chunk's payload, in *raw: the encoded columns are built in
  * w->columns after room for the definitions, which are then put in
  * front of them if they fit, so that the columns need not be copied. */
@@ -1043,12 +1264,35 @@ build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
 		return nomem(w);
 	cb->len = headroom;
 	if (w->nev) {
-		if (put_bytes_column(cb, 0, TKP_COL_KIND, w->kinds.p, w->kinds.len) < 0)
-			return nomem(w);
-		for (unsigned i = TKP_COL_TRACK; i <= TKP_COL_NAME; i++)
-			if (put_planes(cb, 0, i, w->common[i].v, w->common[i].n,
-			               w->common[i].lo, w->common[i].hi) < 0)
+		int rc = plan_groups(w);
+		if (rc)
+			return rc;
+		const uint8_t *kinds = w->kinds.p;
+		if (w->grouped) {
+			struct tkp_buf *b = &w->permuted;
+			b->len = 0;
+			if (tkp_buf_reserve(b, w->nev) < 0)
 				return nomem(w);
+			for (uint32_t q = 0; q < w->nev; q++)
+				b->p[q] = w->kinds.p[w->order[q]];
+			kinds = b->p;
+		}
+		if (put_bytes_column(cb, 0, TKP_COL_KIND, kinds, w->nev) < 0)
+			return nomem(w);
+		for (unsigned i = TKP_COL_TRACK; i <= TKP_COL_NAME; i++) {
+			const uint64_t *v = w->common[i].v;
+			uint64_t lo = w->common[i].lo, hi = w->common[i].hi;
+			/* the track column stays in time order */
+			if (w->grouped && i != TKP_COL_TRACK) {
+				permute_common(w, i, &lo, &hi);
+				v = w->pvals;
+			}
+			if (put_planes(cb, 0, i, v, w->nev, lo, hi) < 0)
+				return nomem(w);
+		}
+		if (w->grouped &&
+		    put_bytes_column(cb, 0, TKP_COL_GROUPS, w->groups.p, w->groups.len) < 0)
+			return nomem(w);
 	}
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		uint32_t n = w->kind_count[k];
@@ -1063,19 +1307,43 @@ build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
 			pk->scratch = s;
 			pk->scratch_cap = pk->cap;
 		}
+		const uint32_t *perm = w->grouped ? w->kperm + w->kind_start[k] : NULL;
+		/* grouped: the structs in stored order first, so that each
+		 * column is gathered in one sequential pass */
+		struct per_kind stored = *pk;
+		if (perm) {
+			size_t size = ks->size;
+			w->pattrs.len = 0;
+			if (tkp_buf_reserve(&w->pattrs, (size_t)n * size + UNION_SIZE) < 0)
+				return nomem(w);
+			for (uint32_t j = 0; j < n; j++) {
+				memcpy(w->pattrs.p + (size_t)j * size,
+				       pk->attrs + (size_t)perm[j] * size, size);
+				w->ptracks[j] = pk->tracks[perm[j]];
+			}
+			stored.attrs = w->pattrs.p;
+			stored.tracks = w->ptracks;
+		}
 		for (unsigned i = 0; i < ks->n; i++) {
 			const struct tkp_attr *a = &ks->attrs[i];
 			uint64_t lo, hi;
-			int any = gather(w, ks, a, pk, n, &lo, &hi);
+			int any = gather(w, ks, a, &stored, n, &lo, &hi);
 			if (any < 0)
 				return w->err;
 			if (any && put_planes(cb, k, a->attr, pk->scratch, n, lo, hi) < 0)
 				return nomem(w);
 		}
-		if (pk->args.nonzero &&
-		    put_bytes_column(cb, k, TKP_ATTR_ARGS, pk->args.bytes.p,
-		                     pk->args.bytes.len) < 0)
-			return nomem(w);
+		if (pk->args.nonzero) {
+			const struct tkp_buf *args = &pk->args.bytes;
+			if (perm) {
+				int rc = permute_args(w, pk, n, perm);
+				if (rc)
+					return rc;
+				args = &w->permuted;
+			}
+			if (put_bytes_column(cb, k, TKP_ATTR_ARGS, args->p, args->len) < 0)
+				return nomem(w);
+		}
 	}
 	uint8_t len_varint[TKP_VARINT_MAX];
 	size_t vlen = tkp_varint_store(len_varint, w->defs.len);
@@ -1138,6 +1406,8 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	}
 	if (w->nev > 0 && w->chunk_sorted)
 		flags |= TK_CHUNK_SORTED;
+	if (w->grouped)
+		flags |= TK_CHUNK_GROUPED;
 	flags |= extra_flags;
 
 	if (flags & TK_CHUNK_END)

@@ -464,6 +464,145 @@ TEST(bad_attribute_column)
 	tk_reader_free(r);
 }
 
+static int open_bytes(const struct bytes *b, char *msg, size_t n);
+
+/* A GROUPED chunk by the spec: four events on tracks 1, 2, 1, 2 (in
+ * time order) of two groups, stored 0, 2 | 1, 3.  `groups` is the
+ * GROUPS column's pairs after their count; begin times are predicted
+ * per track along the stored order. */
+static void
+grouped_chunk(struct bytes *out, const uint64_t *groups, unsigned npairs)
+{
+	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
+	putv(&rec, 1); put(&rec, "a", 1);                      /* string 1 */
+	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	rec.n = 0; putv(&rec, 2); put(&rec, "b", 1);           /* string 2 */
+	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	for (unsigned t = 1; t <= 2; t++) {                     /* threads 1, 2 */
+		rec.n = 0; putv(&rec, t); putv(&rec, 0); putv(&rec, zz(t)); putv(&rec, 0);
+		putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	}
+	putv(&pl, defs.n);
+	put(&pl, defs.p, defs.n);
+	/* events in time order: (track, begin, dur, name, correlation)
+	 * 0: 1, 100, 5, a, 10   1: 2, 150, 6, b, 20
+	 * 2: 1, 200, 7, a, 11   3: 2, 260, 8, b, 22
+	 * stored: 0, 2, 1, 3 */
+	col.n = 0; put8(&col, TK_API); put8(&col, TK_API); put8(&col, TK_API); put8(&col, TK_API);
+	column(&pl, 0, 1, &col);
+	uint64_t tracks[] = { 1, 2, 1, 2 };                     /* time order */
+	planes(&col, tracks, 4);
+	column(&pl, 0, 2, &col);
+	/* stored: 100 absolute; 200 after 100 on track 1; 150 first on
+	 * track 2, predicted by the chunk's first begin, 100; 260 after 150 */
+	uint64_t ts[] = { zz(100), zz(100), zz(50), zz(110) };
+	planes(&col, ts, 4);
+	column(&pl, 0, 3, &col);
+	uint64_t dur[] = { 5, 7, 6, 8 };
+	planes(&col, dur, 4);
+	column(&pl, 0, 4, &col);
+	uint64_t names[] = { 1, 1, 2, 2 };
+	planes(&col, names, 4);
+	column(&pl, 0, 5, &col);
+	col.n = 0;
+	putv(&col, npairs);
+	for (unsigned i = 0; i < 2 * npairs; i++)
+		putv(&col, groups[i]);
+	column(&pl, 0, 6, &col);
+	uint64_t corr[] = { zz(10), zz(1), zz(20), zz(2) };    /* D per track */
+	planes(&col, corr, 4);
+	column(&pl, TK_API, 3, &col);
+	chunk(out, 0x8, 4, &pl);
+}
+
+static void
+grouped_trace(struct bytes *b, const uint64_t *groups, unsigned npairs)
+{
+	b->n = 0;
+	file_header(b, 1, 0, 36, 0);
+	grouped_chunk(b, groups, npairs);
+	end_chunk(b);
+}
+
+/* The reader gives a grouped chunk's events back in time order, one by
+ * one and by columns. */
+TEST(grouped_chunk_in_time_order)
+{
+	static const uint64_t groups[] = { 1, 0, 2, 1 };
+	static const int64_t ts[] = { 100, 150, 200, 260 }, dur[] = { 5, 6, 7, 8 };
+	static const uint64_t corr[] = { 10, 20, 11, 22 };
+	static const char *const names[] = { "a", "b", "a", "b" };
+	struct bytes b;
+	grouped_trace(&b, groups, 2);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "grouped"), TK_OK);
+	for (int i = 0; i < 4; i++) {
+		int rc = tk_reader_next_event(r, &e);
+		CHECK_EQ_INT(rc, TK_OK);
+		if (rc != TK_OK) {
+			fprintf(stderr, "# %s\n", tk_reader_error(r));
+			break;
+		}
+		CHECK_EQ_INT(e->track, 1 + i % 2);
+		CHECK_EQ_INT(e->ts, ts[i]);
+		CHECK_EQ_INT(e->dur, dur[i]);
+		CHECK_STR(e->name, names[i]);
+		CHECK_EQ_INT(e->u.api.correlation, corr[i]);
+		CHECK(tk_reader_chunk(r)->flags & TK_CHUNK_GROUPED);
+	}
+	CHECK_EQ_INT(tk_reader_next_event(r, &e), TK_EOF);
+	tk_reader_free(r);
+
+	r = tk_reader_new();
+	struct tk_columns c;
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "grouped"), TK_OK);
+	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_OK);
+	CHECK_EQ_INT(c.n, 4);
+	for (size_t i = 0; i < c.n && i < 4; i++) {
+		CHECK_EQ_INT(c.track[i], 1 + i % 2);
+		CHECK_EQ_INT(c.ts[i], ts[i]);
+		CHECK_EQ_INT(c.dur[i], dur[i]);
+		CHECK_STR(tk_reader_string(r, c.name_id[i]), names[i]);
+	}
+	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_EOF);
+	tk_reader_free(r);
+}
+
+/* Bad GROUPS columns: each one error, naming what is wrong. */
+TEST(bad_groups_column)
+{
+	static const struct {
+		uint64_t pairs[6];
+		unsigned n;
+		const char *why;
+	} cases[] = {
+		{ { 1, 0 }, 1, "track missing from groups" },
+		{ { 1, 0, 2, 2 }, 2, "bad groups column" },            /* group >= m */
+		{ { 1, 0, 1, 1 }, 2, "bad groups column" },            /* listed twice */
+		{ { 1, 1, 2, 0 }, 2, "first event not stored first" },
+		{ { 1, 0, 2, 1, 3, 0 }, 3, NULL }, /* a track with no event: allowed */
+	};
+	char msg[512], want[128];
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct bytes b;
+		grouped_trace(&b, cases[k].pairs, cases[k].n);
+		int rc = open_bytes(&b, msg, sizeof(msg));
+		if (!cases[k].why) {
+			CHECK_EQ_INT(rc, TK_EOF);
+			continue;
+		}
+		snprintf(want, sizeof(want), "corrupt chunk at byte 36 (%s)", cases[k].why);
+		CHECK_EQ_INT(rc, TK_ECORRUPT);
+		CHECK_STR(msg, want);
+	}
+	/* an empty list */
+	struct bytes b;
+	grouped_trace(&b, NULL, 0);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_ECORRUPT);
+	CHECK_STR(msg, "corrupt chunk at byte 36 (bad groups column)");
+}
+
 static int
 open_bytes(const struct bytes *b, char *msg, size_t n)
 {
@@ -491,7 +630,7 @@ TEST(versions_and_features)
 
 	b.n = 0;
 	file_header(&b, 1, 0, 36, 0);
-	future_chunk(&b, 0x8); /* unknown incompatible chunk flag */
+	future_chunk(&b, 0x10); /* unknown incompatible chunk flag */
 	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EVERSION);
 	CHECK(strstr(msg, "at byte 36") != NULL);
 
@@ -638,6 +777,8 @@ main(void)
 	RUN(unknown_records_skipped);
 	RUN(columns_of_unknown_kinds);
 	RUN(bad_attribute_column);
+	RUN(grouped_chunk_in_time_order);
+	RUN(bad_groups_column);
 	RUN(versions_and_features);
 	RUN(writer_rejects_bad_events);
 	RUN(writer_reports_output_errors);

@@ -369,9 +369,11 @@ roundtrip(int level, uint32_t chunk_bytes)
 	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
 	struct tk_record rec;
 	int rc, i = 0, mismatches = 0, tracks = 0, devices = 0, metas = 0, cats = 0;
+	int grouped = 0;
 	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
 		switch (rec.type) {
 		case TK_REC_EVENT:
+			grouped += (tk_reader_chunk(r)->flags & TK_CHUNK_GROUPED) != 0;
 			if (i < EVENTS && !same_event(&events[i], rec.u.event)) {
 				if (mismatches++ < 3)
 					fprintf(stderr, "# event %d (%s) differs\n", i,
@@ -396,6 +398,8 @@ roundtrip(int level, uint32_t chunk_bytes)
 	CHECK_EQ_INT(rc, TK_EOF);
 	CHECK_EQ_INT(i, EVENTS);
 	CHECK_EQ_INT(mismatches, 0);
+	/* events of two processes interleave: the chunks are stored grouped */
+	CHECK(grouped > EVENTS / 2);
 	CHECK_EQ_INT(tracks, 2 + 3 + 3 + 2 + 1); /* + the rename */
 	CHECK_EQ_INT(devices, 2);
 	CHECK_EQ_INT(metas, 3);
@@ -478,6 +482,8 @@ TEST(many_definitions)
 	int i = 0, bad = 0;
 	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
 	while (tk_reader_next_event(r, &ev) == TK_OK) {
+		/* one thread: nothing to group */
+		bad += (tk_reader_chunk(r)->flags & TK_CHUNK_GROUPED) != 0;
 		snprintf(name, sizeof(name), "kernel_%d_%d", i, i * 7919);
 		bad += strcmp(ev->name, name) != 0 || ev->u.kernel.grid[0] != (uint32_t)i ||
 		       ev->ts != i;
@@ -605,6 +611,49 @@ TEST(columns_scope)
 	mem_free(&b);
 }
 
+/* Grouping is by process: one process with a device's counter (no
+ * process) stays in time order; a second process makes the chunk
+ * grouped, and its events still come back in time order. */
+TEST(grouped_by_process)
+{
+	for (int procs = 1; procs <= 2; procs++) {
+		struct mem_trace m;
+		struct tk_writer *w = mem_open(&m, NULL);
+		uint32_t thread[2], counter;
+		for (int p = 0; p < procs; p++) {
+			struct tk_process pr = { "h", 100 + p, 1, 0, 0, NULL, "" };
+			uint32_t pt = tk_writer_process(w, 0, &pr);
+			struct tk_thread th = { pt, 100 + p, "main" };
+			thread[p] = tk_writer_thread(w, 0, &th);
+		}
+		struct tk_counter dc = { "device memory", "bytes", 0, 0 };
+		counter = tk_writer_counter(w, 0, &dc);
+		for (int i = 0; i < 300; i++) {
+			struct tk_event e = { .kind = i % 3 ? TK_RANGE : TK_COUNTER,
+			                      .track = i % 3 ? thread[i % procs] : counter,
+			                      .ts = 1000 + i, .dur = i % 7, .name = "x" };
+			e.u.counter.value = i;
+			CHECK(tk_writer_event(w, &e) == TK_OK);
+		}
+		mem_finish(&m, 1);
+		struct tk_reader *r = tk_reader_new();
+		const struct tk_event *e;
+		int n = 0, grouped = 0, bad = 0;
+		CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+		while (tk_reader_next_event(r, &e) == TK_OK) {
+			grouped += (tk_reader_chunk(r)->flags & TK_CHUNK_GROUPED) != 0;
+			bad += e->ts != 1000 + n ||
+			       e->track != (n % 3 ? thread[n % procs] : counter);
+			n++;
+		}
+		CHECK_EQ_INT(n, 300);
+		CHECK_EQ_INT(bad, 0);
+		CHECK_EQ_INT(grouped, procs == 2 ? 300 : 0);
+		tk_reader_free(r);
+		mem_free(&m);
+	}
+}
+
 /* Interning: equal strings, equal ids; the empty string is an id too. */
 TEST(string_ids)
 {
@@ -633,6 +682,7 @@ main(void)
 	RUN(string_ids);
 	RUN(columns);
 	RUN(columns_scope);
+	RUN(grouped_by_process);
 	for (int i = 0; i < NAMES; i++)
 		free(names[i]);
 	return tap_done();
