@@ -1842,15 +1842,25 @@ next_unit(struct tk_reader *r, int *scope)
 	            (unsigned long long)(r->offset - 4));
 }
 
+/* The sticky error, or an error if the reader was never opened. */
+static int
+check_ready(struct tk_reader *r)
+{
+	if (r->err)
+		return r->err;
+	if (!r->is_open)
+		return fail(r, TK_EINVAL, "reader is not open");
+	return TK_OK;
+}
+
 TK_PUBLIC int
 tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 {
 	if (!r || !rec)
 		return TK_EINVAL;
-	if (r->err)
-		return r->err;
-	if (!r->is_open)
-		return fail(r, TK_EINVAL, "reader is not open");
+	int ready = check_ready(r);
+	if (ready)
+		return ready;
 	for (;;) {
 		if (r->pending_pos < r->npending) {
 			const struct pending *p = &r->pending[r->pending_pos++];
@@ -1921,10 +1931,9 @@ tk_reader_next_columns(struct tk_reader *r, struct tk_columns *c)
 {
 	if (!r || !c)
 		return TK_EINVAL;
-	if (r->err)
-		return r->err;
-	if (!r->is_open)
-		return fail(r, TK_EINVAL, "reader is not open");
+	int ready = check_ready(r);
+	if (ready)
+		return ready;
 	for (;;) {
 		/* definitions are in the reader already: skip their records */
 		r->pending_pos = r->npending;

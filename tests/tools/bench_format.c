@@ -46,47 +46,30 @@ struct chunk {
 
 static volatile uint64_t sink;
 
+/* Read every event, one by one (tk_reader_next_event) or by columns
+ * (tk_reader_next_columns), summing the same fields of each. */
 static double
-time_read(const uint8_t *buf, size_t len, uint64_t *events)
+time_read(const uint8_t *buf, size_t len, int by_columns, uint64_t *events)
 {
 	struct tk_reader *r = tk_reader_new();
 	const struct tk_event *e;
-	double t0 = now();
-	uint64_t n = 0, acc = 0;
-	if (tk_reader_open_mem(r, buf, len, "bench"))
-		exit(2);
-	int rc;
-	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
-		acc += (uint64_t)e->ts + (uint64_t)e->dur + e->name_id;
-		n++;
-	}
-	double t = now() - t0;
-	if (rc != TK_EOF) {
-		fprintf(stderr, "bench_format: %s\n", tk_reader_error(r));
-		exit(1);
-	}
-	tk_reader_free(r);
-	sink += acc;
-	*events = n;
-	return t;
-}
-
-/* The same, through tk_reader_next_columns(): the same sum of the same
- * fields of every event. */
-static double
-time_read_columns(const uint8_t *buf, size_t len, uint64_t *events)
-{
-	struct tk_reader *r = tk_reader_new();
 	struct tk_columns c;
 	double t0 = now();
 	uint64_t n = 0, acc = 0;
 	if (tk_reader_open_mem(r, buf, len, "bench"))
 		exit(2);
 	int rc;
-	while ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
-		for (size_t i = 0; i < c.n; i++)
-			acc += (uint64_t)c.ts[i] + (uint64_t)c.dur[i] + c.name_id[i];
-		n += c.n;
+	if (by_columns) {
+		while ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+			for (size_t i = 0; i < c.n; i++)
+				acc += (uint64_t)c.ts[i] + (uint64_t)c.dur[i] + c.name_id[i];
+			n += c.n;
+		}
+	} else {
+		while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
+			acc += (uint64_t)e->ts + (uint64_t)e->dur + e->name_id;
+			n++;
+		}
 	}
 	double t = now() - t0;
 	if (rc != TK_EOF) {
@@ -295,10 +278,10 @@ main(int argc, char **argv)
 	       best_deflate = 1e30;
 	uint64_t events = 0;
 	for (int i = 0; i < repeat; i++) {
-		double t = time_read(buf, len, &events);
+		double t = time_read(buf, len, 0, &events);
 		if (t < best_read) best_read = t;
 		uint64_t column_events;
-		t = time_read_columns(buf, len, &column_events);
+		t = time_read(buf, len, 1, &column_events);
 		if (column_events != events) {
 			fprintf(stderr, "bench_format: %" PRIu64 " events by columns, %" PRIu64 " one by one\n",
 			        column_events, events);
