@@ -130,7 +130,6 @@ struct tk_reader {
 	                            among its kind's */
 	int64_t *tsv_alt, *durv_alt;
 	uint32_t *namev_alt;
-	uint32_t grp_cap;        /* of order and aux; the _alt arrays have ev_cap */
 	const uint8_t *kind_col; /* the kind column as stored */
 	struct kind_cols kc[TK_KIND_MAX + 1];
 	/* Where each kind's attribute columns lie in raw_buf; they are
@@ -1026,7 +1025,12 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 	r->durv = p;
 	if (!(p = realloc(r->namev, cap * sizeof(*r->namev)))) return nomem(r);
 	r->namev = p;
-	/* the same size, as restore_order() swaps them with the others */
+	/* for grouped chunks; the _alt arrays the same size as the others,
+	 * as restore_order() swaps them */
+	if (!(p = realloc(r->order, cap * sizeof(*r->order)))) return nomem(r);
+	r->order = p;
+	if (!(p = realloc(r->aux, cap * sizeof(*r->aux)))) return nomem(r);
+	r->aux = p;
 	if (!(p = realloc(r->tsv_alt, cap * sizeof(*r->tsv_alt)))) return nomem(r);
 	r->tsv_alt = p;
 	if (!(p = realloc(r->durv_alt, cap * sizeof(*r->durv_alt)))) return nomem(r);
@@ -1034,25 +1038,6 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 	if (!(p = realloc(r->namev_alt, cap * sizeof(*r->namev_alt)))) return nomem(r);
 	r->namev_alt = p;
 	r->ev_cap = cap;
-	return TK_OK;
-}
-
-/* The arrays that put a grouped chunk back in time order (with the
- * _alt ones). */
-static int
-ensure_group_arrays(struct tk_reader *r, uint32_t n)
-{
-	if (n <= r->grp_cap)
-		return TK_OK;
-	uint32_t cap = r->grp_cap ? r->grp_cap : 1024;
-	while (cap < n)
-		cap *= 2;
-	void *p;
-	if (!(p = realloc(r->order, cap * sizeof(*r->order)))) return nomem(r);
-	r->order = p;
-	if (!(p = realloc(r->aux, cap * sizeof(*r->aux)))) return nomem(r);
-	r->aux = p;
-	r->grp_cap = cap;
 	return TK_OK;
 }
 
@@ -1570,13 +1555,13 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	const struct colloc *kc = &common[TKP_COL_KIND];
 	if (!kc->present || kc->len != n)
 		return corrupt(r, "bad kind column");
-	memcpy(r->kinds, kc->p, n);
 	r->kind_col = kc->p;
-	if (memchr(r->kinds, 0, n))
+	if (memchr(kc->p, 0, n))
 		return corrupt(r, "event kind 0");
+	/* a grouped chunk's kinds go in place in restore_order() */
 	r->grouped = (r->chunk.flags & TK_CHUNK_GROUPED) != 0;
-	if (r->grouped && (rc = ensure_group_arrays(r, n)))
-		return rc;
+	if (!r->grouped)
+		memcpy(r->kinds, kc->p, n);
 
 	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
 	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
