@@ -30,10 +30,10 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
         -Wno-missing-field-initializers
 DEPS_CFLAGS := $(shell pkg-config --cflags jansson zlib libdeflate 2>/dev/null)
 DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
-               echo -ljansson -lz -ldeflate) -lcsv -lm
+               echo -ljansson -lz -ldeflate) -lcsv -lm -pthread
 SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
                -fno-sanitize-recover=all)
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden \
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden -pthread \
               $(DEPS_CFLAGS) $(SAN_FLAGS) $(CFLAGS)
 ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
 

@@ -579,7 +579,12 @@ main(int argc, char **argv)
 
 	if (!(run.out = tk_writer_new()))
 		cmd_die(EXIT_USAGE, "out of memory");
-	if (tk_writer_open_path(run.out, o->output, NULL)) {
+	/* with a second core, the output is compressed there while this
+	 * thread merges: on unless TK_MERGE_THREADS=0 */
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	const char *th = getenv("TK_MERGE_THREADS");
+	wo.threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 && !(th && strcmp(th, "0") == 0);
+	if (tk_writer_open_path(run.out, o->output, &wo)) {
 		if (strcmp(o->output, "-") == 0)
 			output_failed(run.out, tk_writer_error(run.out));
 		cmd_die(EXIT_USAGE, "%s: %s", o->output,

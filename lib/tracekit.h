@@ -574,8 +574,13 @@ struct tk_writer_options {
 	                         in each chunk's watermark */
 	int raw_ids;          /* 1: ids are used as given and no definitions
 	                         are written (for temporary spill files) */
+	int threads;          /* 1: chunks are compressed and written by a
+	                         thread of the writer's own while the caller
+	                         fills the next one (an output error is then
+	                         told by a later call; not across fork());
+	                         0: by the caller */
 };
-#define TK_WRITER_OPTIONS_INIT { 6, 512u * 1024u, 0, 0 }
+#define TK_WRITER_OPTIONS_INIT { 6, 512u * 1024u, 0, 0, 0 }
 
 TK_PUBLIC struct tk_writer *tk_writer_new(void);
 TK_PUBLIC void tk_writer_free(struct tk_writer *w);

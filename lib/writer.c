@@ -15,6 +15,7 @@
 #include <libdeflate.h>
 
 #include "intern.h"
+#include "sealer.h"
 #include "tk_private.h"
 
 /* One column of the chunk being built.  The common columns keep 64-bit
@@ -66,9 +67,10 @@ struct tk_writer {
 	int err;
 	int err_no;
 	char errmsg[256];
-	uint64_t offset;
+	uint64_t header_bytes;   /* put before the chunks: the header */
 	uint64_t events;
-	struct libdeflate_compressor *comp;
+	struct tkp_sealer sealer;
+	int have_sealer;
 
 	struct tkp_intern strings;
 	struct tkp_intern configs;
@@ -105,7 +107,6 @@ struct tk_writer {
 	int64_t sealed_watermark; /* of the last chunk written */
 	int64_t last_ts;         /* sorted writers: last begin written */
 	struct tkp_buf payload;
-	struct tkp_buf out;
 	struct tkp_buf scratch;
 
 	/* a chunk of several processes, stored grouped (see plan_groups) */
@@ -195,10 +196,11 @@ tk_writer_free(struct tk_writer *w)
 {
 	if (!w)
 		return;
+	/* the sealer first: its thread may still be putting a chunk */
+	if (w->have_sealer)
+		tkp_sealer_free(&w->sealer);
 	close_fd(w);
 	free(w->name);
-	if (w->comp)
-		libdeflate_free_compressor(w->comp);
 	tkp_intern_free(&w->strings);
 	tkp_intern_free(&w->configs);
 	free(w->track_type);
@@ -231,7 +233,6 @@ tk_writer_free(struct tk_writer *w)
 	free(w->dprev);
 	free(w->dprev_gen);
 	tkp_buf_free(&w->payload);
-	tkp_buf_free(&w->out);
 	tkp_buf_free(&w->scratch);
 	free(w);
 }
@@ -267,9 +268,11 @@ reset_chunk(struct tk_writer *w)
 	}
 }
 
+/* Where the bytes go; a threaded sealer calls it from its thread. */
 static int
-put(struct tk_writer *w, const void *p, size_t n)
+put(void *arg, const void *p, size_t n)
 {
+	struct tk_writer *w = arg;
 	return w->sink ? w->sink(w->sink_arg, p, n) : tkp_write_all(w->fd, p, n);
 }
 
@@ -285,7 +288,7 @@ write_header(struct tk_writer *w)
 	tkp_le32(h + 32, tkp_crc32(0, h, 32));
 	if (put(w, h, sizeof(h)) < 0)
 		return fail(w, TK_EIO, errno, "%s", strerror(errno));
-	w->offset += sizeof(h);
+	w->header_bytes += sizeof(h);
 	return TK_OK;
 }
 
@@ -311,20 +314,18 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 		w->opt.chunk_bytes = 1024;
 	if (w->opt.chunk_bytes > TKP_CHUNK_RAW_MAX / 4)
 		w->opt.chunk_bytes = TKP_CHUNK_RAW_MAX / 4;
-	if (w->comp)
-		libdeflate_free_compressor(w->comp);
-	w->comp = NULL;
-	if (w->opt.level > 0) {
-		w->comp = libdeflate_alloc_compressor(w->opt.level);
-		if (!w->comp)
-			return nomem(w);
-	}
+	if (w->have_sealer)
+		tkp_sealer_free(&w->sealer);
+	w->have_sealer = 0;
+	if (tkp_sealer_init(&w->sealer, w->opt.level, w->opt.threads > 0, put, w))
+		return nomem(w);
+	w->have_sealer = 1;
 	w->fd = fd;
 	w->sink = NULL;
 	w->sink_arg = NULL;
 	w->err = 0;
 	w->errmsg[0] = 0;
-	w->offset = 0;
+	w->header_bytes = 0;
 	w->events = 0;
 	w->watermark = INT64_MIN;
 	w->sealed_watermark = INT64_MIN;
@@ -1248,11 +1249,13 @@ permute_args(struct tk_writer *w, const struct per_kind *pk, uint32_t n,
 	return TK_OK;
 }
 
-/* The chunk's payload, in *raw: the encoded columns are built in
- * w->columns after room for the definitions, which are then put in
- * front of them if they fit, so that the columns need not be copied. */
+/* The chunk's payload, in *raw, which lies in *buf: the encoded columns
+ * are built in w->columns after room for the definitions, which are then
+ * put in front of them if they fit, so that the columns need not be
+ * copied. */
 static int
-build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
+build_payload(struct tk_writer *w, struct tkp_buf **buf, const uint8_t **raw,
+              size_t *raw_len)
 {
 	/* columns first: launch configurations they intern add
 	 * definitions, which go before them */
@@ -1353,6 +1356,7 @@ build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
 		memcpy(p, len_varint, vlen);
 		if (w->defs.len)
 			memcpy(p + vlen, w->defs.p, w->defs.len);
+		*buf = cb;
 		*raw = p;
 		*raw_len = front + cb->len - headroom;
 		return TK_OK;
@@ -1363,6 +1367,7 @@ build_payload(struct tk_writer *w, const uint8_t **raw, size_t *raw_len)
 	    tkp_buf_put(b, w->defs.p, w->defs.len) < 0 ||
 	    tkp_buf_put(b, cb->p + headroom, cb->len - headroom) < 0)
 		return nomem(w);
+	*buf = b;
 	*raw = b->p;
 	*raw_len = b->len;
 	return TK_OK;
@@ -1377,63 +1382,40 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	if (w->nev == 0 && w->defs.len == 0 && !extra_flags &&
 	    !(heartbeat && watermark != w->sealed_watermark))
 		return TK_OK;
+	struct tkp_buf *buf = NULL;
 	const uint8_t *raw = NULL;
 	size_t raw_len = 0;
-	int rc = build_payload(w, &raw, &raw_len);
+	int rc = build_payload(w, &buf, &raw, &raw_len);
 	if (rc)
 		return rc;
 	if (raw_len > TKP_CHUNK_RAW_MAX)
 		return fail(w, TK_EINVAL, EINVAL, "chunk too large");
 
-	size_t bound = w->comp ? libdeflate_zlib_compress_bound(w->comp, raw_len)
-	                       : raw_len;
-	struct tkp_buf *out = &w->out;
-	out->len = 0;
-	if (tkp_buf_reserve(out, TKP_CHUNK_HEADER_SIZE + bound) < 0)
-		return nomem(w);
-	uint8_t *h = out->p;
-	uint8_t *body = h + TKP_CHUNK_HEADER_SIZE;
-	uint32_t flags = 0;
-	size_t stored = 0;
-	if (w->comp)
-		stored = libdeflate_zlib_compress(w->comp, raw, raw_len, body,
-		                                  bound);
-	if (stored > 0 && stored < raw_len) {
-		flags |= TK_CHUNK_DEFLATE;
-	} else {
-		memcpy(body, raw, raw_len);
-		stored = raw_len;
-	}
+	struct tkp_chunk_head head = {
+		.nev = w->nev, .t_min = w->t_min, .t_max = w->t_max,
+		.watermark = watermark,
+	};
 	if (w->nev > 0 && w->chunk_sorted)
-		flags |= TK_CHUNK_SORTED;
+		head.flags |= TK_CHUNK_SORTED;
 	if (w->grouped)
-		flags |= TK_CHUNK_GROUPED;
-	flags |= extra_flags;
-
-	if (flags & TK_CHUNK_END)
-		watermark = INT64_MAX; /* nothing follows in this trace */
-	memset(h, 0, TKP_CHUNK_HEADER_SIZE);
-	memcpy(h, TKP_CHUNK_MAGIC, 4);
-	tkp_le32(h + 4, TKP_CHUNK_HEADER_SIZE);
-	tkp_le32(h + 8, flags);
-	tkp_le32(h + 12, (uint32_t)stored);
-	tkp_le32(h + 16, (uint32_t)raw_len);
-	tkp_le32(h + 20, w->nev);
-	tkp_le64(h + 24, (uint64_t)(w->nev ? w->t_min : 0));
-	tkp_le64(h + 32, (uint64_t)(w->nev ? w->t_max : 0));
-	tkp_le64(h + 40, (uint64_t)watermark);
-	/* 48: reserved, zero */
-	uint32_t crc = tkp_crc32(0, h, 52);
-	crc = tkp_crc32(crc, body, stored);
-	tkp_le32(h + 52, crc);
-
-	size_t total = TKP_CHUNK_HEADER_SIZE + stored;
-	if (put(w, h, total) < 0)
-		return fail(w, TK_EIO, errno, "%s", strerror(errno));
-	w->offset += total;
+		head.flags |= TK_CHUNK_GROUPED;
+	head.flags |= extra_flags;
+	if (head.flags & TK_CHUNK_END)
+		head.watermark = watermark = INT64_MAX; /* nothing follows */
+	int e = tkp_sealer_seal(&w->sealer, buf, raw, raw_len, &head);
+	if (e)
+		return fail(w, TK_EIO, e, "%s", strerror(e));
 	w->sealed_watermark = watermark;
 	reset_chunk(w);
 	return TK_OK;
+}
+
+/* Every sealed chunk put, or the error of the one that failed. */
+static int
+wait_sealed(struct tk_writer *w)
+{
+	int e = tkp_sealer_wait(&w->sealer);
+	return e ? fail(w, TK_EIO, e, "%s", strerror(e)) : TK_OK;
 }
 
 static int
@@ -1449,7 +1431,8 @@ tk_writer_flush(struct tk_writer *w)
 		return TK_EINVAL;
 	if (check_open(w))
 		return w->err;
-	return seal_chunk(w, 0, 1);
+	int rc = seal_chunk(w, 0, 1);
+	return rc ? rc : wait_sealed(w);
 }
 
 TK_PUBLIC int
@@ -1460,6 +1443,12 @@ tk_writer_close(struct tk_writer *w)
 	int rc = w->err;
 	if (w->open && !rc)
 		rc = seal_chunk(w, TK_CHUNK_END, 0);
+	/* every chunk put before the descriptor closes, even after an error */
+	if (w->have_sealer) {
+		int e = tkp_sealer_wait(&w->sealer);
+		if (e && !rc)
+			rc = fail(w, TK_EIO, e, "%s", strerror(e));
+	}
 	w->open = 0;
 	if (w->own_fd && w->fd >= 0 && close(w->fd) < 0 && rc == TK_OK)
 		rc = fail(w, TK_EIO, errno, "%s", strerror(errno));
@@ -1493,7 +1482,10 @@ tkp_writer_set_sink(struct tk_writer *w,
 TK_PUBLIC uint64_t
 tk_writer_offset(const struct tk_writer *w)
 {
-	return w ? w->offset : 0;
+	if (!w)
+		return 0;
+	return w->header_bytes +
+	       (w->have_sealer ? tkp_sealer_bytes(&((struct tk_writer *)w)->sealer) : 0);
 }
 
 TK_PUBLIC uint64_t

@@ -362,6 +362,21 @@ processes() {
 	assert_eq "$stderr" "trace-merge: $D/no/such/dir.tkt: No such file or directory"
 }
 
+@test "TK_MERGE_THREADS=0: the same bytes on one thread" {
+	# inputs of several chunks, so that chunks are in flight while the
+	# merge goes on
+	X=$(synth_trace x.tkt -n 150000 --pid 201 --seed 5)
+	Y=$(synth_trace y.tkt -n 150000 --pid 202 --seed 6 --start $((S + 500)))
+	trace-merge -o "$D/threads.tkt" "$X" "$Y"
+	TK_MERGE_THREADS=0 trace-merge -o "$D/one.tkt" "$X" "$Y"
+	[ "$(trace-dump --info --json "$D/one.tkt" | jq .chunks)" -gt 4 ]
+	cmp "$D/threads.tkt" "$D/one.tkt"
+	[ "$(trace-dump --info --json "$D/one.tkt" | jq .events)" -eq \
+	  "$(trace-dump --info --json "$X" "$Y" | jq -s 'map(.events) | add')" ]
+	run -2 --separate-stderr bash -c "TK_MERGE_THREADS=0 trace-merge '$A' > /dev/full"
+	assert_eq "$stderr" "trace-merge: write error: No space left on device"
+}
+
 @test "--help and --version" {
 	run -0 trace-merge --help
 	assert_eq "${lines[0]}" "Usage: trace-merge [OPTIONS] [FILE...]"

@@ -6,7 +6,10 @@
  * arrays: the least work that turns several traces into one, with no
  * ordering, no deduplication and no reorder buffer.
  *
- *   readwrite [-o OUT] FILE...
+ *   readwrite [-t] [-o OUT] FILE...
+ *
+ * -t writes through a threaded writer (tk_writer_options.threads), as
+ * trace-merge does with a second core.
  */
 #include <getopt.h>
 
@@ -17,14 +20,18 @@ main(int argc, char **argv)
 {
 	cmd_init("readwrite");
 	const char *out = "-";
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
 	int c;
-	while ((c = getopt(argc, argv, "o:")) != -1) {
-		if (c != 'o')
-			cmd_die(2, "usage: readwrite [-o OUT] FILE...");
-		out = optarg;
+	while ((c = getopt(argc, argv, "o:t")) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 't')
+			wo.threads = 1;
+		else
+			cmd_die(2, "usage: readwrite [-t] [-o OUT] FILE...");
 	}
 	struct tk_writer *w = tk_writer_new();
-	if (!w || tk_writer_open_path(w, out, NULL))
+	if (!w || tk_writer_open_path(w, out, &wo))
 		cmd_die(2, "%s: %s", out, tk_writer_error(w));
 	struct copymaps maps = { 0 };
 	int status = 0;

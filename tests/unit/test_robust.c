@@ -745,6 +745,44 @@ TEST(writer_reports_output_errors)
 	tk_writer_free(w);
 }
 
+/* A threaded writer puts chunks on its own thread: a failed write is
+ * told at a later call, and at the latest by close. */
+TEST(threaded_writer_reports_output_errors)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	signal(SIGPIPE, SIG_IGN);
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.threads = 1;
+	o.chunk_bytes = 1024;
+	struct tk_writer *w = tk_writer_new();
+	CHECK_EQ_INT(tk_writer_open_fd(w, p[1], "pipe", &o), TK_OK);
+	close(p[0]); /* the reader leaves after the header */
+	struct tk_thread th = { 0, 1, "" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	int rc = TK_OK;
+	for (int i = 0; i < 10000 && rc == TK_OK; i++) {
+		struct tk_event e = { .kind = TK_MARK, .track = t, .ts = i, .name = "x" };
+		rc = tk_writer_event(w, &e);
+	}
+	CHECK_EQ_INT(rc, TK_EIO); /* many chunks: an event call hears of it */
+	CHECK_EQ_INT(tk_writer_errno(w), EPIPE);
+	CHECK_EQ_INT(tk_writer_close(w), TK_EIO);
+	close(p[1]);
+
+	/* one chunk only: close reports it */
+	CHECK(pipe(p) == 0);
+	CHECK_EQ_INT(tk_writer_open_fd(w, p[1], "pipe", &o), TK_OK);
+	close(p[0]);
+	t = tk_writer_thread(w, 0, &th);
+	struct tk_event e = { .kind = TK_MARK, .track = t, .ts = 1, .name = "x" };
+	CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK);
+	CHECK_EQ_INT(tk_writer_close(w), TK_EIO);
+	CHECK_EQ_INT(tk_writer_errno(w), EPIPE);
+	close(p[1]);
+	tk_writer_free(w);
+}
+
 TEST(reader_misuse)
 {
 	struct tk_reader *r = tk_reader_new();
@@ -773,6 +811,7 @@ main(void)
 	RUN(truncation_message);
 	RUN(every_bit_flip_detected);
 	RUN(concatenation);
+	RUN(threaded_writer_reports_output_errors);
 	RUN(concatenation_after_a_cut);
 	RUN(unknown_records_skipped);
 	RUN(columns_of_unknown_kinds);
