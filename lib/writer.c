@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The writer: events go into per-field columns; when a chunk is big
- * enough it is sealed (definitions first, then columns), compressed
- * whole with libdeflate into a zlib stream, checksummed and written.
- * The writer never seeks, so it works on pipes.
+ * enough it is sealed (definitions first, then columns) and handed to
+ * the sealer (sealer.c), which compresses it whole with libdeflate into
+ * a zlib stream, checksums and writes it.  The writer never seeks, so it
+ * works on pipes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include <libdeflate.h>
 
 #include "intern.h"
 #include "sealer.h"
