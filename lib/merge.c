@@ -542,41 +542,42 @@ remap_category(struct tk_merge *m, const struct tk_category *c)
 	return TK_OK;
 }
 
-/* Turn an event of `in` into one in output ids and output time. */
+/* Turn an event of `in`, in place, into one in output ids and output
+ * time, with no pointer left into the input's reader but args. */
 static int
-remap_event(struct tk_merge *m, struct input *in, const struct tk_event *src,
-            struct tk_event *dst)
+remap_event(struct tk_merge *m, struct input *in, struct tk_event *ev)
 {
-	*dst = *src;
-	dst->trk = NULL;
-	dst->name = NULL;
+	const char *name = ev->name;
+	ev->trk = NULL;
+	ev->name = NULL;
 	if (!in->raw) {
-		dst->track = map_get(in->tmap, in->tmap_cap, src->track);
-		dst->name_id = map_string(m, in, src->name_id, src->name);
-		if (src->name_id && !dst->name_id)
+		uint32_t name_id = ev->name_id;
+		ev->track = map_get(in->tmap, in->tmap_cap, ev->track);
+		ev->name_id = map_string(m, in, name_id, name);
+		if (name_id && !ev->name_id)
 			return out_fail(m);
-		unsigned kind = src->kind;
+		unsigned kind = ev->kind;
 		for (unsigned i = 0; i < m->nstr_attrs[kind]; i++) {
 			const struct tkp_attr *a = m->str_attrs[kind][i];
 			const char *s;
-			memcpy(&s, (const char *)src + a->str_off, sizeof(s));
-			uint32_t id = (uint32_t)tkp_field_get(src, a);
+			memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
+			uint32_t id = (uint32_t)tkp_field_get(ev, a);
 			uint32_t out = map_string(m, in, id, s);
 			if (id && !out)
 				return out_fail(m);
-			tkp_field_set(dst, a, out);
+			tkp_field_set(ev, a, out);
 			s = NULL;
-			memcpy((char *)dst + a->str_off, &s, sizeof(s));
+			memcpy((char *)ev + a->str_off, &s, sizeof(s));
 		}
 		/* the one attribute that names a track */
 		if (kind == TK_RANGE || kind == TK_ASYNC_RANGE || kind == TK_MARK)
-			dst->u.range.end_track = map_get(in->tmap, in->tmap_cap,
-			                                 src->u.range.end_track);
+			ev->u.range.end_track = map_get(in->tmap, in->tmap_cap,
+			                                ev->u.range.end_track);
 	}
 	if (in->offset) {
-		dst->ts = sat_add(src->ts, in->offset);
-		if (dst->ts > INT64_MAX - dst->dur)
-			dst->ts = INT64_MAX - dst->dur;
+		ev->ts = sat_add(ev->ts, in->offset);
+		if (ev->ts > INT64_MAX - ev->dur)
+			ev->ts = INT64_MAX - ev->dur;
 	}
 	return TK_OK;
 }
@@ -621,6 +622,31 @@ later_chunks(struct input *in, const struct tk_chunk_info *ci)
 	return later;
 }
 
+/* The last k events of the batch, just filled from the reader's chunk
+ * at hand: remapped, their args copied, their bounds set. */
+static int
+take_batch(struct tk_merge *m, struct input *in, uint32_t k)
+{
+	const struct tk_chunk_info *ci = tk_reader_chunk(in->r);
+	int sorted = (ci->flags & TK_CHUNK_SORTED) != 0;
+	int64_t t_min = shift(ci->t_min, in->offset);
+	int64_t later = later_chunks(in, ci);
+	for (unsigned i = in->n - k; i < in->n; i++) {
+		struct ahead *a = &in->buf[i];
+		int rc = remap_event(m, in, &a->ev);
+		if (rc)
+			return rc;
+		a->args_off = (uint32_t)in->args.len;
+		if (a->ev.args_len &&
+		    tkp_buf_put(&in->args, a->ev.args, a->ev.args_len) < 0)
+			return nomem(m);
+		/* a sorted chunk bounds the rest of itself by the event, an
+		 * unsorted one by its earliest begin */
+		in->future = a->future = min64(sorted ? a->ev.ts : t_min, later);
+	}
+	return TK_OK;
+}
+
 /* Read ahead: fill the input's batch with its next events.  Stops early
  * at the end of the input, or when a feed reader needs more bytes. */
 static int
@@ -631,6 +657,15 @@ refill(struct tk_merge *m, struct input *in)
 	in->pos = in->n = 0;
 	in->args.len = 0;
 	while (in->n < BATCH && !in->eof) {
+		/* the events of a decoded chunk straight into the batch */
+		uint32_t k = tkp_reader_take_events(in->r, &in->buf[in->n].ev,
+		                                    sizeof(struct ahead), BATCH - in->n);
+		if (k) {
+			in->n += k;
+			if ((rc = take_batch(m, in, k)))
+				return rc;
+			continue;
+		}
 		rc = tk_reader_next(in->r, &rec);
 		if (rc == TK_AGAIN) {
 			/* every event of the chunks read is out: the last chunk's
@@ -655,22 +690,11 @@ refill(struct tk_merge *m, struct input *in)
 			break;
 		}
 		switch (rec.type) {
-		case TK_REC_EVENT: {
-			const struct tk_event *e = rec.u.event;
-			struct ahead *a = &in->buf[in->n];
-			if ((rc = remap_event(m, in, e, &a->ev)))
+		case TK_REC_EVENT:
+			in->buf[in->n++].ev = *rec.u.event;
+			if ((rc = take_batch(m, in, 1)))
 				return rc;
-			a->args_off = (uint32_t)in->args.len;
-			if (e->args_len &&
-			    tkp_buf_put(&in->args, e->args, e->args_len) < 0)
-				return nomem(m);
-			const struct tk_chunk_info *ci = tk_reader_chunk(in->r);
-			int64_t rest = (ci->flags & TK_CHUNK_SORTED) ? a->ev.ts
-			               : shift(ci->t_min, in->offset);
-			in->future = a->future = min64(rest, later_chunks(in, ci));
-			in->n++;
 			break;
-		}
 		case TK_REC_SCOPE:
 			clear_maps(in);
 			in->scopes++;

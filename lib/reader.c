@@ -1747,9 +1747,8 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 /* ---- iteration ---------------------------------------------------------------------- */
 
 static inline void
-fill_event(struct tk_reader *r, uint32_t i)
+fill_event_at(struct tk_reader *r, uint32_t i, struct tk_event *ev)
 {
-	struct tk_event *ev = &r->ev;
 	unsigned k = r->kinds[i];
 	struct kind_cols *kc = &r->kc[k];
 	uint32_t j = r->grouped ? r->aux[i] : kc->pos++;
@@ -1776,6 +1775,12 @@ fill_event(struct tk_reader *r, uint32_t i)
 		w = b < size ? w : 0;
 		memcpy(dst + b, &w, 8);
 	}
+}
+
+static inline void
+fill_event(struct tk_reader *r, uint32_t i)
+{
+	fill_event_at(r, i, &r->ev);
 }
 
 /* Read what follows the current chunk: the next chunk, or a header.
@@ -1909,6 +1914,24 @@ tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 			return TK_OK;
 		}
 	}
+}
+
+uint32_t
+tkp_reader_take_events(struct tk_reader *r, void *out, size_t stride,
+                       uint32_t max)
+{
+	if (r->err || r->pending_pos < r->npending || r->ev_pos >= r->nev)
+		return 0;
+	if (r->attrs_pending && decode_attrs(r)) {
+		r->nev = 0; /* the error stays for tk_reader_next() */
+		return 0;
+	}
+	uint32_t k = 0;
+	while (k < max && r->ev_pos < r->nev && r->kinds[r->ev_pos] <= TK_KIND_MAX) {
+		fill_event_at(r, r->ev_pos++, (struct tk_event *)((char *)out + k * stride));
+		k++;
+	}
+	return k;
 }
 
 TK_PUBLIC int

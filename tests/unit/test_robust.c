@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "helpers.h"
+#include "reader_private.h"
 #include "tap.h"
 
 static void
@@ -408,6 +409,35 @@ TEST(columns_of_unknown_kinds)
 	CHECK(t && t->type == TK_TRACK_THREAD && t->u.thread.tid == 5);
 	CHECK_EQ_INT(tk_reader_next_columns(r, &c), TK_EOF);
 	CHECK_EQ_INT(tk_reader_skipped(r), 0);
+	tk_reader_free(r);
+}
+
+/* The merge's batch read stops at a kind it does not know, which
+ * tk_reader_next() then skips. */
+TEST(take_events_stops_at_unknown_kinds)
+{
+	struct bytes b = { .n = 0 };
+	file_header(&b, 1, 9, 44, 0);
+	future_chunk(&b, 0x10000);
+	end_chunk(&b);
+	struct tk_reader *r = tk_reader_new();
+	CHECK_EQ_INT(tk_reader_open_mem(r, b.p, b.n, "future"), TK_OK);
+	struct tk_event batch[4];
+	int kernels = 0, rc = TK_OK;
+	while (rc == TK_OK) {
+		uint32_t k = tkp_reader_take_events(r, batch, sizeof(batch[0]), 4);
+		for (uint32_t j = 0; j < k; j++)
+			kernels += batch[j].kind == TK_KERNEL;
+		if (k)
+			continue;
+		struct tk_record rec;
+		rc = tk_reader_next(r, &rec);
+		if (rc == TK_OK && rec.type == TK_REC_EVENT)
+			kernels += rec.u.event->kind == TK_KERNEL;
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(kernels, 2);
+	CHECK_EQ_INT(tk_reader_skipped(r), 1);
 	tk_reader_free(r);
 }
 
@@ -815,6 +845,7 @@ main(void)
 	RUN(concatenation_after_a_cut);
 	RUN(unknown_records_skipped);
 	RUN(columns_of_unknown_kinds);
+	RUN(take_events_stops_at_unknown_kinds);
 	RUN(bad_attribute_column);
 	RUN(grouped_chunk_in_time_order);
 	RUN(bad_groups_column);

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "helpers.h"
+#include "reader_private.h"
 #include "tap.h"
 
 #define NAMES 40
@@ -452,6 +453,52 @@ TEST(threaded_writer_same_bytes)
 	mem_free(&two);
 }
 
+/* The merge's batch read (tkp_reader_take_events) gives the events
+ * tk_reader_next() gives, across chunks and definitions. */
+TEST(take_events_in_batches)
+{
+	static struct tk_event events[EVENTS];
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.chunk_bytes = 2048;
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, &o);
+	struct tracks t = define_all(w);
+	for (int i = 0; i < EVENTS; i++) {
+		random_event(&events[i], &t);
+		CHECK_EQ_INT(tk_writer_event(w, &events[i]), TK_OK);
+		if (i % 1000 == 999) { /* definitions between events */
+			char name[32];
+			snprintf(name, sizeof(name), "thread %d", i);
+			struct tk_thread th = { t.proc[0], 5000 + i, name };
+			CHECK(tk_writer_thread(w, 0, &th) != 0);
+		}
+	}
+	mem_finish(&m, 1);
+
+	struct tk_reader *r = tk_reader_new();
+	CHECK_EQ_INT(tk_reader_open_mem(r, m.buf, m.len, "mem"), TK_OK);
+	static struct tk_event batch[7];
+	int n = 0, mismatches = 0, batches = 0, rc = TK_OK;
+	while (rc == TK_OK) {
+		uint32_t k = tkp_reader_take_events(r, batch, sizeof(batch[0]), 7);
+		batches += k > 0;
+		for (uint32_t j = 0; j < k; j++, n++)
+			mismatches += n >= EVENTS || !same_event(&events[n], &batch[j]);
+		if (k)
+			continue;
+		struct tk_record rec;
+		rc = tk_reader_next(r, &rec);
+		if (rc == TK_OK && rec.type == TK_REC_EVENT)
+			mismatches += n >= EVENTS || !same_event(&events[n++], rec.u.event);
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(n, EVENTS);
+	CHECK_EQ_INT(mismatches, 0);
+	CHECK(batches > EVENTS / 7 / 2); /* most came in batches */
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
 /* A flush of a threaded writer returns once the bytes are out: what was
  * written before it reads back while the writer is still open. */
 TEST(threaded_writer_flush)
@@ -748,6 +795,7 @@ main(void)
 	RUN(roundtrip_threaded_stored);
 	RUN(threaded_writer_same_bytes);
 	RUN(threaded_writer_flush);
+	RUN(take_events_in_batches);
 	RUN(sorted_writer);
 	RUN(many_definitions);
 	RUN(string_ids);
