@@ -15,6 +15,7 @@
 
 #include <libdeflate.h>
 
+#include "args_template.h"
 #include "intern.h"
 #include "reader_private.h"
 #include "tk_private.h"
@@ -60,6 +61,7 @@ struct kind_cols {
 	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
+	struct tkp_buf args_text;  /* args rebuilt from templates */
 };
 
 struct tk_reader {
@@ -140,6 +142,7 @@ struct tk_reader {
 	int64_t *pred;           /* per track: the next begin time's prediction */
 	uint32_t pred_cap;       /* of pred, dprev and tgroup */
 	uint64_t *dprev;         /* per track, for D columns */
+	struct tkp_args_decoder args_dec;
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 
 	struct tk_event ev;
@@ -264,7 +267,9 @@ tk_reader_free(struct tk_reader *r)
 		free(r->kc[k].scratch);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
+		tkp_buf_free(&r->kc[k].args_text);
 	}
+	tkp_args_decoder_free(&r->args_dec);
 	free(r->stream_track);
 	free(r->pred);
 	free(r->dprev);
@@ -1405,6 +1410,34 @@ decode_args(struct tk_reader *r, const struct colloc *c, struct kind_cols *k)
 	return TK_OK;
 }
 
+/* Args stored as templates and numbers (args_template.h). */
+static int
+decode_args_templated(struct tk_reader *r, const struct colloc *cols,
+                      struct kind_cols *k)
+{
+	static const uint8_t none[1];
+	uint64_t *ids = k->scratch;
+	const struct colloc *ic = &cols[TKP_ATTR_ARGS_TEMPLATE];
+	if (ic->present) {
+		int rc = decode_column(r, ic, k->count, ids);
+		if (rc)
+			return rc;
+	} else {
+		memset(ids, 0, k->count * sizeof(*ids));
+	}
+	const struct colloc *tc = &cols[TKP_ATTR_ARGS_TEMPLATES];
+	const struct colloc *nc = &cols[TKP_ATTR_ARGS_NUMBERS];
+	int out_of_memory;
+	const char *why = tkp_args_decode(&r->args_dec, tc->present ? tc->p : none,
+	                                  tc->len, ids, k->count,
+	                                  nc->present ? nc->p : none, nc->len,
+	                                  &k->args_text, k->args, k->args_len,
+	                                  &out_of_memory);
+	if (why)
+		return out_of_memory ? nomem(r) : corrupt(r, why);
+	return TK_OK;
+}
+
 /* Decode the attribute columns of kind k into its structs. */
 static int
 decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
@@ -1428,6 +1461,11 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 		}
 	}
 	const struct colloc *ac = &cols[TKP_ATTR_ARGS];
+	if (cols[TKP_ATTR_ARGS_TEMPLATES].present ||
+	    cols[TKP_ATTR_ARGS_TEMPLATE].present ||
+	    cols[TKP_ATTR_ARGS_NUMBERS].present)
+		return ac->present ? corrupt(r, "args stored twice")
+		                   : decode_args_templated(r, cols, k);
 	if (ac->present)
 		return decode_args(r, ac, k);
 	memset(k->args, 0, k->count * sizeof(*k->args));

@@ -29,7 +29,7 @@
  * to decode the chunk, the high 16 bits may be ignored. */
 #define TKP_CHUNK_INCOMPAT_MASK 0xffffu
 #define TKP_CHUNK_KNOWN (TK_CHUNK_DEFLATE | TK_CHUNK_SORTED | TK_CHUNK_END | \
-                         TK_CHUNK_GROUPED)
+                         TK_CHUNK_GROUPED | TK_CHUNK_ARGS_TEMPLATES)
 
 /* Definition record types. */
 enum {
@@ -54,6 +54,10 @@ enum {
 	TKP_COL_GROUPS = 6, /* grouped chunks: each track's group */
 };
 #define TKP_ATTR_ARGS 63u   /* every kind: JSON object text */
+/* or the same as templates and numbers (args_template.h) */
+#define TKP_ATTR_ARGS_TEMPLATES 60u
+#define TKP_ATTR_ARGS_TEMPLATE 61u
+#define TKP_ATTR_ARGS_NUMBERS 62u
 #define TKP_ATTR_MAX 63u
 
 /* Ids are dense; these bound what a reader accepts from one stream. */

@@ -424,6 +424,9 @@ struct tk_chunk_info {
 #define TK_CHUNK_GROUPED 0x8u  /* events of several processes, stored
                                   grouped by process (the reader gives
                                   them back in order) */
+#define TK_CHUNK_ARGS_TEMPLATES 0x10u /* args stored as templates and
+                                  numbers (the reader gives them back
+                                  as they were) */
 
 /* New reader; NULL only when out of memory. */
 TK_PUBLIC struct tk_reader *tk_reader_new(void);

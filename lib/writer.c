@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "args_template.h"
 #include "intern.h"
 #include "sealer.h"
 #include "tk_private.h"
@@ -107,6 +108,11 @@ struct tk_writer {
 	int64_t last_ts;         /* sorted writers: last begin written */
 	struct tkp_buf payload;
 	struct tkp_buf scratch;
+
+	/* args as templates and numbers (see put_args) */
+	struct tkp_args_encoder args_enc;
+	struct tkp_buf args_templates, args_numbers;
+	int args_templated;      /* some kind's are, in this chunk */
 
 	/* a chunk of several processes, stored grouped (see plan_groups) */
 	int grouped;
@@ -232,6 +238,9 @@ tk_writer_free(struct tk_writer *w)
 	free(w->dprev);
 	free(w->dprev_gen);
 	tkp_buf_free(&w->payload);
+	tkp_args_encoder_free(&w->args_enc);
+	tkp_buf_free(&w->args_templates);
+	tkp_buf_free(&w->args_numbers);
 	tkp_buf_free(&w->scratch);
 	free(w);
 }
@@ -255,6 +264,7 @@ reset_chunk(struct tk_writer *w)
 	}
 	w->nev = 0;
 	w->grouped = 0;
+	w->args_templated = 0;
 	w->raw_bytes = 0;
 	w->t_min = INT64_MAX;
 	w->t_max = INT64_MIN;
@@ -1248,6 +1258,34 @@ permute_args(struct tk_writer *w, const struct per_kind *pk, uint32_t n,
 	return TK_OK;
 }
 
+/* A kind's args (a B column of n), as templates and numbers when they
+ * can be, else as they are.  ids: room for n values. */
+static int
+put_args(struct tk_writer *w, struct tkp_buf *cb, unsigned kind,
+         const struct tkp_buf *args, uint32_t n, uint64_t *ids)
+{
+	int t = tkp_args_encode(&w->args_enc, args->p, args->len, n,
+	                        &w->args_templates, ids, &w->args_numbers);
+	if (t < 0)
+		return nomem(w);
+	if (!t)
+		return put_bytes_column(cb, kind, TKP_ATTR_ARGS, args->p,
+		                        args->len) < 0 ? nomem(w) : TK_OK;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t j = 1; j < n; j++) {
+		lo = ids[j] < lo ? ids[j] : lo;
+		hi = ids[j] > hi ? ids[j] : hi;
+	}
+	if (put_bytes_column(cb, kind, TKP_ATTR_ARGS_TEMPLATES, w->args_templates.p,
+	                     w->args_templates.len) < 0 ||
+	    put_planes(cb, kind, TKP_ATTR_ARGS_TEMPLATE, ids, n, lo, hi) < 0 ||
+	    put_bytes_column(cb, kind, TKP_ATTR_ARGS_NUMBERS, w->args_numbers.p,
+	                     w->args_numbers.len) < 0)
+		return nomem(w);
+	w->args_templated = 1;
+	return TK_OK;
+}
+
 /* The chunk's payload, in *raw, which lies in *buf: the encoded columns
  * are built in w->columns after room for the definitions, which are then
  * put in front of them if they fit, so that the columns need not be
@@ -1343,8 +1381,9 @@ build_payload(struct tk_writer *w, struct tkp_buf **buf, const uint8_t **raw,
 					return rc;
 				args = &w->permuted;
 			}
-			if (put_bytes_column(cb, k, TKP_ATTR_ARGS, args->p, args->len) < 0)
-				return nomem(w);
+			int rc = put_args(w, cb, k, args, n, pk->scratch);
+			if (rc)
+				return rc;
 		}
 	}
 	uint8_t len_varint[TKP_VARINT_MAX];
@@ -1398,6 +1437,8 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 		head.flags |= TK_CHUNK_SORTED;
 	if (w->grouped)
 		head.flags |= TK_CHUNK_GROUPED;
+	if (w->args_templated)
+		head.flags |= TK_CHUNK_ARGS_TEMPLATES;
 	head.flags |= extra_flags;
 	if (head.flags & TK_CHUNK_END)
 		head.watermark = watermark = INT64_MAX; /* nothing follows */

@@ -496,6 +496,112 @@ TEST(bad_attribute_column)
 
 static int open_bytes(const struct bytes *b, char *msg, size_t n);
 
+/* Two kernels whose args are stored as templates by the spec: the
+ * template list, each event's template and the numbers as given; with
+ * `also_b`, an args column of encoding B as well. */
+static void
+args_chunk(struct bytes *out, const char *const *templates,
+           const uint64_t *ids, const uint64_t *nums, int nnums, int also_b)
+{
+	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
+	putv(&rec, 1); put(&rec, "k", 1);                      /* string 1 */
+	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
+	rec.n = 0; putv(&rec, 1); putv(&rec, 0); putv(&rec, zz(5)); putv(&rec, 1);
+	putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n); /* thread 1 */
+	putv(&pl, defs.n);
+	put(&pl, defs.p, defs.n);
+	col.n = 0; put8(&col, TK_KERNEL); put8(&col, TK_KERNEL);
+	column(&pl, 0, 1, &col);
+	uint64_t tracks[] = { 1, 1 }, ts[] = { zz(100), zz(3) }, dur[] = { 2, 2 };
+	uint64_t names[] = { 1, 1 };
+	planes(&col, tracks, 2);
+	column(&pl, 0, 2, &col);
+	planes(&col, ts, 2);
+	column(&pl, 0, 3, &col);
+	planes(&col, dur, 2);
+	column(&pl, 0, 4, &col);
+	planes(&col, names, 2);
+	column(&pl, 0, 5, &col);
+	col.n = 0;
+	for (const char *const *t = templates; *t; t++) {
+		/* '#' stands for the place byte 0 */
+		size_t len = strlen(*t);
+		putv(&col, len);
+		for (size_t i = 0; i < len; i++)
+			put8(&col, (*t)[i] == '#' ? 0 : (unsigned char)(*t)[i]);
+	}
+	column(&pl, TK_KERNEL, 60, &col);
+	planes(&col, ids, 2);
+	column(&pl, TK_KERNEL, 61, &col);
+	col.n = 0;
+	for (int i = 0; i < nnums; i++)
+		putv(&col, nums[i]);
+	column(&pl, TK_KERNEL, 62, &col);
+	if (also_b) {
+		col.n = 0;
+		putv(&col, 2); put(&col, "{}", 2);
+		putv(&col, 0);
+		column(&pl, TK_KERNEL, 63, &col);
+	}
+	chunk(out, TK_CHUNK_ARGS_TEMPLATES, 2, &pl);
+}
+
+/* The args of args_chunk()'s two events, or the reader's error. */
+static void
+read_args(const char *const *templates, const uint64_t *ids,
+          const uint64_t *nums, int nnums, int also_b, char *got, size_t size)
+{
+	struct bytes b = { .n = 0 };
+	file_header(&b, 1, 0, 36, 0);
+	args_chunk(&b, templates, ids, nums, nnums, also_b);
+	end_chunk(&b);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	int rc = tk_reader_open_mem(r, b.p, b.n, "args");
+	got[0] = 0;
+	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK)
+		snprintf(got + strlen(got), size - strlen(got), "[%.*s]",
+		         (int)e->args_len, e->args ? e->args : "");
+	if (rc != TK_EOF)
+		snprintf(got, size, "%s", tk_reader_error(r));
+	tk_reader_free(r);
+}
+
+TEST(args_templates_by_the_spec)
+{
+	char got[512];
+	const char *const one[] = { "{\"id\":#,\"n\":#}", NULL };
+	const char *const two[] = { "x#", "#y#", NULL };
+	uint64_t both[] = { 1, 1 }, first[] = { 1, 0 }, second[] = { 2, 1 };
+	uint64_t nums[] = { zz(7), zz(3), zz(1), zz(0) };
+	read_args(one, both, nums, 4, 0, got, sizeof(got));
+	CHECK_STR(got, "[{\"id\":7,\"n\":3}][{\"id\":8,\"n\":3}]");
+	read_args(one, first, nums, 2, 0, got, sizeof(got));
+	CHECK_STR(got, "[{\"id\":7,\"n\":3}][]");
+	/* places count within each event: the number of "x#" follows the
+	 * first of "#y#" */
+	uint64_t places[] = { zz(10), zz(5), zz(12) };
+	read_args(two, second, places, 3, 0, got, sizeof(got));
+	CHECK_STR(got, "[10y5][x22]");
+
+	read_args(one, second, nums, 4, 0, got, sizeof(got));
+	CHECK_STR(got, "corrupt chunk at byte 36 (bad args template)");
+	read_args(one, both, nums, 3, 0, got, sizeof(got));
+	CHECK_STR(got, "corrupt chunk at byte 36 (bad args numbers)");
+	uint64_t more[] = { zz(7), zz(3), zz(1), zz(0), zz(1) };
+	read_args(one, both, more, 5, 0, got, sizeof(got));
+	CHECK_STR(got, "corrupt chunk at byte 36 (long column)");
+	uint64_t big[] = { zz(999999999999999999), zz(0), zz(1), zz(0) };
+	read_args(one, both, big, 4, 0, got, sizeof(got));
+	CHECK_STR(got, "corrupt chunk at byte 36 (args number out of range)");
+	uint64_t max[] = { zz(999999999999999999), zz(0), zz(0), zz(0) };
+	read_args(one, both, max, 4, 0, got, sizeof(got));
+	CHECK_STR(got, "[{\"id\":999999999999999999,\"n\":0}]"
+	               "[{\"id\":999999999999999999,\"n\":0}]");
+	read_args(one, both, nums, 4, 1, got, sizeof(got));
+	CHECK_STR(got, "corrupt chunk at byte 36 (args stored twice)");
+}
+
 /* A GROUPED chunk by the spec: four events on tracks 1, 2, 1, 2 (in
  * time order) of two groups, stored 0, 2 | 1, 3.  `groups` is the
  * GROUPS column's pairs after their count; begin times are predicted
@@ -660,7 +766,7 @@ TEST(versions_and_features)
 
 	b.n = 0;
 	file_header(&b, 1, 0, 36, 0);
-	future_chunk(&b, 0x10); /* unknown incompatible chunk flag */
+	future_chunk(&b, 0x20); /* unknown incompatible chunk flag */
 	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_EVERSION);
 	CHECK(strstr(msg, "at byte 36") != NULL);
 
@@ -847,6 +953,7 @@ main(void)
 	RUN(columns_of_unknown_kinds);
 	RUN(take_events_stops_at_unknown_kinds);
 	RUN(bad_attribute_column);
+	RUN(args_templates_by_the_spec);
 	RUN(grouped_chunk_in_time_order);
 	RUN(bad_groups_column);
 	RUN(versions_and_features);

@@ -104,6 +104,38 @@ rnd_value(void)
 
 static uint32_t rnd_u32(void) { return (uint32_t)rnd_value(); }
 
+/* Args text of random bytes, rich in what the args templates must
+ * give back as they were: numbers, runs with leading zeros, runs too
+ * long for a number, the largest number, bytes 0 and 255.  In `pool`,
+ * which lives as long as the test. */
+#define ARGS_POOL 64
+static struct { char text[64]; uint32_t len; } args_pool[ARGS_POOL];
+
+static void
+fill_args_pool(void)
+{
+	static const char *const pieces[] = {
+		"{\"External id\":", "1", "42", "0", "007", "00",
+		"999999999999999999", "1000000000000000000", "12345678901234567890123",
+		",\"x\":[", "]", "}", "-", ".", "e5", "\xff", "a",
+	};
+	const size_t npieces = sizeof(pieces) / sizeof(pieces[0]);
+	for (int i = 0; i < ARGS_POOL; i++) {
+		uint32_t len = 0;
+		while (len < 40) {
+			const char *pc = pieces[rnd_below(npieces)];
+			size_t n = strlen(pc);
+			if (len + n > sizeof(args_pool[i].text))
+				break;
+			memcpy(args_pool[i].text + len, pc, n);
+			len += (uint32_t)n;
+		}
+		if (i % 16 == 15) /* a byte 0: stored as is, not templated */
+			args_pool[i].text[rnd_below(len)] = 0;
+		args_pool[i].len = len;
+	}
+}
+
 static void
 random_event(struct tk_event *e, const struct tracks *t)
 {
@@ -125,6 +157,13 @@ random_event(struct tk_event *e, const struct tracks *t)
 		static const char *args[] = { "{\"a\":1}", "{\"External id\":123,\"x\":[1,2]}", "{}" };
 		e->args = args[rnd_below(3)];
 		e->args_len = (uint32_t)strlen(e->args);
+	} else if (rnd_below(4) == 0) {
+		unsigned i = (unsigned)rnd_below(ARGS_POOL);
+		/* no byte 0 in most chunks: a rare pick of those */
+		if (i % 16 == 15 && rnd_below(64))
+			i--;
+		e->args = args_pool[i].text;
+		e->args_len = args_pool[i].len;
 	}
 	switch (e->kind) {
 	case TK_RANGE: case TK_ASYNC_RANGE: case TK_MARK:
@@ -371,11 +410,12 @@ roundtrip(int level, uint32_t chunk_bytes, int threads)
 	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
 	struct tk_record rec;
 	int rc, i = 0, mismatches = 0, tracks = 0, devices = 0, metas = 0, cats = 0;
-	int grouped = 0;
+	int grouped = 0, templated = 0;
 	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
 		switch (rec.type) {
 		case TK_REC_EVENT:
 			grouped += (tk_reader_chunk(r)->flags & TK_CHUNK_GROUPED) != 0;
+			templated += (tk_reader_chunk(r)->flags & TK_CHUNK_ARGS_TEMPLATES) != 0;
 			if (i < EVENTS && !same_event(&events[i], rec.u.event)) {
 				if (mismatches++ < 3)
 					fprintf(stderr, "# event %d (%s) differs\n", i,
@@ -402,6 +442,8 @@ roundtrip(int level, uint32_t chunk_bytes, int threads)
 	CHECK_EQ_INT(mismatches, 0);
 	/* events of two processes interleave: the chunks are stored grouped */
 	CHECK(grouped > EVENTS / 2);
+	/* args are stored as templates, except with a byte 0 */
+	CHECK(templated > EVENTS / 2);
 	CHECK_EQ_INT(tracks, 2 + 3 + 3 + 2 + 1); /* + the rename */
 	CHECK_EQ_INT(devices, 2);
 	CHECK_EQ_INT(metas, 3);
@@ -787,6 +829,7 @@ int
 main(void)
 {
 	make_names();
+	fill_args_pool();
 	RUN(roundtrip_default);
 	RUN(roundtrip_stored);
 	RUN(roundtrip_small_chunks_level1);
