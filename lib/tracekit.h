@@ -34,7 +34,7 @@ extern "C" {
 
 #define TK_VERSION "0.1.0"
 #define TK_FORMAT_MAJOR 1
-#define TK_FORMAT_MINOR 0
+#define TK_FORMAT_MINOR 1
 
 /* Library version, e.g. "0.1.0". */
 TK_PUBLIC const char *tk_version(void);

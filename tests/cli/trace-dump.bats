@@ -68,7 +68,7 @@ assert any("," in r[3] for r in rows[1:])
 
 @test "--info summarises header, definitions and counts" {
 	run -0 trace-dump --info "$T"
-	[[ "$output" == *"tracekit format 1.0"* ]]
+	[[ "$output" == *"tracekit format 1.1"* ]]
 	[[ "$output" == *"device 1: GPU 0 NVIDIA H100 80GB HBM3"* ]]
 	[[ "$output" == *"meta command = python3 train.py"* ]]
 	kernels=$(trace-dump -k kernel "$T" | wc -l)
