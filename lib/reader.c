@@ -1481,9 +1481,11 @@ static int
 plan_order(struct tk_reader *r, const struct colloc *gc)
 {
 	uint32_t n = r->nev;
+	if (!gc->present)
+		return corrupt(r, "bad groups column");
 	const uint8_t *p = gc->p, *end = gc->p + gc->len;
 	uint64_t m;
-	if (!gc->present || tkp_varint_get(&p, end, &m) < 0 || m == 0 || m > n)
+	if (tkp_varint_get(&p, end, &m) < 0 || m == 0 || m > n)
 		return corrupt(r, "bad groups column");
 	/* each listed track's group; a track listed twice or a group
 	 * beyond the list's length is an error */

@@ -602,6 +602,8 @@ TEST(args_templates_by_the_spec)
 	CHECK_STR(got, "corrupt chunk at byte 36 (args stored twice)");
 }
 
+#define NO_GROUPS_COLUMN 0xffffffffu /* npairs: leave the column out */
+
 /* A GROUPED chunk by the spec: four events on tracks 1, 2, 1, 2 (in
  * time order) of two groups, stored 0, 2 | 1, 3.  `groups` is the
  * GROUPS column's pairs after their count; begin times are predicted
@@ -640,11 +642,13 @@ grouped_chunk(struct bytes *out, const uint64_t *groups, unsigned npairs)
 	uint64_t names[] = { 1, 1, 2, 2 };
 	planes(&col, names, 4);
 	column(&pl, 0, 5, &col);
-	col.n = 0;
-	putv(&col, npairs);
-	for (unsigned i = 0; i < 2 * npairs; i++)
-		putv(&col, groups[i]);
-	column(&pl, 0, 6, &col);
+	if (npairs != NO_GROUPS_COLUMN) {
+		col.n = 0;
+		putv(&col, npairs);
+		for (unsigned i = 0; i < 2 * npairs; i++)
+			putv(&col, groups[i]);
+		column(&pl, 0, 6, &col);
+	}
 	uint64_t corr[] = { zz(10), zz(1), zz(20), zz(2) };    /* D per track */
 	planes(&col, corr, 4);
 	column(&pl, TK_API, 3, &col);
@@ -735,6 +739,10 @@ TEST(bad_groups_column)
 	/* an empty list */
 	struct bytes b;
 	grouped_trace(&b, NULL, 0);
+	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_ECORRUPT);
+	CHECK_STR(msg, "corrupt chunk at byte 36 (bad groups column)");
+	/* none at all (found by fuzzing: no pointer arithmetic on it) */
+	grouped_trace(&b, NULL, NO_GROUPS_COLUMN);
 	CHECK_EQ_INT(open_bytes(&b, msg, sizeof(msg)), TK_ECORRUPT);
 	CHECK_STR(msg, "corrupt chunk at byte 36 (bad groups column)");
 }
