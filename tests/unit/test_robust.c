@@ -441,29 +441,40 @@ TEST(take_events_stops_at_unknown_kinds)
 	tk_reader_free(r);
 }
 
-/* Two kernels whose correlation column is one value too long. */
+/* The payload of a chunk of two kernels named "k" on thread 1, at 100
+ * and 103, up to their kind's columns. */
 static void
-bad_attribute_chunk(struct bytes *out)
+two_kernels(struct bytes *pl)
 {
-	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
+	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, col = { .n = 0 };
 	putv(&rec, 1); put(&rec, "k", 1);                      /* string 1 */
 	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
 	rec.n = 0; putv(&rec, 1); putv(&rec, 0); putv(&rec, zz(5)); putv(&rec, 1);
 	putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n); /* thread 1 */
-	putv(&pl, defs.n);
-	put(&pl, defs.p, defs.n);
-	col.n = 0; put8(&col, TK_KERNEL); put8(&col, TK_KERNEL);
-	column(&pl, 0, 1, &col);
+	pl->n = 0;
+	putv(pl, defs.n);
+	put(pl, defs.p, defs.n);
+	put8(&col, TK_KERNEL); put8(&col, TK_KERNEL);
+	column(pl, 0, 1, &col);
 	uint64_t tracks[] = { 1, 1 }, ts[] = { zz(100), zz(3) }, dur[] = { 2, 2 };
-	uint64_t names[] = { 1, 1 }, corr[] = { zz(1), zz(5), zz(9) };
+	uint64_t names[] = { 1, 1 };
 	planes(&col, tracks, 2);
-	column(&pl, 0, 2, &col);
+	column(pl, 0, 2, &col);
 	planes(&col, ts, 2);
-	column(&pl, 0, 3, &col);
+	column(pl, 0, 3, &col);
 	planes(&col, dur, 2);
-	column(&pl, 0, 4, &col);
+	column(pl, 0, 4, &col);
 	planes(&col, names, 2);
-	column(&pl, 0, 5, &col);
+	column(pl, 0, 5, &col);
+}
+
+/* Two kernels whose correlation column is one value too long. */
+static void
+bad_attribute_chunk(struct bytes *out)
+{
+	struct bytes pl, col;
+	two_kernels(&pl);
+	uint64_t corr[] = { zz(1), zz(5), zz(9) };
 	planes(&col, corr, 3);
 	column(&pl, TK_KERNEL, 1, &col);
 	chunk(out, 0, 2, &pl);
@@ -503,26 +514,8 @@ static void
 args_chunk(struct bytes *out, const char *const *templates,
            const uint64_t *ids, const uint64_t *nums, int nnums, int also_b)
 {
-	struct bytes defs = { .n = 0 }, rec = { .n = 0 }, pl = { .n = 0 }, col;
-	putv(&rec, 1); put(&rec, "k", 1);                      /* string 1 */
-	putv(&defs, 1); putv(&defs, rec.n); put(&defs, rec.p, rec.n);
-	rec.n = 0; putv(&rec, 1); putv(&rec, 0); putv(&rec, zz(5)); putv(&rec, 1);
-	putv(&defs, 3); putv(&defs, rec.n); put(&defs, rec.p, rec.n); /* thread 1 */
-	putv(&pl, defs.n);
-	put(&pl, defs.p, defs.n);
-	col.n = 0; put8(&col, TK_KERNEL); put8(&col, TK_KERNEL);
-	column(&pl, 0, 1, &col);
-	uint64_t tracks[] = { 1, 1 }, ts[] = { zz(100), zz(3) }, dur[] = { 2, 2 };
-	uint64_t names[] = { 1, 1 };
-	planes(&col, tracks, 2);
-	column(&pl, 0, 2, &col);
-	planes(&col, ts, 2);
-	column(&pl, 0, 3, &col);
-	planes(&col, dur, 2);
-	column(&pl, 0, 4, &col);
-	planes(&col, names, 2);
-	column(&pl, 0, 5, &col);
-	col.n = 0;
+	struct bytes pl, col = { .n = 0 };
+	two_kernels(&pl);
 	for (const char *const *t = templates; *t; t++) {
 		/* '#' stands for the place byte 0 */
 		size_t len = strlen(*t);
