@@ -142,8 +142,8 @@ struct tk_reader {
 	int64_t *pred;           /* per track: the next begin time's prediction */
 	uint32_t pred_cap;       /* of pred, dprev and tgroup */
 	uint64_t *dprev;         /* per track, for D columns */
-	struct tkp_args_decoder args_dec;
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
+	struct tkp_args_decoder args_dec; /* args stored as templates */
 
 	struct tk_event ev;
 };

@@ -198,7 +198,7 @@ tkp_sealer_free(struct tkp_sealer *s)
 	}
 	if (s->comp)
 		libdeflate_free_compressor(s->comp);
-	s->comp = NULL;
 	tkp_buf_free(&s->out);
 	tkp_buf_free(&s->held);
+	memset(s, 0, sizeof(*s)); /* idle again */
 }

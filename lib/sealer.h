@@ -25,6 +25,7 @@ struct tkp_chunk_head {
 /* Where the framed bytes go: 0, or -1 with errno set. */
 typedef int (*tkp_put_fn)(void *arg, const void *p, size_t n);
 
+/* A zeroed sealer is an idle one: wait, bytes and free work on it. */
 struct tkp_sealer {
 	struct libdeflate_compressor *comp; /* NULL: chunks are stored */
 	struct tkp_buf out;      /* the framed chunk */

@@ -69,8 +69,7 @@ struct tk_writer {
 	char errmsg[256];
 	uint64_t header_bytes;   /* put before the chunks: the header */
 	uint64_t events;
-	struct tkp_sealer sealer;
-	int have_sealer;
+	struct tkp_sealer sealer; /* zeroed (idle) until the first open */
 
 	struct tkp_intern strings;
 	struct tkp_intern configs;
@@ -202,8 +201,7 @@ tk_writer_free(struct tk_writer *w)
 	if (!w)
 		return;
 	/* the sealer first: its thread may still be putting a chunk */
-	if (w->have_sealer)
-		tkp_sealer_free(&w->sealer);
+	tkp_sealer_free(&w->sealer);
 	close_fd(w);
 	free(w->name);
 	tkp_intern_free(&w->strings);
@@ -323,12 +321,9 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 		w->opt.chunk_bytes = 1024;
 	if (w->opt.chunk_bytes > TKP_CHUNK_RAW_MAX / 4)
 		w->opt.chunk_bytes = TKP_CHUNK_RAW_MAX / 4;
-	if (w->have_sealer)
-		tkp_sealer_free(&w->sealer);
-	w->have_sealer = 0;
+	tkp_sealer_free(&w->sealer);
 	if (tkp_sealer_init(&w->sealer, w->opt.level, w->opt.threads > 0, put, w))
 		return nomem(w);
-	w->have_sealer = 1;
 	w->fd = fd;
 	w->sink = NULL;
 	w->sink_arg = NULL;
@@ -1484,11 +1479,9 @@ tk_writer_close(struct tk_writer *w)
 	if (w->open && !rc)
 		rc = seal_chunk(w, TK_CHUNK_END, 0);
 	/* every chunk put before the descriptor closes, even after an error */
-	if (w->have_sealer) {
-		int e = tkp_sealer_wait(&w->sealer);
-		if (e && !rc)
-			rc = fail(w, TK_EIO, e, "%s", strerror(e));
-	}
+	int e = tkp_sealer_wait(&w->sealer);
+	if (e && !rc)
+		rc = fail(w, TK_EIO, e, "%s", strerror(e));
 	w->open = 0;
 	if (w->own_fd && w->fd >= 0 && close(w->fd) < 0 && rc == TK_OK)
 		rc = fail(w, TK_EIO, errno, "%s", strerror(errno));
@@ -1525,7 +1518,7 @@ tk_writer_offset(const struct tk_writer *w)
 	if (!w)
 		return 0;
 	return w->header_bytes +
-	       (w->have_sealer ? tkp_sealer_bytes(&((struct tk_writer *)w)->sealer) : 0);
+	       tkp_sealer_bytes(&((struct tk_writer *)w)->sealer);
 }
 
 TK_PUBLIC uint64_t
