@@ -559,15 +559,13 @@ remap_event(struct tk_merge *m, struct input *in, struct tk_event *ev)
 		unsigned kind = ev->kind;
 		for (unsigned i = 0; i < m->nstr_attrs[kind]; i++) {
 			const struct tkp_attr *a = m->str_attrs[kind][i];
-			const char *s;
-			memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
+			const char *s = tkp_field_str(ev, a);
 			uint32_t id = (uint32_t)tkp_field_get(ev, a);
 			uint32_t out = map_string(m, in, id, s);
 			if (id && !out)
 				return out_fail(m);
 			tkp_field_set(ev, a, out);
-			s = NULL;
-			memcpy((char *)ev + a->str_off, &s, sizeof(s));
+			tkp_field_set_str(ev, a, NULL);
 		}
 		/* the one attribute that names a track */
 		if (kind == TK_RANGE || kind == TK_ASYNC_RANGE || kind == TK_MARK)

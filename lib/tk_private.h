@@ -237,10 +237,12 @@ tkp_get64(const uint8_t *p)
 
 /* ---- Event field access by schema ---------------------------------------- */
 
+/* Attributes lie in the union: addressed from it, so that compilers see
+ * the union as the object written (not the event's first member). */
 static inline uint64_t
 tkp_field_get(const struct tk_event *ev, const struct tkp_attr *a)
 {
-	const char *f = (const char *)ev + a->off;
+	const char *f = (const char *)&ev->u + (a->off - TKP_UNION_OFF);
 	uint32_t u32;
 	int32_t i32;
 	uint64_t u64;
@@ -256,13 +258,28 @@ tkp_field_get(const struct tk_event *ev, const struct tkp_attr *a)
 static inline void
 tkp_field_set(struct tk_event *ev, const struct tkp_attr *a, uint64_t v)
 {
-	char *f = (char *)ev + a->off;
+	char *f = (char *)&ev->u + (a->off - TKP_UNION_OFF);
 	uint32_t u32 = (uint32_t)v;
 	switch (a->ftype) {
 	case TKP_U32:
 	case TKP_I32: memcpy(f, &u32, 4); break;
 	default: memcpy(f, &v, 8); break;
 	}
+}
+
+/* The string pointer of a STR attribute. */
+static inline const char *
+tkp_field_str(const struct tk_event *ev, const struct tkp_attr *a)
+{
+	const char *s;
+	memcpy(&s, (const char *)&ev->u + (a->str_off - TKP_UNION_OFF), sizeof(s));
+	return s;
+}
+
+static inline void
+tkp_field_set_str(struct tk_event *ev, const struct tkp_attr *a, const char *s)
+{
+	memcpy((char *)&ev->u + (a->str_off - TKP_UNION_OFF), &s, sizeof(s));
 }
 
 /* ---- Misc ------------------------------------------------------------------ */

@@ -856,8 +856,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	const struct tkp_attr *a = ks->str;
 	if (a && !w->opt.raw_ids) {
 		uint32_t id = (uint32_t)tkp_field_get(ev, a);
-		const char *s;
-		memcpy(&s, (const char *)ev + a->str_off, sizeof(s));
+		const char *s = tkp_field_str(ev, a);
 		if (!id && s && s[0] && !(id = intern_string(w, s, strlen(s))))
 			return w->err ? w->err : TK_EINVAL;
 		memcpy(attrs + (a->off - TKP_UNION_OFF), &id, 4);
