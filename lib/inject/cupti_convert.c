@@ -67,6 +67,7 @@ typedef CUpti_ActivityStream stream_rec;
 #define NAME_MAX_BYTES (64u * 1024u) /* longer names are cut */
 #define CORR_SLOTS (1u << 16)        /* API calls remembered for syncs */
 #define PENDING_MAX 1024u            /* syncs waiting for their call */
+#define EARLY_MAX 1024u              /* streams waiting for their context */
 #define PENDING_AGE 2u               /* buffers a sync may wait */
 #define API_CBID_CACHED 8192u        /* API name ids cached below this */
 #define VERIFY_EVERY 4096u           /* records per name-check generation */
@@ -196,6 +197,12 @@ struct pending {
 	uint32_t age;
 };
 
+/* A STREAM record whose CONTEXT record has not come yet: CUPTI delivers
+ * a context after the streams created in it. */
+struct early_stream {
+	uint32_t context, stream;
+};
+
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 struct cupti_convert {
@@ -242,6 +249,8 @@ struct cupti_convert {
 	struct corr_slot *corr;          /* CORR_SLOTS, by corr & mask */
 	struct pending *pending;
 	uint32_t npending;
+	struct early_stream *early;      /* EARLY_MAX */
+	uint32_t nearly;
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -1054,33 +1063,65 @@ convert_device(struct cupti_convert *c, const device_rec *r)
 	return define_device(c, d); /* a placeholder is defined again */
 }
 
+/* The context's NULL stream got its track before the CONTEXT record
+ * came (CUPTI sends that late): define it again, named. */
+static int
+name_null_stream(struct cupti_convert *c, uint32_t context, const struct context *x)
+{
+	uint32_t *t = map_get(&c->streams, (uint64_t)x->device << 32 | context, x->null_stream);
+	if (!t || !*t)
+		return TK_OK;
+	int rc = TK_OK;
+	uint32_t dev = device_id(c, x->device, &rc);
+	if (!dev)
+		return rc;
+	struct tk_stream s = { process_track(c, 0), dev, context, x->null_stream, "default" };
+	return tk_writer_stream(c->w, *t, &s) ? TK_OK : def_failed(c);
+}
+
 static int
 convert_context(struct cupti_convert *c, const context_rec *r)
 {
 	struct context *x = context_entry(c, r->contextId, 1);
 	if (!x)
 		return TK_ENOMEM;
+	int named = x->has_null;
 	x->device = r->deviceId;
 	x->null_stream = r->nullStreamId;
 	x->has_null = 1;
 	int rc = TK_OK;
 	device_id(c, r->deviceId, &rc);
+	if (rc == TK_OK && !named)
+		rc = name_null_stream(c, r->contextId, x);
+	/* the streams created in it before it came */
+	for (uint32_t i = 0; i < c->nearly && rc == TK_OK;) {
+		if (c->early[i].context != r->contextId) {
+			i++;
+			continue;
+		}
+		stream_track(c, x->device, r->contextId, c->early[i].stream, &rc);
+		c->early[i] = c->early[--c->nearly];
+	}
 	return rc;
 }
 
 /* A created stream: define its track now, so that streams without work
- * still show. */
+ * still show; when its context is not known yet, once it is. */
 static int
 convert_stream(struct cupti_convert *c, const stream_rec *r)
 {
 	const struct context *x = context_entry(c, r->contextId, 0);
 	int rc = TK_OK;
-	if (!x) {
-		c->st.malformed++; /* CUPTI sends a context before its streams */
-		return TK_OK;
+	if (x) {
+		stream_track(c, x->device, r->contextId, r->streamId, &rc);
+		return rc;
 	}
-	stream_track(c, x->device, r->contextId, r->streamId, &rc);
-	return rc;
+	if (!c->early && !(c->early = malloc(EARLY_MAX * sizeof(*c->early))))
+		return TK_ENOMEM;
+	if (c->nearly == EARLY_MAX) /* a context that never comes: keep the newest */
+		memmove(c->early, c->early + 1, --c->nearly * sizeof(*c->early));
+	c->early[c->nearly++] = (struct early_stream){ r->contextId, r->streamId };
+	return TK_OK;
 }
 
 static void
@@ -1394,6 +1435,7 @@ cupti_convert_reset(struct cupti_convert *c)
 		c->devices[i].tk_id = c->devices[i].counter = 0;
 	memset(c->corr, 0, CORR_SLOTS * sizeof(*c->corr));
 	c->npending = 0; /* their tracks belonged to the old scope */
+	/* early streams stay: they wait for a context, not for a track */
 }
 
 void
@@ -1423,6 +1465,7 @@ cupti_convert_free(struct cupti_convert *c)
 	free(c->context_map.slots);
 	free(c->corr);
 	free(c->pending);
+	free(c->early);
 	free(c);
 }
 

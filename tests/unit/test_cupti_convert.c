@@ -415,7 +415,9 @@ TEST(device_context_stream)
 	teardown(&f, &rb);
 }
 
-/* The STREAM record defined the track of stream 13 before any work. */
+/* The STREAM record defined the track of stream 13 before any work,
+ * and of stream 14, created before its context's record came, once it
+ * came (CUPTI sends a context after its streams). */
 TEST(stream_defined_without_work)
 {
 	struct fixture f;
@@ -425,12 +427,15 @@ TEST(stream_defined_without_work)
 	memset(&s, 0, sizeof(s));
 	s.kind = CUPTI_ACTIVITY_KIND_STREAM;
 	s.contextId = 3;
-	s.streamId = 13;
+	s.streamId = 14;
+	CHECK_EQ_INT(convert(&f, &s), TK_OK);
+	s.contextId = 99; /* a context that never comes: nothing defined */
+	CHECK_EQ_INT(convert(&f, &s), TK_OK);
 	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	s.contextId = 3;
+	s.streamId = 13;
 	CHECK_EQ_INT(convert(&f, &s), TK_OK);
-	s.contextId = 99; /* unknown context: counted, nothing defined */
-	CHECK_EQ_INT(convert(&f, &s), TK_OK);
-	CHECK_EQ_INT(cupti_convert_stats(f.c)->malformed, 1);
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->malformed, 0);
 	cupti_convert_finish(f.c);
 	mem_finish(&f.m, 1);
 	struct tk_reader *r = tk_reader_new();
@@ -438,21 +443,61 @@ TEST(stream_defined_without_work)
 	int streams = 0, devices = 0, rc = tk_reader_open_mem(r, f.m.buf, f.m.len, "m");
 	while (rc == TK_OK && (rc = tk_reader_next(r, &rec)) == TK_OK) {
 		if (rec.type == TK_REC_TRACK && rec.u.track->type == TK_TRACK_STREAM) {
-			streams++;
 			CHECK_EQ_INT(rec.u.track->u.stream.context, 3);
-			CHECK_EQ_INT(rec.u.track->u.stream.stream, 13);
+			CHECK_EQ_INT(rec.u.track->u.stream.stream, streams ? 13 : 14);
 			const struct tk_device *d =
 				tk_reader_device(r, rec.u.track->u.stream.device);
 			CHECK(d && d->index == 2);
+			streams++;
 		}
 		devices += rec.type == TK_REC_DEVICE;
 	}
 	CHECK_EQ_INT(rc, TK_EOF);
-	CHECK_EQ_INT(streams, 1);
+	CHECK_EQ_INT(streams, 2);
 	CHECK_EQ_INT(devices, 1); /* a placeholder: no DEVICE record came */
 	tk_reader_free(r);
 	cupti_convert_free(f.c);
 	mem_free(&f.m);
+}
+
+/* Work on the NULL stream came before the CONTEXT record that says it
+ * is the NULL stream: the track is named "default" once it comes (here
+ * for all four events: a chunk's definitions precede its events); other
+ * streams keep no name. */
+TEST(null_stream_named_by_a_late_context)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	CUpti_ActivityKernel10 k = kernel_rec("k0", 7, 100, 200);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CUpti_ActivityKernel10 k2 = kernel_rec("k1", 8, 150, 250);
+	CHECK_EQ_INT(convert(&f, &k2), TK_OK);
+	CUpti_ActivityContext3 x = context_rec(1, 0, 7);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK); /* again: no harm */
+	k = kernel_rec("k0", 7, 300, 400);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	k2 = kernel_rec("k1", 8, 350, 450);
+	CHECK_EQ_INT(convert(&f, &k2), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(rb.rc, TK_EOF);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 4);
+	const struct got *g[4];
+	for (int i = 0; i < 4; i++)
+		g[i] = nth(&rb, TK_KERNEL, (size_t)i);
+	CHECK(g[0] && g[1] && g[2] && g[3]);
+	if (g[0] && g[1] && g[2] && g[3]) {
+		CHECK_EQ_INT(g[0]->trk.id, g[2]->trk.id);
+		CHECK_EQ_INT(g[1]->trk.id, g[3]->trk.id);
+		CHECK_STR(g[0]->stream_name, "default");
+		CHECK_STR(g[1]->stream_name, "");
+		CHECK_STR(g[2]->stream_name, "default");
+		CHECK_STR(g[3]->stream_name, "");
+		CHECK_EQ_INT(g[2]->trk.u.stream.stream, 7);
+	}
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->malformed, 0);
+	teardown(&f, &rb);
 }
 
 static int have_demangler;
@@ -1634,6 +1679,7 @@ main(void)
 	printf("# libcupti %s\n", have_libcupti() ? "linked" : "not linked");
 	RUN(device_context_stream);
 	RUN(stream_defined_without_work);
+	RUN(null_stream_named_by_a_late_context);
 	RUN(kernel_fields);
 	RUN(kernel_names_plain_and_no_demangle);
 	RUN(kernel_name_memory_reused);
