@@ -393,8 +393,17 @@ demangler(struct cupti_convert *c)
 	if (c->demangle || (c->host.flags & CUPTI_CONVERT_NO_DEMANGLE))
 		return c->demangle;
 	/* Looked up again for each new name until found: libstdc++ may be
-	 * loaded after the first kernel (a Python import, say). */
+	 * loaded after the first kernel (a Python import, say).  Python
+	 * loads it with RTLD_LOCAL, out of the global scope: then ask the
+	 * library itself.  One the program did not load is not loaded. */
 	void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (!p) {
+		void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		if (lib) {
+			p = dlsym(lib, "__cxa_demangle");
+			dlclose(lib); /* NOLOAD took a reference: give it back */
+		}
+	}
 	memcpy(&c->demangle, &p, sizeof(p));
 	return c->demangle;
 }

@@ -1672,8 +1672,9 @@ int
 main(void)
 {
 	/* The demangler comes from the recorded program's libstdc++; this
-	 * C test loads one the way a C++ program would have it. */
-	have_demangler = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL) != NULL;
+	 * C test loads one the way Python does (an extension module's
+	 * dependency: RTLD_LOCAL, not in the global scope). */
+	have_demangler = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL) != NULL;
 	if (!have_demangler)
 		printf("# libstdc++ not found: names are checked undemangled\n");
 	printf("# libcupti %s\n", have_libcupti() ? "linked" : "not linked");
