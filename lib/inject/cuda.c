@@ -52,6 +52,8 @@ static int hold = -1;
  * active phase and the end of the schedule (or of the window) */
 static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
 static int enabled, schedule_over;
+/* what each API call's callback does: set before it is enabled */
+static int map_threads, judge_calls;
 static enum tki_phase last_phase;
 static uint64_t cycles_done;
 
@@ -195,8 +197,11 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	const CUpti_CallbackData *cd = data;
 	if (cd->callbackSite != CUPTI_API_ENTER)
 		return;
+	if (judge_calls)
+		tki_activity_launch(cd->correlationId);
 	/* CUPTI could not give kernel thread ids: map pthread ids */
-	tki_activity_map_thread();
+	if (map_threads)
+		tki_activity_map_thread();
 	/* the device's records go with it: deliver them first */
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
 	    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)
@@ -376,11 +381,17 @@ tki_cuda_attach(const struct tki_cupti *a, unsigned k)
 		snprintf(msg, sizeof(msg), "pthread ids mapped to kernel tids "
 		         "(cuptiSetThreadIdType: %s)", result_name(r));
 		tki_activity_map_thread();
-		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	}
 	cv.filter = tki_cfg.capture || tki_cfg.win_begin != INT64_MIN ||
 	            tki_cfg.win_end != INT64_MAX;
+	/* every call's callback: to map its thread, or to judge it as it
+	 * begins (tki_activity_launch) */
+	map_threads = cv.thread_map;
+	judge_calls = cv.filter;
+	if (cv.thread_map || cv.filter) {
+		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	}
 	cv.buffer_bytes = buffer_bytes();
 	cv.max_buffers = MAX_BUFFERS;
 	if (tki_activity_init(&api, &cv) < 0) {

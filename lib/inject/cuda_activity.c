@@ -15,8 +15,10 @@
  * with a capture schedule, in an active phase.  GPU work is judged by
  * the API call that launched it (its correlation id), so that a kernel
  * launched in the last active step and run after it is kept, and one
- * launched before the window is not; work whose call is not known (not
- * recorded, or not delivered yet) is judged by its own begin.
+ * launched before the window is not.  The call is judged as it begins,
+ * in CUPTI's callback (CUPTI delivers a kernel's record before its
+ * launch's as often as not); work whose call was not seen is judged by
+ * its own begin.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@
 
 #include "cuda_record.h"
 
-#define CORR_SLOTS (1u << 16)       /* launch verdicts remembered */
+#define CORR_SLOTS (1u << 18)       /* launch verdicts remembered */
 #define PHASES 256                  /* active phases remembered */
 #define METAS 8                     /* metadata written again per scope */
 #define THREADS 4096                /* pthread ids mapped */
@@ -48,12 +50,10 @@ static struct {
 } metas[METAS];
 static int nmetas;
 
-/* Launch calls kept or not, by correlation id (spool lock). */
-struct verdict {
-	uint64_t corr;
-	int keep;
-};
-static struct verdict *verdicts;
+/* Launch calls kept or not, by correlation id: corr << 1 | keep, 0 for
+ * none.  Written by the program's threads (tki_activity_launch) and the
+ * converter, so one atomic word each. */
+static _Atomic uint64_t *verdicts;
 
 /* Active phases of the capture schedule, oldest first (spool lock). */
 static struct {
@@ -136,6 +136,25 @@ in_window(int64_t ts)
 	return ts >= tki_cfg.win_begin && ts < tki_cfg.win_end && was_active(ts);
 }
 
+static void
+remember(uint64_t corr, int keep)
+{
+	atomic_store_explicit(&verdicts[corr & (CORR_SLOTS - 1)], corr << 1 | (keep != 0),
+	                      memory_order_relaxed);
+}
+
+/* Whether the launch call `corr` was judged; *keep says how. */
+static int
+judged(uint64_t corr, int *keep)
+{
+	uint64_t v = atomic_load_explicit(&verdicts[corr & (CORR_SLOTS - 1)],
+	                                  memory_order_relaxed);
+	if (!corr || v >> 1 != corr)
+		return 0;
+	*keep = (int)(v & 1);
+	return 1;
+}
+
 static int
 host_keep(void *arg, const struct tk_event *e)
 {
@@ -147,18 +166,15 @@ host_keep(void *arg, const struct tk_event *e)
 		late++;
 	if (!cv.filter)
 		return 1;
-	if (e->kind == TK_API) {
-		int keep = in_window(e->ts);
-		uint64_t c = e->u.api.correlation;
-		if (c)
-			verdicts[c & (CORR_SLOTS - 1)] = (struct verdict){ c, keep };
+	int api_call = e->kind == TK_API;
+	uint64_t c = api_call ? e->u.api.correlation : correlation(e);
+	int keep;
+	if (judged(c, &keep))
 		return keep;
-	}
-	uint64_t c = correlation(e);
-	const struct verdict *v = &verdicts[c & (CORR_SLOTS - 1)];
-	if (c && v->corr == c)
-		return v->keep;
-	return in_window(e->ts);
+	keep = in_window(e->ts);
+	if (api_call && c)
+		remember(c, keep);
+	return keep;
 }
 
 /* ---- the converter and the spool's scope (spool lock held) ---------------------------- */
@@ -330,6 +346,13 @@ tki_activity_after_fork(void)
 	}
 	nmetas = 0;
 	pthread_mutex_init(&map_lock, NULL);
+}
+
+void
+tki_activity_launch(uint32_t corr)
+{
+	if (verdicts && corr)
+		remember(corr, tki_recording(tki_now()));
 }
 
 void

@@ -102,6 +102,9 @@ void tki_activity_after_fork(void);
 /* Write metadata into the spool (lock taken here), again after a new
  * scope. */
 void tki_activity_meta(const char *key, const char *value);
+/* An API call with this correlation id begins now (CUPTI's callback):
+ * judge it, and the GPU work it launches, by the phase it is made in. */
+void tki_activity_launch(uint32_t corr);
 /* The capture schedule's active phase began or ended at `ts`. */
 void tki_activity_phase(int active, int64_t ts);
 /* Where the watermark must wait for GPU records still in CUPTI's

@@ -12,9 +12,15 @@
  * fake_launch(name) records a cudaLaunchKernel call on the calling thread
  * and the kernel it launched, as CUPTI would.
  *
+ * The subscriber's callback is called as each launch call begins when
+ * the runtime API domain is enabled, with the call's correlation id.
+ *
  * Environment:
  *   FAKE_CUPTI_SUBSCRIBE=N  cuptiSubscribe_v2 returns CUptiResult N
  *                           (39: another subscriber, "CUPTI for fake-profiler")
+ *   FAKE_CUPTI_GPU_LAG=NS   kernels begin NS nanoseconds after their launch
+ *                           (default 1000), and each kernel's record comes
+ *                           before its launch's, as a busy GPU's do
  *   FAKE_CUPTI_LOG=FILE     one line per call that matters: subscribe,
  *                           enable KIND, disable KIND, flush FLAG, ...
  */
@@ -35,7 +41,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc requested;
 static CUpti_BuffersCallbackCompleteFunc completed;
 static CUpti_TimestampCallbackFunc clock_cb;
-static int subscribed, system_tids, enabled[64], devices_sent;
+static int subscribed, system_tids, enabled[64], devices_sent, runtime_callbacks;
+static CUpti_CallbackFunc subscriber_cb;
+static void *subscriber_data;
 static uint32_t corr;
 static uint8_t *buf;
 static size_t size, used;
@@ -141,9 +149,30 @@ send_devices(void)
 	}
 }
 
+static void
+launch_call(uint32_t c, uint64_t t)
+{
+	if (!enabled[CUPTI_ACTIVITY_KIND_RUNTIME])
+		return;
+	CUpti_ActivityAPI *a = room(sizeof(*a));
+	if (a) {
+		memset(a, 0, sizeof(*a));
+		a->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+		a->cbid = 211;
+		a->start = t;
+		a->end = now();
+		a->processId = (uint32_t)getpid();
+		a->threadId = system_tids ? (uint32_t)syscall(SYS_gettid)
+		                          : (uint32_t)(uintptr_t)pthread_self();
+		a->correlationId = c;
+	}
+}
+
 void
 fake_launch(const char *name)
 {
+	const char *e = getenv("FAKE_CUPTI_GPU_LAG");
+	uint64_t lag = e ? strtoull(e, NULL, 10) : 1000;
 	pthread_mutex_lock(&lock);
 	if (!subscribed) {
 		pthread_mutex_unlock(&lock);
@@ -152,28 +181,26 @@ fake_launch(const char *name)
 	send_devices();
 	uint32_t c = ++corr;
 	uint64_t t = now();
-	/* the call: as long as this takes, like the real one */
-	if (enabled[CUPTI_ACTIVITY_KIND_RUNTIME]) {
-		CUpti_ActivityAPI *a = room(sizeof(*a));
-		if (a) {
-			memset(a, 0, sizeof(*a));
-			a->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-			a->cbid = 211;
-			a->start = t;
-			a->end = now();
-			a->processId = (uint32_t)getpid();
-			a->threadId = system_tids ? (uint32_t)syscall(SYS_gettid)
-			                          : (uint32_t)(uintptr_t)pthread_self();
-			a->correlationId = c;
-		}
+	if (runtime_callbacks && subscriber_cb) {
+		CUpti_CallbackData cd;
+		memset(&cd, 0, sizeof(cd));
+		cd.callbackSite = CUPTI_API_ENTER;
+		cd.functionName = "cudaLaunchKernel";
+		cd.correlationId = c;
+		pthread_mutex_unlock(&lock);
+		subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, 211, &cd);
+		pthread_mutex_lock(&lock);
 	}
+	/* the call: as long as this takes, like the real one */
+	if (!e)
+		launch_call(c, t);
 	if (enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
 		CUpti_ActivityKernel10 *k = room(sizeof(*k));
 		if (k) {
 			memset(k, 0, sizeof(*k));
 			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			k->name = name; /* CUPTI keeps names for the process's life */
-			k->start = now() + 1000;
+			k->start = now() + lag;
 			k->end = k->start + 5000;
 			k->deviceId = 0;
 			k->contextId = 1;
@@ -186,6 +213,8 @@ fake_launch(const char *name)
 			k->registersPerThread = 32;
 		}
 	}
+	if (e)
+		launch_call(c, t);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -233,8 +262,6 @@ CUptiResult CUPTIAPI
 cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
                   void *userdata, CUpti_SubscriberParams *params)
 {
-	(void)callback;
-	(void)userdata;
 	const char *e = getenv("FAKE_CUPTI_SUBSCRIBE");
 	CUptiResult rc = e ? (CUptiResult)atoi(e) : CUPTI_SUCCESS;
 	note("subscribe %s -> %d", params && params->subscriberName ? params->subscriberName : "",
@@ -247,6 +274,8 @@ cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callbac
 		return rc;
 	pthread_mutex_lock(&lock);
 	subscribed = 1;
+	subscriber_cb = callback;
+	subscriber_data = userdata;
 	pthread_mutex_unlock(&lock);
 	*subscriber = (CUpti_SubscriberHandle)(uintptr_t)1;
 	return CUPTI_SUCCESS;
@@ -278,6 +307,10 @@ cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
 {
 	(void)subscriber;
 	note("domain %u %d", enable, (int)domain);
+	pthread_mutex_lock(&lock);
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_callbacks = enable != 0;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 

@@ -17,7 +17,7 @@ FAKE=$APPS/libfake_cupti.so
 
 setup() {
 	record_setup
-	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG
+	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG FAKE_CUPTI_GPU_LAG
 }
 
 cuda_built() {
@@ -227,6 +227,19 @@ buffer-callbacks"
 	log=$BATS_TEST_TMPDIR/log
 	assert_eq "$(grep -c '^enable 10$' "$log")" 1
 	assert_eq "$(grep -c '^disable 10$' "$log")" 1
+}
+
+@test "the capture schedule judges GPU work by its launch call, whenever the GPU runs it" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# each kernel begins 50 ms after its launch, after the schedule's
+	# end, and its record comes before its launch's: as on a real GPU
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log FAKE_CUPTI_GPU_LAG=50000000
+	run -0 trace-record -o "$T" --capture-range=nvtx:step --skip 2 --warmup 1 --active 2 -- "$APPS/fake_driver" 8
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "4,5"
+	assert_eq "$(ev 'select(.kind=="api") | .correlation' | paste -sd,)" "4,5"
+	# the calls are judged as they begin: CUPTI's runtime callbacks are on
+	grep -q '^domain 1 1$' "$BATS_TEST_TMPDIR/log"
 }
 
 @test "another tool's CUDA injection is replaced, and said so; --cuda=none keeps it" {
