@@ -9,7 +9,7 @@
 // Work, in NVTX ranges "setup", "iteration" (one per iteration) and
 // "teardown":
 //   setup:      2 x cudaMalloc (device), 1 x cudaMemcpy HtoD, 1 x cudaMemset,
-//               2 streams created
+//               2 streams created (blocking: ordered with the default one)
 //   each iteration:
 //     fill_kernel(float*, float, int)                       x1  stream A
 //     void saxpy_kernel<float>(float, float const*, float*, int)  x2  stream A
@@ -135,8 +135,11 @@ main(int argc, char **argv)
 	CHECK(cudaMemcpy(y, host, N * sizeof(float), cudaMemcpyHostToDevice));
 	CHECK(cudaMemset(x, 0, N * sizeof(float)));
 	cudaStream_t a, b;
-	CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-	CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+	// Blocking streams: the legacy default stream waits for them and they
+	// for it, so the next iteration's fill_kernel and saxpy_kernel wait
+	// for the reduce_kernel that reads y and writes x.
+	CHECK(cudaStreamCreateWithFlags(&a, cudaStreamDefault));
+	CHECK(cudaStreamCreateWithFlags(&b, cudaStreamDefault));
 	nvtxRangePop();
 
 	// each iteration adds 2 * 0.5 * 1 to every y[i]
