@@ -184,6 +184,7 @@ CUPTI_LIBS := $(if $(CUPTI_LIB),-L$(dir $(CUPTI_LIB)) \
 CUPTI_CONVERT_OBJ :=
 CUPTI_BENCH := $(O)/tests/bench/cupti-convert-bench
 CUDA_SAMPLE := $(O)/tests/apps/cuda_sample
+CUDA_LAUNCH_BENCH := $(O)/tests/apps/cuda_launch_bench
 
 ifneq ($(MAKECMDGOALS),clean)
 ifneq ($(HAVE_CUPTI),)
@@ -232,7 +233,12 @@ $(CUDA_SAMPLE): tests/apps/cuda_sample.cu
 	$(Q)$(NVCC) -O2 -std=c++17 -lineinfo -Werror all-warnings \
 		-Xcompiler -Wall,-Wextra -o $@ $< -ldl
 
-tests: $(CUDA_SAMPLE)
+$(CUDA_LAUNCH_BENCH): tests/apps/cuda_launch_bench.cu
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) -O2 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra \
+		-o $@ $<
+
+tests bench: $(CUDA_SAMPLE) $(CUDA_LAUNCH_BENCH)
 endif
 
 $(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
