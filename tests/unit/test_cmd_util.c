@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "../../cmd/short_name.h"
 #include "../../cmd/util.h"
 
 TEST(durations)
@@ -125,6 +126,64 @@ TEST(utf8)
 	CHECK(n == 5);
 }
 
+/* Kernel names for tables: short ones lose only a template's return
+ * type and parameters; long ones their namespaces, then their innermost
+ * template arguments, until they fit or nothing more can go. */
+TEST(short_names)
+{
+	CHECK_STR(cmd_short_name("void saxpy_kernel<float>(float, float const*, float*, int)", 0),
+	          "saxpy_kernel<float>");
+	CHECK_STR(cmd_short_name("plain_c_kernel", 0), "plain_c_kernel");
+	/* not a template: the parameters tell overloads apart */
+	CHECK_STR(cmd_short_name("ns::scale(float*, float, int)", 0), "ns::scale(float*, float, int)");
+	/* the anonymous namespace goes, whatever the length */
+	CHECK_STR(cmd_short_name("(anonymous namespace)::k<int>(int)", 0), "k<int>");
+	CHECK_STR(cmd_short_name("cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>"
+	                         "(cutlass_80_simt_sgemm_256x128_8x4_nt_align1::Params)", 0),
+	          "cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>");
+
+	/* 113 bytes without namespaces: the longest inner list goes, then
+	 * the next; "<1>" would not get shorter */
+	CHECK_STR(cmd_short_name(
+		"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+		"at::native::(anonymous namespace)::TensorListMetadata<1>, "
+		"at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, "
+		"std::multiplies<float>, float>(at::native::(anonymous namespace)::"
+		"TensorListMetadata<1>, at::native::(anonymous namespace)::"
+		"BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float)", 0),
+		"multi_tensor_apply_kernel<TensorListMetadata<1>, BinaryOpScalarFunctor<...>, "
+		"multiplies<...>, float>");
+	/* the deepest list first: the depth-3 one goes, and that is enough */
+	CHECK_STR(cmd_short_name(
+		"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+		"at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> >"
+		"(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+		"unsigned int, float, 4, 4>)", 0),
+		"reduce_kernel<512, 1, ReduceOp<float, MeanOps<...>, unsigned int, float, 4, 4> >");
+
+	/* qualifiers with template arguments or parameters before their
+	 * "::", and "const::" before a lambda, stay */
+	const char *gelu = cmd_short_name(
+		"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl("
+		"at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::"
+		"{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >"
+		"(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)"
+		"::{lambda()#2}::operator()() const::{lambda()#1}::operator()() const::"
+		"{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)", 0);
+	CHECK_STR(gelu, "vectorized_elementwise_kernel<4, GeluCUDAKernelImpl(TensorIteratorBase&, "
+	                "GeluType)::{lambda()#2}::operator()() const::{lambda()#1}::operator()() "
+	                "const::{lambda(BFloat16)#1}, Array<...> >");
+
+	/* brackets that do not pair ("operator<"): namespaces stay */
+	const char *cmp = "void ns::sort_kernel_with_a_rather_long_name_that_goes_on_and_on_"
+	                  "and_on(ns::less_than_comparator, bool (*)(int, int) = ns::operator<)";
+	CHECK_STR(cmd_short_name(cmp, 0), cmp + 5);
+
+	/* a maximum cuts the end, never inside a UTF-8 sequence */
+	CHECK_STR(cmd_short_name("abcdefghijklmnop", 10), "abcdefg...");
+	CHECK_STR(cmd_short_name("abcdef\xc3\xa9ghij", 10), "abcdef...");
+}
+
 int
 main(void)
 {
@@ -134,5 +193,6 @@ main(void)
 	RUN(numbers);
 	RUN(units);
 	RUN(utf8);
+	RUN(short_names);
 	return tap_done();
 }
