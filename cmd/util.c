@@ -409,10 +409,13 @@ cmd_track_desc(char *buf, size_t n, const struct tk_reader *r,
 	case TK_TRACK_STREAM:
 		d = tk_reader_device(r, t->u.stream.device);
 		if (d)
-			snprintf(buf, n, "GPU %u stream %" PRIu64, d->index,
-			         t->u.stream.stream);
+			snprintf(buf, n, "GPU %u stream %" PRIu64 "%s%s%s", d->index,
+			         t->u.stream.stream, *t->u.stream.name ? " (" : "",
+			         t->u.stream.name, *t->u.stream.name ? ")" : "");
 		else
-			snprintf(buf, n, "stream %" PRIu64, t->u.stream.stream);
+			snprintf(buf, n, "stream %" PRIu64 "%s%s%s", t->u.stream.stream,
+			         *t->u.stream.name ? " (" : "", t->u.stream.name,
+			         *t->u.stream.name ? ")" : "");
 		break;
 	case TK_TRACK_COUNTER:
 		snprintf(buf, n, "counter %s", t->u.counter.name);

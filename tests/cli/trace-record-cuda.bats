@@ -161,6 +161,8 @@ InitializeInjection: 0"
 	# and the launch inside its NVTX step on the same thread
 	assert_eq "$(trace-dump --info --json "$T" | jq -r '.devices[] | "\(.index) \(.name)"')" "0 Fake GPU"
 	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | sort -u)" "7"
+	# the context's NULL stream, named
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 7 (default)'
 	# (in exact integers: jq's numbers are doubles)
 	trace-dump --json "$T" | python3 -c '
 import json, sys
