@@ -149,13 +149,22 @@ stats_compute_findings(struct agg *a)
 			continue;
 		double idle = stats_pct((double)(wall - d->busy), (double)wall);
 		if (idle > 25) {
-			char name[64];
+			char name[64], b3[32], b4[32];
 			snprintf(name, sizeof(name), "GPU %" PRId64, d->index);
+			/* a run's start-up (imports, CUDA's set-up) can be most
+			 * of its wall time: say also how idle the GPU is once it
+			 * has work, which is what a training loop can change */
+			int64_t span = d->last - d->first;
+			int64_t gaps = span > d->busy ? span - d->busy : 0;
 			add_finding("gpu_idle", "gpu", name, idle,
-			            "%s is idle %.1f%% of the run (%s of %s)",
+			            "%s is idle %.1f%% of the run (%s of %s); "
+			            "%.1f%% from its first operation to its last (%s of %s)",
 			            d->index >= 0 ? name : "an unknown GPU", idle,
 			            stats_fmt_time(b1, sizeof(b1), (double)(wall - d->busy)),
-			            stats_fmt_time(b2, sizeof(b2), (double)wall));
+			            stats_fmt_time(b2, sizeof(b2), (double)wall),
+			            stats_pct((double)gaps, (double)span),
+			            stats_fmt_time(b3, sizeof(b3), (double)gaps),
+			            stats_fmt_time(b4, sizeof(b4), (double)span));
 		}
 	}
 	const struct perinst_result *p = agg_per(a);

@@ -387,8 +387,13 @@ PY
 	assert_eq "$output" "$share"
 	run -0 trace-stats --json "$T"
 	idle=$(jq -r '.gpus[0].idle_pct' <<< "$output")
+	read -r first last busy < <(jq -r '.gpus[0] | "\(.first_ns) \(.last_ns) \(.busy_ns)"' <<< "$output")
 	run -0 jq -r '.findings[] | select(.type == "gpu_idle") | .value' <<< "$output"
 	assert_eq "$output" "$idle"
+	# and how idle from its first operation to its last
+	active=$(awk -v f="$first" -v l="$last" -v b="$busy" 'BEGIN { printf "%.1f", 100 * (l - f - b) / (l - f) }')
+	run -0 trace-stats --report findings "$T"
+	[[ "$output" == *"GPU 0 is idle "*"% of the run ("*"); $active% from its first operation to its last ("* ]]
 	run -0 trace-stats --no-findings "$T"
 	[[ "$output" != *"Findings"* ]]
 	run -0 trace-stats --json --no-findings "$T"
