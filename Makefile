@@ -331,6 +331,19 @@ $(FAKE_CUPTI): tests/apps/fake_cupti.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -shared -pthread \
 		$(CUPTI_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# CUPTI alone, its records thrown away: the reference of
+# tests/bench/record-cuda (needs libcupti to link).
+CUPTI_NULL := $(O)/tests/apps/libcupti_null.so
+ifneq ($(HAVE_CUPTI_CONVERT),)
+ifneq ($(CUPTI_LIB),)
+tests bench: $(CUPTI_NULL)
+endif
+endif
+$(CUPTI_NULL): tests/apps/cupti_null.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -shared \
+		$(CUPTI_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUPTI_LIBS)
+
 # The CUDA session against a fake CUPTI (and libcupti's own buffer walk
 # when it can be linked); a skipped test without CUPTI 13.0 or NVTX.
 $(O)/tests/unit/test_cuda: tests/unit/test_cuda.c tests/unit/tap.h \
