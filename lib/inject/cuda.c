@@ -174,6 +174,20 @@ realtime_ns(void)
 	return (uint64_t)tki_now();
 }
 
+/* CUPTI sends a context's record after work in it: learn its id, device
+ * and NULL stream as it is created, so that the NULL stream's track is
+ * named, and work CUPTI puts on "the NULL stream" lands there, from the
+ * start.  Where CUPTI cannot say, its record does, later. */
+static void
+context_created(CUcontext ctx)
+{
+	uint32_t id, device, null_stream;
+	if (api.cuptiGetContextId(ctx, &id) == CUPTI_SUCCESS &&
+	    api.cuptiGetDeviceId(ctx, &device) == CUPTI_SUCCESS &&
+	    api.cuptiGetStreamIdEx(ctx, NULL, 0, &null_stream) == CUPTI_SUCCESS)
+		tki_activity_context(id, device, null_stream);
+}
+
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
             const void *data)
@@ -190,6 +204,11 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		         s->notification.message ? ": " : "",
 		         s->notification.message ? s->notification.message : "");
 		tki_activity_meta("cuda.errors", b);
+		return;
+	}
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+			context_created(((const CUpti_ResourceData *)data)->context);
 		return;
 	}
 	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
@@ -415,6 +434,8 @@ tki_cuda_attach(const struct tki_cupti *a, unsigned k)
 		api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 		                        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
 	api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_STATE);
+	api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                        CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
 
 	hold = tki_hold_new();
 	tki_hold_set(hold, tki_activity_hold(tki_now(), LAG_INTERVALS * tki_cfg.flush_ns));

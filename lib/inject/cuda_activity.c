@@ -32,6 +32,7 @@
 #define PHASES 256                  /* active phases remembered */
 #define METAS 8                     /* metadata written again per scope */
 #define THREADS 4096                /* pthread ids mapped */
+#define NEW_CONTEXTS 64             /* contexts waiting for the converter */
 
 static struct tki_cupti api;
 static struct tki_cuda_conv cv;
@@ -54,6 +55,17 @@ static int nmetas;
  * none.  Written by the program's threads (tki_activity_launch) and the
  * converter, so one atomic word each. */
 static _Atomic uint64_t *verdicts;
+
+/* Contexts created since the last buffer, from CUPTI's resource
+ * callback: handed to the converter before the next buffer's records.
+ * A lock of their own: the callback runs inside CUPTI, which must never
+ * wait for the spool lock (its holder calls CUPTI). */
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+struct new_context {
+	uint32_t id, device, null_stream;
+};
+static struct new_context new_contexts[NEW_CONTEXTS];
+static unsigned nnew_contexts;
 
 /* Active phases of the capture schedule, oldest first (spool lock). */
 static struct {
@@ -194,6 +206,28 @@ ready(void)
 	return 1;
 }
 
+/* Give the converter the contexts created since the last call (spool
+ * lock held). */
+static void
+take_new_contexts(void)
+{
+	pthread_mutex_lock(&contexts_lock);
+	for (unsigned i = 0; i < nnew_contexts; i++)
+		cupti_convert_context(conv, new_contexts[i].id, new_contexts[i].device,
+		                      new_contexts[i].null_stream);
+	nnew_contexts = 0;
+	pthread_mutex_unlock(&contexts_lock);
+}
+
+void
+tki_activity_context(uint32_t id, uint32_t device, uint32_t null_stream)
+{
+	pthread_mutex_lock(&contexts_lock);
+	if (nnew_contexts < NEW_CONTEXTS) /* else: CUPTI's own record names it later */
+		new_contexts[nnew_contexts++] = (struct new_context){ id, device, null_stream };
+	pthread_mutex_unlock(&contexts_lock);
+}
+
 /* Count what the converter wrote in the status page: what a killed
  * process lost is told from it. */
 static void
@@ -290,6 +324,7 @@ tki_activity_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size
 	if (ready()) {
 		uint64_t before = cupti_convert_stats(conv)->events;
 		buffer_time = tki_now();
+		take_new_contexts();
 		/* an error is the writer's, for good: the spool says the rest */
 		cupti_convert_buffer(conv, buf, buf ? valid : 0, dropped);
 		count_events(before);
@@ -311,6 +346,7 @@ tki_activity_finish(void)
 	/* again only when buffers came since (the program's teardown) */
 	if (ready() && (!finished || buffers != finished_at)) {
 		uint64_t before = cupti_convert_stats(conv)->events;
+		take_new_contexts();
 		cupti_convert_finish(conv);
 		count_events(before);
 		const struct cupti_convert_stats *st = cupti_convert_stats(conv);

@@ -46,7 +46,9 @@
 	X(cuptiActivityFlushAll)                                         \
 	X(cuptiActivityGetNumDroppedRecords)                             \
 	X(cuptiActivityGetNextRecord)                                    \
-	X(cuptiGetStreamIdEx)
+	X(cuptiGetStreamIdEx)                                            \
+	X(cuptiGetContextId)                                             \
+	X(cuptiGetDeviceId)
 
 struct tki_cupti {
 	void *handle;            /* from dlopen(); NULL for a table filled by hand */
@@ -102,6 +104,9 @@ void tki_activity_after_fork(void);
 /* Write metadata into the spool (lock taken here), again after a new
  * scope. */
 void tki_activity_meta(const char *key, const char *value);
+/* A context was created (CUPTI's resource callback): its id, device and
+ * NULL stream, for the converter before its next buffer. */
+void tki_activity_context(uint32_t id, uint32_t device, uint32_t null_stream);
 /* An API call with this correlation id begins now (CUPTI's callback):
  * judge it, and the GPU work it launches, by the phase it is made in. */
 void tki_activity_launch(uint32_t corr);

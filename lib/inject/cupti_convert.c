@@ -1089,29 +1089,44 @@ name_null_stream(struct cupti_convert *c, uint32_t context, const struct context
 }
 
 static int
-convert_context(struct cupti_convert *c, const context_rec *r)
+define_context(struct cupti_convert *c, uint32_t context, uint32_t device,
+               uint32_t null_stream)
 {
-	struct context *x = context_entry(c, r->contextId, 1);
+	struct context *x = context_entry(c, context, 1);
 	if (!x)
 		return TK_ENOMEM;
 	int named = x->has_null;
-	x->device = r->deviceId;
-	x->null_stream = r->nullStreamId;
+	x->device = device;
+	x->null_stream = null_stream;
 	x->has_null = 1;
 	int rc = TK_OK;
-	device_id(c, r->deviceId, &rc);
-	if (rc == TK_OK && !named)
-		rc = name_null_stream(c, r->contextId, x);
+	if (!named)
+		rc = name_null_stream(c, context, x);
 	/* the streams created in it before it came */
 	for (uint32_t i = 0; i < c->nearly && rc == TK_OK;) {
-		if (c->early[i].context != r->contextId) {
+		if (c->early[i].context != context) {
 			i++;
 			continue;
 		}
-		stream_track(c, x->device, r->contextId, c->early[i].stream, &rc);
+		stream_track(c, x->device, context, c->early[i].stream, &rc);
 		c->early[i] = c->early[--c->nearly];
 	}
 	return rc;
+}
+
+static int
+convert_context(struct cupti_convert *c, const context_rec *r)
+{
+	int rc = TK_OK;
+	device_id(c, r->deviceId, &rc);
+	return rc ? rc : define_context(c, r->contextId, r->deviceId, r->nullStreamId);
+}
+
+int
+cupti_convert_context(struct cupti_convert *c, uint32_t context, uint32_t device,
+                      uint32_t null_stream)
+{
+	return c ? define_context(c, context, device, null_stream) : TK_EINVAL;
 }
 
 /* A created stream: define its track now, so that streams without work

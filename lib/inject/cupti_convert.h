@@ -137,6 +137,10 @@ void cupti_convert_free(struct cupti_convert *c);
  * does not handle are counted and skipped.  `rec` must hold a whole
  * record of its kind (cuptiActivityGetNextRecord guarantees it). */
 int cupti_convert_record(struct cupti_convert *c, const CUpti_Activity *rec);
+/* What a CONTEXT record says, learnt sooner (CUPTI's resource callback):
+ * CUPTI sends the record itself after work in the context. */
+int cupti_convert_context(struct cupti_convert *c, uint32_t context, uint32_t device,
+                          uint32_t null_stream);
 
 /* Free what cupti_activity.h says the client owns in a record that came
  * from CUPTI: CUpti_ActivityDevice5.name and

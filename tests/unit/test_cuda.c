@@ -64,11 +64,12 @@ struct fake {
 	char other[64];          /* the subscriber already there */
 	int64_t clock_skew;      /* cuptiGetTimestamp - CLOCK_REALTIME */
 	size_t dropped;          /* for the next completed buffer */
+	int no_context_ids;      /* cuptiGetContextId fails */
 	/* what it was asked */
 	int subscribes, unsubscribes, timestamp_cbs, thread_types;
 	int registered, zeroed;
 	int enabled[64], enables, disables;
-	int domains[8], reset_cb;
+	int domains[8], reset_cb, context_cb;
 	int flush0, forced;
 	/* buffers waiting for a flush */
 	struct {
@@ -149,6 +150,8 @@ f_enable_callback(uint32_t on, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
 	if (on && d == CUPTI_CB_DOMAIN_RUNTIME_API &&
 	    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020)
 		fk->reset_cb++;
+	if (on && d == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+		fk->context_cb++;
 	return CUPTI_SUCCESS;
 }
 
@@ -238,14 +241,30 @@ f_dropped(CUcontext c, uint32_t s, size_t *n)
 	return CUPTI_SUCCESS;
 }
 
+/* One context, 0xc0: id 1 on device 0, its NULL stream 7. */
 static CUptiResult
 f_stream_id(CUcontext c, CUstream s, uint8_t per_thread, uint32_t *id)
 {
-	(void)c;
-	(void)s;
-	(void)per_thread;
 	*id = 0;
-	return CUPTI_ERROR_UNKNOWN;
+	if (c != (CUcontext)(uintptr_t)0xc0 || s || per_thread)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*id = 7;
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult
+f_context_id(CUcontext c, uint32_t *id)
+{
+	*id = 1;
+	return c == (CUcontext)(uintptr_t)0xc0 && !fk->no_context_ids
+	       ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_CONTEXT;
+}
+
+static CUptiResult
+f_device_id(CUcontext c, uint32_t *id)
+{
+	*id = 0;
+	return c == (CUcontext)(uintptr_t)0xc0 ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_CONTEXT;
 }
 
 static struct tki_cupti fake_api;
@@ -275,6 +294,8 @@ fake_reset(void)
 		.cuptiActivityGetNumDroppedRecords = f_dropped,
 		.cuptiActivityGetNextRecord = cuptiActivityGetNextRecord,
 		.cuptiGetStreamIdEx = f_stream_id,
+		.cuptiGetContextId = f_context_id,
+		.cuptiGetDeviceId = f_device_id,
 	};
 }
 
@@ -388,6 +409,7 @@ struct ev {
 	int64_t tid;
 	uint64_t stream, corr, count;
 	char device[64];
+	char stream_name[32];
 	char reason[160];
 };
 
@@ -395,6 +417,7 @@ struct spool_read {
 	struct ev *ev;
 	size_t n;
 	int ended;
+	int devices;             /* DEVICE definitions read */
 	char meta[16][2][400];
 	int nmeta;
 };
@@ -416,6 +439,7 @@ read_file(const char *path, struct spool_read *s)
 			snprintf(s->meta[s->nmeta][0], 400, "%s", rec.u.meta->key);
 			snprintf(s->meta[s->nmeta++][1], 400, "%s", rec.u.meta->value);
 		}
+		s->devices += rec.type == TK_REC_DEVICE;
 		if (rec.type != TK_REC_EVENT)
 			continue;
 		const struct tk_event *e = rec.u.event;
@@ -434,6 +458,8 @@ read_file(const char *path, struct spool_read *s)
 			x->tid = e->trk->u.thread.tid;
 		if (e->trk->type == TK_TRACK_STREAM) {
 			x->stream = e->trk->u.stream.stream;
+			snprintf(x->stream_name, sizeof(x->stream_name), "%s",
+			         e->trk->u.stream.name);
 			const struct tk_device *d = tk_reader_device(r, e->trk->u.stream.device);
 			if (d)
 				snprintf(x->device, sizeof(x->device), "%s", d->name);
@@ -656,6 +682,76 @@ records_and_flushes(void)
 	CHECK(buf_new(&b));
 	put_api(&b, 211, helper_tid, 43, t + 20000, t + 25000);
 	queue(&b);
+}
+
+/* A context created: CUPTI's resource callback gives its NULL stream
+ * before CUPTI's CONTEXT record, which CUPTI 13 sends after the work in
+ * it.  A kernel on the NULL stream is on a track named "default" from
+ * its first chunk, and memory CUPTI gives no stream lands there, not on
+ * a "stream 0".  When CUPTI cannot name the context, neither happens. */
+static void
+context_from_callback(void)
+{
+	CHECK_EQ_INT(attach(), 1);
+	CUpti_ResourceData rd;
+	memset(&rd, 0, sizeof(rd));
+	rd.context = (CUcontext)(uintptr_t)0xc0;
+	fk_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+	struct buf b;
+	CHECK(buf_new(&b));
+	int64_t t = tki_now();
+	/* the device's record comes first, as CUPTI sends it: defined once,
+	 * not first as a placeholder for the context */
+	CUpti_ActivityDevice5 d;
+	memset(&d, 0, sizeof(d));
+	d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	d.name = strdup("NVIDIA H100 80GB HBM3");
+	put(&b, &d, sizeof(d));
+	CUpti_ActivityKernel10 k;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.name = "k";
+	k.contextId = 1;
+	k.streamId = 7;
+	k.correlationId = 5;
+	k.start = (uint64_t)t;
+	k.end = (uint64_t)t + 100;
+	put(&b, &k, sizeof(k));
+	CUpti_ActivityMemory4 m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.address = 0x7f0000000000ull;
+	m.bytes = 4096;
+	m.timestamp = (uint64_t)t + 200;
+	m.contextId = 1;
+	m.streamId = CUPTI_INVALID_STREAM_ID;
+	put(&b, &m, sizeof(m));
+	queue(&b);
+	flush_round();
+	struct spool_read s;
+	read_spool(getpid(), &s);
+	const struct ev *ke = find(&s, TK_KERNEL, 0), *me = find(&s, TK_MEMORY, 0);
+	CHECK(ke && me);
+	if (ke && me) {
+		CHECK_EQ_INT(ke->stream, 7);
+		CHECK_EQ_INT(me->stream, fk->no_context_ids ? 0 : 7);
+		CHECK_STR(ke->stream_name, fk->no_context_ids ? "" : "default");
+		CHECK_STR(ke->device, "NVIDIA H100 80GB HBM3");
+	}
+	CHECK_EQ_INT(s.devices, 1);
+	free(s.ev);
+}
+
+TEST(context_known_at_creation)
+{
+	fake_reset();
+	child_ok(context_from_callback);
+	CHECK_EQ_INT(fk->context_cb, 1);
+	fake_reset();
+	fk->no_context_ids = 1;
+	child_ok(context_from_callback);
 }
 
 TEST(attach_record_flush_exit)
@@ -1296,6 +1392,7 @@ main(void)
 	       tap_count);
 	RUN(kind_lists);
 	RUN(attach_record_flush_exit);
+	RUN(context_known_at_creation);
 	RUN(fatal_signal_flushes);
 	RUN(another_subscriber);
 	RUN(cupti_cannot_attach);
