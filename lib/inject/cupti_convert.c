@@ -181,6 +181,7 @@ struct device {
 };
 
 struct context {
+	uint32_t id;
 	uint32_t device;
 	uint32_t null_stream;
 	int has_null;
@@ -637,6 +638,7 @@ context_entry(struct cupti_convert *c, uint32_t id, int create)
 	}
 	struct context *x = &c->contexts[c->ncontexts];
 	memset(x, 0, sizeof(*x));
+	x->id = id;
 	if (map_put(&c->context_map, id, 0, c->ncontexts))
 		return NULL;
 	c->ncontexts++;
@@ -850,8 +852,16 @@ memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t addre
 	int rc = TK_OK;
 	e->ts = ts;
 	e->dur = 0;
-	if (context == CUPTI_INVALID_CONTEXT_ID)
+	if (context == CUPTI_INVALID_CONTEXT_ID || context == 0) {
+		/* static (module) memory belongs to no context on CUDA 13.0:
+		 * it goes with the device's context, when it has one */
 		context = 0;
+		for (uint32_t i = 0; i < c->ncontexts; i++)
+			if (c->contexts[i].device == device && c->contexts[i].has_null) {
+				context = c->contexts[i].id;
+				break;
+			}
+	}
 	if (stream == CUPTI_INVALID_STREAM_ID) {
 		const struct context *x = context_entry(c, context, 0);
 		stream = x && x->has_null ? x->null_stream : 0;
@@ -893,8 +903,11 @@ convert_memory2(struct cupti_convert *c, const memory2_rec *m)
 	int64_t ts;
 	if (!instant(c, m->timestamp, &ts))
 		return TK_OK;
+	/* CUDA 13.0 gives static (module) memory stream 0, not the
+	 * CUPTI_INVALID_STREAM_ID of its documentation: no stream either */
+	uint32_t stream = m->streamId ? m->streamId : CUPTI_INVALID_STREAM_ID;
 	return memory_event(c, op, m->memoryKind, m->address, m->bytes, m->correlationId,
-	                    m->deviceId, m->contextId, m->streamId, ts);
+	                    m->deviceId, m->contextId, stream, ts);
 }
 
 /* The older MEMORY kind: one record per allocation, written when it is

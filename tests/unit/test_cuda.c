@@ -726,7 +726,7 @@ context_from_callback(void)
 	m.bytes = 4096;
 	m.timestamp = (uint64_t)t + 200;
 	m.contextId = 1;
-	m.streamId = CUPTI_INVALID_STREAM_ID;
+	m.streamId = 0; /* static memory: no stream, as CUDA 13.0 says it */
 	put(&b, &m, sizeof(m));
 	queue(&b);
 	flush_round();

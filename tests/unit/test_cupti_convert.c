@@ -784,6 +784,45 @@ TEST(memset_fields)
 
 /* Allocations and releases, and the "device memory" counter: in use
  * after each, peak; pinned host memory is not device memory. */
+/* Static (module) memory comes with stream 0 from CUDA 13.0, where its
+ * documentation says CUPTI_INVALID_STREAM_ID: both mean no stream, and
+ * the event goes on the context's NULL stream; a real stream stays.  It
+ * comes with no context either: then the device's context is taken. */
+TEST(memory2_stream_zero_is_no_stream)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	CUpti_ActivityContext3 x = context_rec(1, 0, 7);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	CUpti_ActivityMemory4 m = memory2_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+	                                      CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC,
+	                                      0x7f0000000000ull, 102400, 100, 0);
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	m.contextId = CUPTI_INVALID_CONTEXT_ID;
+	m.timestamp = 150;
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	m.contextId = 0;
+	m.timestamp = 160;
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	m = memory2_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+	                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7f0000100000ull, 4096, 200, 13);
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_MEMORY), 4);
+	for (size_t i = 0; i < 3; i++) {
+		const struct got *a = nth(&rb, TK_MEMORY, i);
+		if (a) {
+			CHECK_EQ_INT(a->trk.u.stream.context, 1);
+			CHECK_EQ_INT(a->trk.u.stream.stream, 7);
+			CHECK_STR(a->stream_name, "default");
+		}
+	}
+	const struct got *b = nth(&rb, TK_MEMORY, 3);
+	CHECK(b && b->trk.u.stream.stream == 13);
+	teardown(&f, &rb);
+}
+
 TEST(memory2_and_counter)
 {
 	struct fixture f;
@@ -1688,6 +1727,7 @@ main(void)
 	RUN(peer_memcpy_fields);
 	RUN(memset_fields);
 	RUN(memory2_and_counter);
+	RUN(memory2_stream_zero_is_no_stream);
 	RUN(memory_v1);
 	RUN(api_calls);
 	RUN(sync_on_calling_thread);
