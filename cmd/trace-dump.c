@@ -564,8 +564,38 @@ struct info {
 	uint64_t last_chunk;
 };
 
+/* Where each id's entry is in a JSON array of --info (index + 1, 0 for
+ * none): a definition that comes again (a thread renamed) replaces the
+ * entry, so that there is one per id. */
+struct id_slots {
+	size_t *at;
+	size_t cap;
+};
+
 static void
-info_track(json_t *arr, FILE *f, const struct tk_reader *r,
+put_by_id(json_t *arr, struct id_slots *s, uint32_t id, json_t *o)
+{
+	if (id >= s->cap) {
+		size_t cap = s->cap ? s->cap : 64;
+		while (cap <= id)
+			cap *= 2;
+		size_t *at = realloc(s->at, cap * sizeof(*at));
+		if (!at)
+			cmd_die(EXIT_USAGE, "out of memory");
+		memset(at + s->cap, 0, (cap - s->cap) * sizeof(*at));
+		s->at = at;
+		s->cap = cap;
+	}
+	if (s->at[id]) {
+		json_array_set_new(arr, s->at[id] - 1, o);
+		return;
+	}
+	json_array_append_new(arr, o);
+	s->at[id] = json_array_size(arr);
+}
+
+static void
+info_track(json_t *arr, struct id_slots *slots, FILE *f, const struct tk_reader *r,
            const struct tk_track *t)
 {
 	char d[160];
@@ -598,7 +628,7 @@ info_track(json_t *arr, FILE *f, const struct tk_reader *r,
 		json_object_set_new(o, "label", jcstr(p->label));
 		json_object_set_new(o, "argv", argv);
 	}
-	json_array_append_new(arr, o);
+	put_by_id(arr, slots, t->id, o);
 }
 
 /* A metadata entry into the object of --info --json: keys too must be
@@ -619,6 +649,7 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 	                   .last_chunk = UINT64_MAX };
 	int text = opt->format != FMT_JSON;
 	json_t *tracks = json_array(), *devices = json_array(), *meta = json_object();
+	struct id_slots track_slots = { 0 }, device_slots = { 0 };
 	unsigned major, minor;
 	tk_reader_version(r, &major, &minor);
 	if (text)
@@ -643,6 +674,11 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 		}
 		case TK_REC_SCOPE:
 			in.scopes++;
+			/* a new scope's ids are new tracks and devices */
+			if (track_slots.at)
+				memset(track_slots.at, 0, track_slots.cap * sizeof(size_t));
+			if (device_slots.at)
+				memset(device_slots.at, 0, device_slots.cap * sizeof(size_t));
 			if (text)
 				printf("-- concatenated trace %" PRIu64 " --\n", in.scopes);
 			break;
@@ -653,7 +689,7 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 				info_meta(meta, rec.u.meta);
 			break;
 		case TK_REC_TRACK:
-			info_track(tracks, text ? stdout : NULL, r, rec.u.track);
+			info_track(tracks, &track_slots, text ? stdout : NULL, r, rec.u.track);
 			break;
 		case TK_REC_DEVICE: {
 			const struct tk_device *d = rec.u.device;
@@ -662,7 +698,8 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 				       "compute %u.%u, host %s\n", d->id, d->index, d->name,
 				       d->sm_count, d->memory, d->cc_major, d->cc_minor, d->host);
 			} else {
-				json_array_append_new(devices, json_pack("{s:I,s:I,s:o,s:I,s:I}",
+				put_by_id(devices, &device_slots, d->id,
+				          json_pack("{s:I,s:I,s:o,s:I,s:I}",
 					"id", (json_int_t)d->id, "index", (json_int_t)d->index,
 					"name", jcstr(d->name), "sm_count", (json_int_t)d->sm_count,
 					"memory", (json_int_t)d->memory));
@@ -717,6 +754,8 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 	}
 	json_decref(tracks);
 	json_decref(devices);
+	free(track_slots.at);
+	free(device_slots.at);
 	json_decref(meta);
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);

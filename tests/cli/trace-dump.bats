@@ -78,6 +78,30 @@ assert any("," in r[3] for r in rows[1:])
 	assert_eq "${lines[1]}" "NVIDIA H100 80GB HBM3"
 }
 
+@test "--info --json: one entry per track and device id, the last definition" {
+	d=$BATS_TEST_TMPDIR
+	mktrace > "$d/renamed.tkt" <<'EOF'
+{"def":"process","ref":"p","pid":100,"host":"h","argv":["python3"]}
+{"def":"thread","ref":"t","process":"p","tid":101,"name":"main"}
+{"def":"device","ref":"d","index":0,"name":"","sm_count":0}
+{"kind":"range","track":"t","ts":1000,"dur":10,"name":"a"}
+{"flush":true}
+{"def":"thread","ref":"t","process":"p","tid":101,"name":"worker"}
+{"def":"device","ref":"d","index":0,"name":"NVIDIA H100","sm_count":132}
+{"kind":"range","track":"t","ts":2000,"dur":10,"name":"b"}
+EOF
+	# the text lists each definition as it comes
+	run -0 trace-dump --info "$d/renamed.tkt"
+	[[ "$output" == *"pid 100/tid 101 (main)"*"pid 100/tid 101 (worker)"* ]]
+	run -0 bash -c "trace-dump --info --json '$d/renamed.tkt' | jq -c '[.tracks[].desc], [.devices[] | [.id, .name, .sm_count]]'"
+	assert_eq "${lines[0]}" '["pid 100","pid 100/tid 101 (worker)"]'
+	assert_eq "${lines[1]}" '[[1,"NVIDIA H100",132]]'
+	# a concatenated trace's ids are other tracks
+	cat "$d/renamed.tkt" "$d/renamed.tkt" > "$d/twice.tkt"
+	run -0 bash -c "trace-dump --info --json '$d/twice.tkt' | jq -c '[(.tracks | length), (.devices | length)]'"
+	assert_eq "$output" "[4,2]"
+}
+
 @test "several files and concatenated traces are all listed" {
 	a=$(trace-dump "$T" | wc -l)
 	cat "$T" "$T" > "$BATS_TEST_TMPDIR/cat.tkt"
