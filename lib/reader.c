@@ -27,6 +27,7 @@
 /* The event union at its largest: fill_event() copies this many bytes. */
 #define UNION_SIZE sizeof(((struct tk_event *)0)->u)
 _Static_assert(UNION_SIZE % 8 == 0, "fill_event() copies the union in words");
+#define UNION_WORDS (UNION_SIZE / 8)
 
 struct rstring {
 	const char *s;
@@ -54,7 +55,6 @@ struct colloc {
  * chunk is decoded, so that handing out an event is one copy. */
 struct kind_cols {
 	uint32_t count;            /* events of this kind in the chunk */
-	uint32_t pos;              /* next one to deliver */
 	uint32_t cap;              /* events the arrays hold */
 	uint8_t *attrs;            /* count structs of the kind's size */
 	uint32_t *tracks;          /* the track of each, for per-track deltas */
@@ -128,12 +128,15 @@ struct tk_reader {
 	 * and are put back in time order through these */
 	int grouped;
 	uint32_t *order;         /* stored position -> event index */
-	uint32_t *aux;           /* stored tracks, then each event's index
-	                            among its kind's */
+	uint32_t *aux;           /* a grouped chunk's stored tracks, then
+	                            each event's index among its kind's */
 	int64_t *tsv_alt, *durv_alt;
 	uint32_t *namev_alt;
 	const uint8_t *kind_col; /* the kind column as stored */
 	struct kind_cols kc[TK_KIND_MAX + 1];
+	/* per kind, per 8-byte word of the event's union: which bytes are
+	 * the kind's struct (fill_event_at() keeps those, zeroes the rest) */
+	uint64_t union_mask[TK_KIND_MAX + 1][UNION_WORDS];
 	/* Where each kind's attribute columns lie in raw_buf; they are
 	 * decoded when the chunk's first event is, so that a caller of
 	 * tk_reader_next_columns() never pays for them. */
@@ -186,6 +189,10 @@ tk_reader_new(void)
 	if (!r)
 		return NULL;
 	r->fd = -1;
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		for (unsigned b = 0; b < UNION_SIZE; b++)
+			if (b < tkp_schema[k].size)
+				r->union_mask[k][b / 8] |= UINT64_C(0xff) << (8 * (b % 8));
 	r->dec = libdeflate_alloc_decompressor();
 	if (!r->dec) {
 		free(r);
@@ -1239,12 +1246,22 @@ undelta(struct tk_reader *r, const uint32_t *restrict tracks, uint32_t n,
         uint64_t *restrict v)
 {
 	uint64_t *restrict prev = r->dprev;
+	if (n == 0)
+		return;
 	for (uint32_t i = 0; i < n; i++)
 		prev[tracks[i]] = 0;
+	/* the running track's value in a register, as in decode_times() */
+	uint32_t cur_t = tracks[0];
+	uint64_t cur = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t t = tracks[i];
-		v[i] = prev[t] + (uint64_t)tkp_unzigzag(v[i]);
-		prev[t] = v[i];
+		if (t != cur_t) {
+			prev[cur_t] = cur;
+			cur_t = t;
+			cur = prev[t];
+		}
+		cur += (uint64_t)tkp_unzigzag(v[i]);
+		v[i] = cur;
 	}
 }
 
@@ -1300,15 +1317,28 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 	/* the first event's time is the chunk's: predicted by itself */
 	tsv[0] = (int64_t)tkp_zigzag(0);
 	uint64_t bad = first == INT64_MIN;
+	/* The prediction of the track of the last event is kept in a
+	 * register, and goes back to pred[] when the track changes: events
+	 * come in runs on one track, and a chain of stores and loads of
+	 * pred[t] through memory was most of this loop's time. */
+	uint32_t cur_t = trackv[0];
+	int64_t cur = pred[cur_t], cur_mask = -(int64_t)stream[cur_t] & stream_mask;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t t = trackv[i];
-		int64_t ts = (int64_t)((uint64_t)pred[t] +
+		if (t != cur_t) {
+			pred[cur_t] = cur;
+			cur_t = t;
+			cur = pred[t];
+			cur_mask = -(int64_t)stream[t] & stream_mask;
+		}
+		int64_t ts = (int64_t)((uint64_t)cur +
 		                       (uint64_t)tkp_unzigzag((uint64_t)tsv[i]));
 		int64_t dur = durv[i];
 		bad |= (ts > INT64_MAX - dur) | (ts == INT64_MIN);
 		tsv[i] = ts;
-		pred[t] = ts + (dur & -(int64_t)stream[t] & stream_mask);
+		cur = ts + (dur & cur_mask);
 	}
+	pred[cur_t] = cur;
 	if (bad)
 		return corrupt(r, "time out of range");
 	return TK_OK;
@@ -1635,6 +1665,41 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	return TK_OK;
 }
 
+/* Each kind's tracks, in the order the kind's columns are stored (for
+ * per-track differences), and each event's index among its kind's in
+ * r->aux (for fill_event_at()).  order[] maps stored positions to events
+ * in a grouped chunk, NULL otherwise; inlined for each case.  The
+ * position of the last event's kind stays in a register: kinds come in
+ * runs, and a count kept in memory chained each event to the last. */
+static inline __attribute__((always_inline)) void
+index_kinds(struct tk_reader *r, const uint32_t *restrict order)
+{
+	uint32_t pos[TK_KIND_MAX + 1] = { 0 };
+	uint32_t *tracks[TK_KIND_MAX + 1];
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
+		tracks[k] = r->kc[k].tracks;
+	const uint8_t *restrict kinds = r->kinds;
+	const uint32_t *restrict trackv = r->trackv;
+	uint32_t *restrict aux = r->aux;
+	unsigned cur_kind = 0; /* no event is of kind 0 */
+	uint32_t cur_pos = 0;
+	uint32_t *cur_tracks = NULL;
+	for (uint32_t s = 0; s < r->nev; s++) {
+		uint32_t i = order ? order[s] : s;
+		unsigned k = kinds[i];
+		if (k > TK_KIND_MAX)
+			continue; /* a newer kind: passed through, no attributes */
+		if (k != cur_kind) {
+			pos[cur_kind] = cur_pos;
+			cur_kind = k;
+			cur_pos = pos[k];
+			cur_tracks = tracks[k];
+		}
+		aux[i] = cur_pos;
+		cur_tracks[cur_pos++] = trackv[i];
+	}
+}
+
 /* The attribute columns of the current chunk, into each kind's structs. */
 static int
 decode_attrs(struct tk_reader *r)
@@ -1656,34 +1721,16 @@ decode_attrs(struct tk_reader *r)
 		counts[0][r->kinds[q]]++;
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		r->kc[k].count = counts[0][k] + counts[1][k] + counts[2][k] + counts[3][k];
-		r->kc[k].pos = 0;
 	}
 
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
 		if (r->kc[k].count &&
 		    (rc = ensure_kind_arrays(r, &r->kc[k], tkp_schema[k].size)))
 			return rc;
-	/* each kind's tracks, for per-track differences, in the order the
-	 * kind's columns are stored; for a grouped chunk, each event's
-	 * index among its kind's (r->aux), as fill_event() needs it */
-	if (r->grouped) {
-		for (uint32_t s = 0; s < n; s++) {
-			uint32_t i = r->order[s];
-			uint8_t k = r->kinds[i];
-			if (k <= TK_KIND_MAX) {
-				r->aux[i] = r->kc[k].pos;
-				r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
-			}
-		}
-	} else {
-		for (uint32_t i = 0; i < n; i++) {
-			uint8_t k = r->kinds[i];
-			if (k <= TK_KIND_MAX)
-				r->kc[k].tracks[r->kc[k].pos++] = r->trackv[i];
-		}
-	}
-	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
-		r->kc[k].pos = 0;
+	if (r->grouped)
+		index_kinds(r, r->order);
+	else
+		index_kinds(r, NULL);
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		struct kind_cols *kcol = &r->kc[k];
 		if (kcol->count && (rc = decode_kind(r, k, kcol, r->cols[k])))
@@ -1791,8 +1838,7 @@ fill_event_at(struct tk_reader *r, uint32_t i, struct tk_event *ev)
 {
 	unsigned k = r->kinds[i];
 	struct kind_cols *kc = &r->kc[k];
-	uint32_t j = r->grouped ? r->aux[i] : kc->pos++;
-	unsigned size = tkp_schema[k].size;
+	uint32_t j = r->aux[i];
 	ev->kind = k;
 	ev->track = r->trackv[i];
 	ev->ts = r->tsv[i];
@@ -1805,15 +1851,17 @@ fill_event_at(struct tk_reader *r, uint32_t i, struct tk_event *ev)
 	ev->args = (const char *)kc->args[j];
 	ev->args_len = kc->args_len[j];
 	/* The kind's struct, the rest of the union zero (no stale pointers
-	 * of another kind).  Word by word over the whole union, with no
-	 * call: the struct array has UNION_SIZE bytes of slack to read. */
-	const uint8_t *src = kc->attrs + (size_t)j * size;
+	 * of another kind, nor bytes of the next struct).  Word by word over
+	 * the whole union through the kind's masks, with no call and no
+	 * branch: the struct array has UNION_SIZE bytes of slack to read. */
+	const uint8_t *src = kc->attrs + (size_t)j * tkp_schema[k].size;
+	const uint64_t *mask = r->union_mask[k];
 	uint8_t *dst = (uint8_t *)ev + TKP_UNION_OFF;
-	for (unsigned b = 0; b < UNION_SIZE; b += 8) {
+	for (unsigned b = 0; b < UNION_WORDS; b++) {
 		uint64_t w;
-		memcpy(&w, src + b, 8);
-		w = b < size ? w : 0;
-		memcpy(dst + b, &w, 8);
+		memcpy(&w, src + 8 * b, 8);
+		w &= mask[b];
+		memcpy(dst + 8 * b, &w, 8);
 	}
 }
 

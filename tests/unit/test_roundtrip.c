@@ -825,6 +825,51 @@ TEST(string_ids)
 	mem_free(&m);
 }
 
+/* The reader's promise in tracekit.h: the bytes of the union past the
+ * event's kind's struct are zero.  Overhead events have a 4-byte struct,
+ * shorter than a word; they come between kernels, whose struct fills
+ * the union, and next to each other, with values in every byte. */
+TEST(union_zero_past_kind)
+{
+	struct mem_trace m;
+	struct tk_writer *w = mem_open(&m, NULL);
+	struct tk_process pr = { "h", 100, 1, 0, 0, NULL, "" };
+	uint32_t pt = tk_writer_process(w, 0, &pr);
+	struct tk_thread th = { pt, 100, "main" };
+	uint32_t thread = tk_writer_thread(w, 0, &th);
+	for (int i = 0; i < 40; i++) {
+		struct tk_event e = { .kind = i % 4 == 3 ? TK_KERNEL : TK_OVERHEAD,
+		                      .track = thread, .ts = 1000 + i, .dur = 1,
+		                      .name = "x" };
+		if (e.kind == TK_KERNEL) {
+			memset(&e.u.kernel, 0xa5, sizeof(e.u.kernel));
+			e.u.kernel.mangled = NULL;
+			e.u.kernel.mangled_id = 0;
+		} else {
+			e.u.overhead.type = 0xf1f2f3f4u - (uint32_t)i;
+		}
+		CHECK(tk_writer_event(w, &e) == TK_OK);
+	}
+	mem_finish(&m, 1);
+	struct tk_reader *r = tk_reader_new();
+	const struct tk_event *e;
+	int n = 0, dirty = 0;
+	CHECK(tk_reader_open_mem(r, m.buf, m.len, "mem") == TK_OK);
+	while (tk_reader_next_event(r, &e) == TK_OK) {
+		if (e->kind != TK_OVERHEAD)
+			continue;
+		CHECK_EQ_INT(e->u.overhead.type, 0xf1f2f3f4u - (uint32_t)(e->ts - 1000));
+		const uint8_t *u = (const uint8_t *)&e->u;
+		for (size_t b = sizeof(e->u.overhead); b < sizeof(e->u); b++)
+			dirty += u[b] != 0;
+		n++;
+	}
+	CHECK_EQ_INT(n, 30);
+	CHECK_EQ_INT(dirty, 0);
+	tk_reader_free(r);
+	mem_free(&m);
+}
+
 int
 main(void)
 {
@@ -845,6 +890,7 @@ main(void)
 	RUN(columns);
 	RUN(columns_scope);
 	RUN(grouped_by_process);
+	RUN(union_zero_past_kind);
 	for (int i = 0; i < NAMES; i++)
 		free(names[i]);
 	return tap_done();
