@@ -1719,9 +1719,8 @@ decode_attrs(struct tk_reader *r)
 	}
 	for (; q < n; q++)
 		counts[0][r->kinds[q]]++;
-	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
 		r->kc[k].count = counts[0][k] + counts[1][k] + counts[2][k] + counts[3][k];
-	}
 
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
 		if (r->kc[k].count &&
