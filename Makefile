@@ -60,11 +60,23 @@ endif
 
 LIB_SRC := $(wildcard lib/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
-CMD_SRC := $(wildcard cmd/trace-*.c)
-CMDS := $(notdir $(CMD_SRC:.c=))
+# cmd/ is layered: common/ (front-end helpers: exit codes and messages,
+# tables, short names, JSON output) over lib/, analysis/ (aggregation,
+# distributions, busy time, per-instance views, statistical tests) over
+# common/, and a folder per command over both.  Each layer is a static
+# archive; `make check-layers` fails on an include or call that goes up
+# or across commands.
+CMDS := $(notdir $(wildcard cmd/trace-*))
 CMD_BINS := $(CMDS:%=$(O)/bin/%)
-CMDLIB_SRC := $(filter-out $(CMD_SRC),$(wildcard cmd/*.c))
-CMDLIB_OBJ := $(CMDLIB_SRC:%.c=$(O)/%.o)
+COMMON_LIB := $(O)/cmd/common/libcommon.a
+ANALYSIS_LIB := $(O)/cmd/analysis/libanalysis.a
+# A command's own archive: every file of its folder but the one with
+# main(), so that unit tests can link its parts.
+cmd_lib = $(O)/cmd/$(1)/lib$(1).a
+CMD_LIBS := $(foreach c,$(CMDS),$(call cmd_lib,$(c)))
+# What a program built from cmd/ code links, in layer order.
+CMD_LINK := $(CMD_LIBS) $(ANALYSIS_LIB) $(COMMON_LIB)
+CMD_HDR := $(wildcard cmd/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/unit/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -77,7 +89,7 @@ STATIC_LIB := $(O)/lib/libtracekit.a
 SHARED_LIB := $(O)/lib/libtracekit.so.$(SOVERSION)
 
 .SECONDARY:
-.PHONY: all check check-valgrind demo install uninstall clean bench fuzz \
+.PHONY: all check check-layers check-valgrind demo install uninstall clean bench fuzz \
         fuzz-smoke lint-man help tests
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(CMD_BINS)
@@ -100,41 +112,61 @@ $(SHARED_LIB): $(LIB_OBJ)
 # ---- commands ---------------------------------------------------------------
 # Commands link the static library: no rpath or LD_LIBRARY_PATH games.
 
-$(O)/cmd/%.o: cmd/%.c $(wildcard cmd/*.h) lib/tracekit.h
+$(O)/cmd/%.o: cmd/%.c $(CMD_HDR) lib/tracekit.h
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -DTK_INJECT_DIR='"$(LIBDIR)/tracekit"' -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -DTK_INJECT_DIR='"$(LIBDIR)/tracekit"' -c -o $@ $<
 
-$(O)/cmd/libcmd.a: $(CMDLIB_OBJ)
+objs_of = $(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c))
+
+$(COMMON_LIB): $(call objs_of,common)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-$(O)/bin/%: $(O)/cmd/%.o $(O)/cmd/libcmd.a $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $< $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+$(ANALYSIS_LIB): $(call objs_of,analysis)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+define command_rules
+$(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
+	$$(Q)rm -f $$@
+	$$(Q)$$(AR) rcs $$@ $$^
+
+$(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(COMMON_LIB) $(STATIC_LIB)
+	@mkdir -p $$(@D)
+	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \
+		$(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS)
+endef
+$(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 
 # ---- tests ------------------------------------------------------------------
 
-$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(O)/cmd/libcmd.a
+$(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
-		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
 
-$(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(O)/cmd/libcmd.a
+$(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
 
 # Fuzz targets also build as plain programs that replay the corpus, so
 # `make check` runs every saved input through them with any compiler.
-$(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(O)/cmd/libcmd.a
+$(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c \
-		$(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
 
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
-check: tests
+check: tests check-layers
 	$(Q)O=$(O) SAN=$(SAN) tests/run-tests.sh
+
+# Includes and calls only go down the layers (lib, cmd/common,
+# cmd/analysis, cmd/trace-*), never across commands; no mutable globals
+# shared between files of cmd/.
+check-layers: all
+	$(Q)tests/tools/check-layers.sh $(O)
 
 check-valgrind: tests
 	$(Q)O=$(O) SAN=$(SAN) TK_VALGRIND=1 tests/run-tests.sh
@@ -147,10 +179,10 @@ FUZZ_TIME ?= 30
 fuzz:
 	$(Q)$(MAKE) --no-print-directory O=$(FUZZ_O) CC=clang \
 		CFLAGS="-g -O1 -DTK_FUZZING -fsanitize=fuzzer-no-link,address,undefined" \
-		$(FUZZ_O)/lib/libtracekit.a $(FUZZ_O)/cmd/libcmd.a
+		$(FUZZ_O)/lib/libtracekit.a $(subst $(O)/,$(FUZZ_O)/,$(CMD_LINK))
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 		clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f \
-			$(FUZZ_O)/cmd/libcmd.a $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
+			$(subst $(O)/,$(FUZZ_O)/,$(CMD_LINK)) $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
 			|| exit 1; done
 
 fuzz-smoke: fuzz
@@ -218,10 +250,10 @@ $(O)/tests/unit/test_cupti_convert: tests/unit/test_cupti_convert.c \
 		$(DEPS_LIBS) $(CUPTI_LIBS)
 
 $(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
-		$(STATIC_LIB) $(O)/cmd/libcmd.a
+		$(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(CUPTI_CONVERT_OBJ) $(O)/cmd/libcmd.a $(STATIC_LIB) $(DEPS_LIBS) \
+		$(CUPTI_CONVERT_OBJ) $(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) \
 		$(CUPTI_LIBS)
 
 tests bench: $(CUPTI_BENCH)
@@ -307,10 +339,10 @@ $(INJECT_SO): $(INJECT_OBJ)
 		-Wl,--as-needed $(DEPS_LIBS) -ldl
 
 # trace-record and its CUDA part know whether the library records CUDA.
-$(O)/cmd/trace-record.o: ALL_CFLAGS += $(NVTX_CFLAGS)
-$(O)/cmd/trace-record.o $(O)/cmd/record_cuda.o: ALL_CFLAGS += \
+$(O)/cmd/trace-record/trace-record.o: ALL_CFLAGS += $(NVTX_CFLAGS)
+$(O)/cmd/trace-record/trace-record.o $(O)/cmd/trace-record/cuda.o: ALL_CFLAGS += \
 	$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),-DTK_HAVE_CUPTI=1))
-$(O)/cmd/trace-record.o $(O)/cmd/record_cuda.o: $(CUPTI_STATE)
+$(O)/cmd/trace-record/trace-record.o $(O)/cmd/trace-record/cuda.o: $(CUPTI_STATE)
 
 $(O)/tests/unit/test_inject: tests/unit/test_inject.c tests/unit/tap.h \
 		$(INJECT_SRC) $(INJECT_HDR) $(STATIC_LIB)
@@ -415,6 +447,7 @@ help:
 	@echo '  check        build with -Werror and run every test'
 	@echo '  check SAN=address,undefined   the same under sanitizers'
 	@echo '  check-valgrind   command tests under valgrind'
+	@echo '  check-layers     includes and calls only go down the layers'
 	@echo '  demo         record a sample program, show its summary'
 	@echo '  bench        run the benchmarks in tests/bench'
 	@echo '  fuzz, fuzz-smoke [FUZZ_TIME=s]   libFuzzer targets (clang)'

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the option values every command parses (cmd/util.c:
+ * libFuzzer target: the option values every command parses (cmd/common/util.c:
  * durations, offsets, counts, sizes, percentages, factors), the units
  * they are printed in, and cmd_utf8(), on arbitrary bytes.  Not only
  * crashes: each parser is checked against an independent reading of
- * its grammar (util.h), and what it accepts against the limits it
+ * its grammar (cmd/common/util.h), and what it accepts against the limits it
  * promises, so that a value is never taken wrong silently.
  */
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

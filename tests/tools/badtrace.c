@@ -41,7 +41,7 @@
 #include <zlib.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 #define FILE_HEADER 36
 #define CHUNK_HEADER 56

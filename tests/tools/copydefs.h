@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 struct idmap {
 	uint32_t *v;

@@ -29,7 +29,7 @@
 #include <jansson.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 #define MAX_REFS 256
 

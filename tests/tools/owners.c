@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 static const struct tk_track *
 process_of(const struct tk_reader *r, const struct tk_track *t)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 struct item {
 	struct tk_event e;

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "tracekit.h"
-#include "util.h"
+#include "common/util.h"
 
 #define MAX_TWEAKS 16
 
@@ -621,7 +621,7 @@ usage(void)
 	       "      --level L       deflate level (default 6)\n"
 	       "      --chunk-bytes N uncompressed chunk size\n"
 	       "  -o, --output FILE\n",
-	       cmd_name);
+	       cmd_name());
 }
 
 int

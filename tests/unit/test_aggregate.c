@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The aggregation behind trace-stats and trace-diff: interval unions
- * (cmd/busy.c) against a bitmap, per-instance attribution
- * (cmd/perinst.c) on hand-made cases, and the aggregator
- * (cmd/aggregate.c) on small traces written here with known answers,
+ * (cmd/analysis/busy.c) against a bitmap, per-instance attribution
+ * (cmd/analysis/perinst.c) on hand-made cases, and the aggregator
+ * (cmd/analysis/aggregate.c) on small traces written here with known answers,
  * sorted and not.
  */
 #include <math.h>
 
 #include "tap.h"
 #include "helpers.h"
-#include "../../cmd/aggregate.h"
-#include "../../cmd/busy.h"
-#include "../../cmd/perinst.h"
-#include "../../cmd/strmap.h"
-#include "../../cmd/util.h"
+#include "analysis/aggregate.h"
+#include "analysis/busy.h"
+#include "analysis/perinst.h"
+#include "common/strmap.h"
+#include "common/util.h"
 
 /* ---- busy ---------------------------------------------------------------------- */
 

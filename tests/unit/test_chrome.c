@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "../../cmd/chrome.h"
+#include "trace-to-chrome/chrome.h"
 
 static const char *
 text(struct sbuf *b)

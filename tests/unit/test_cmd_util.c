@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "../../cmd/short_name.h"
-#include "../../cmd/util.h"
+#include "common/short_name.h"
+#include "common/util.h"
 
 TEST(durations)
 {

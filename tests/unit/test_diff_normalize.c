@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace-diff --normalize (cmd/diff_normalize.c): each rule, what it
+ * trace-diff --normalize (cmd/analysis/normalize.c): each rule, what it
  * must leave alone, and real kernel names from two builds that must
  * (and must not) end up equal.
  */
 #include "tap.h"
 #include "helpers.h"
-#include "../../cmd/diff_normalize.h"
+#include "analysis/normalize.h"
 
 static void
 check_norm(const char *in, const char *want, int line)

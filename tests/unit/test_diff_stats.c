@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace-diff's statistics (cmd/diff_stats.c, cmd/diff_sort.c): p-values
+ * trace-diff's statistics (cmd/analysis/stattest.c, cmd/analysis/sort.c): p-values
  * against scipy 1.10 (the values below were computed once with
  * scipy.stats.mannwhitneyu, ttest_ind(equal_var=False), t.sf and
  * special.betainc on the same samples; the script is in the comments),
@@ -12,7 +12,7 @@
 
 #include "tap.h"
 #include "helpers.h"
-#include "../../cmd/diff_stats.h"
+#include "analysis/stattest.h"
 
 static int
 cmp_i64(const void *a, const void *b)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Distributions (cmd/dist.c) and the relative-error sketch
- * (cmd/sketch.c): exact summaries against sorting, the sketch against
+ * Distributions (cmd/analysis/dist.c) and the relative-error sketch
+ * (cmd/analysis/sketch.c): exact summaries against sorting, the sketch against
  * exact quantiles, on data shaped like durations and on adversarial
  * data for the selection algorithm.
  */
@@ -9,8 +9,8 @@
 
 #include "tap.h"
 #include "helpers.h"
-#include "../../cmd/dist.h"
-#include "../../cmd/sketch.h"
+#include "analysis/dist.h"
+#include "analysis/sketch.h"
 
 static int
 cmp_i64(const void *a, const void *b)

@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "tap.h"
-#include "../../cmd/import.h"
+#include "trace-import/import.h"
 
 /* ---- numbers --------------------------------------------------------------- */
 

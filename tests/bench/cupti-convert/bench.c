@@ -33,7 +33,7 @@
 #include <cupti_runtime_cbid.h>
 
 #include "cupti_convert.h"
-#include "util.h"
+#include "common/util.h"
 
 #pragma weak cuptiActivityGetNextRecord
 

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-diff CSV output (through libcsv): the operations, one row each;
+ * with --report, the summary as its own table first.  Integer
+ * nanoseconds, no thousands separators; a side without the operation
+ * has empty fields.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "common/table.h"
+#include "common/util.h"
+
+/* Fields are formatted into a pool of buffers, one per column. */
+#define MAXF 40
+static char fbuf[MAXF][64];
+static const char *fld[MAXF];
+
+static void
+setf(size_t i, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+setf(size_t i, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(fbuf[i], sizeof(fbuf[i]), fmt, ap);
+	va_end(ap);
+	fld[i] = fbuf[i];
+}
+
+static void
+set_real(size_t i, double v)
+{
+	if (isfinite(v))
+		setf(i, "%.6g", v);
+	else
+		fld[i] = NULL;
+}
+
+static void
+set_p(size_t i, const struct diff_test_result *t)
+{
+	if (t->test == TEST_NONE)
+		fld[i] = NULL;
+	else
+		setf(i, "%.6g", t->p);
+}
+
+static const char *const summary_header[] = {
+	"report", "metric", "device", "unit", "before", "after", "delta", "ratio",
+	"speedup", "change_pct", "verdict", "runs_before", "runs_after", "sd_before",
+	"sd_after", "test", "p_value",
+};
+#define NSUMMARY (sizeof(summary_header) / sizeof(summary_header[0]))
+
+static void
+csv_summary(struct diff *df)
+{
+	csv_record(stdout, summary_header, NSUMMARY);
+	for (size_t i = 0; i < df->nsummary; i++) {
+		const struct diff_summary_row *r = &df->summary[i];
+		memset(fld, 0, sizeof(fld));
+		fld[0] = "summary";
+		fld[1] = diff_metric_keys[r->metric];
+		if (r->metric == DM_DEVICE)
+			setf(2, "%" PRId64, r->device);
+		fld[3] = r->time ? "ns" : "bytes";
+		for (int s = 0; s < 2; s++)
+			if (r->has[s])
+				setf(4 + (size_t)s, "%lld", cmd_ns_int(r->v[s]));
+		if (r->has[0] && r->has[1]) {
+			double ratio = diff_summary_ratio(r);
+			setf(6, "%lld", cmd_ns_int(r->v[1] - r->v[0]));
+			set_real(7, ratio);
+			if (r->time)
+				set_real(8, 1 / ratio);
+			set_real(9, (ratio - 1) * 100);
+		}
+		if (r->has_verdict)
+			fld[10] = diff_verdict_names[r->verdict];
+		if (r->nruns[0]) {
+			setf(11, "%zu", r->nruns[0]);
+			setf(12, "%zu", r->nruns[1]);
+			setf(13, "%lld", cmd_ns_int(r->sd[0]));
+			setf(14, "%lld", cmd_ns_int(r->sd[1]));
+		}
+		fld[15] = diff_test_name(r->test.test);
+		set_p(16, &r->test);
+		csv_record(stdout, fld, NSUMMARY);
+	}
+}
+
+static const char *const group_header[] = {
+	"report", "kind", "domain", "name", "verdict", "count_before", "count_after",
+	"total_before_ns", "total_after_ns", "delta_ns", "mean_before_ns",
+	"mean_after_ns", "std_before_ns", "std_after_ns", "min_before_ns",
+	"min_after_ns", "median_before_ns", "median_after_ns", "p95_before_ns",
+	"p95_after_ns", "p99_before_ns", "p99_after_ns", "max_before_ns",
+	"max_after_ns", "ratio", "speedup", "change_pct", "test", "p_value",
+	"runs_p_value", "bytes_before", "bytes_after",
+};
+#define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
+
+static void
+csv_groups(struct diff *df)
+{
+	csv_record(stdout, group_header, NGROUP);
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		size_t shown, all;
+		struct diff_row **v = diff_table_rows(df, (enum agg_table)t, &shown, &all);
+		for (size_t i = 0; i < shown; i++) {
+			const struct diff_row *r = v[i];
+			memset(fld, 0, sizeof(fld));
+			fld[0] = diff_table_keys[t];
+			fld[1] = tk_kind_name(r->kind);
+			fld[2] = r->domain;
+			fld[3] = r->name;
+			fld[4] = diff_verdict_names[r->verdict];
+			for (size_t s = 0; s < 2; s++) {
+				const struct diff_side *d = &r->side[s];
+				if (!d->present)
+					continue;
+				setf(5 + s, "%" PRIu64, d->s.count);
+				setf(7 + s, "%" PRId64, d->s.total);
+				setf(10 + s, "%lld", cmd_ns_int(d->s.mean));
+				setf(12 + s, "%lld", cmd_ns_int(d->s.std));
+				setf(14 + s, "%" PRId64, d->s.min);
+				setf(16 + s, "%lld", cmd_ns_int(d->s.p50));
+				setf(18 + s, "%lld", cmd_ns_int(d->s.p95));
+				setf(20 + s, "%lld", cmd_ns_int(d->s.p99));
+				setf(22 + s, "%" PRId64, d->s.max);
+				if (r->table == AGG_MEMOPS)
+					setf(30 + s, "%" PRIu64, d->bytes);
+			}
+			setf(9, "%" PRId64, r->delta);
+			set_real(24, r->ratio);
+			set_real(25, 1 / r->ratio);
+			set_real(26, (r->ratio - 1) * 100);
+			fld[27] = diff_test_name(r->test.test);
+			set_p(28, &r->test);
+			set_p(29, &r->runs_test);
+			csv_record(stdout, fld, NGROUP);
+		}
+		free(v);
+	}
+}
+
+void
+diff_csv(struct diff *df)
+{
+	unsigned reports = diff_opt.reports ? diff_opt.reports : DR_GROUPS;
+	if (reports & DR_SUMMARY)
+		csv_summary(df);
+	if ((reports & DR_SUMMARY) && (reports & DR_GROUPS))
+		putchar('\n');
+	if (reports & DR_GROUPS)
+		csv_groups(df);
+}

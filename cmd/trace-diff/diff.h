@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
+ * status), match.c (operations of the two traces matched and
+ * tested), summary.c (the run-wide figures), gate.c (what
+ * decides the exit status), common.c (units, names, order), and
+ * one file per output format.  Both traces are aggregated by
+ * analysis/aggregate.h exactly as trace-stats does, so every figure agrees with
+ * trace-stats to the nanosecond; the statistics are in analysis/stattest.h.
+ */
+#ifndef TK_CMD_DIFF_H
+#define TK_CMD_DIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/aggregate.h"
+#include "analysis/stattest.h"
+
+enum diff_format { DF_TEXT, DF_CSV, DF_JSON, DF_MARKDOWN };
+
+/* Reports (bits). */
+#define DR_SUMMARY 1u
+#define DR_GROUPS 2u
+
+/* Run-wide figures.  The first DM_NGATE are times: --metric chooses one
+ * for --fail-if-slower and --expect-speedup. */
+enum diff_metric {
+	DM_WALL, DM_GPU, DM_KERNEL, DM_COPY, DM_API, DM_CPU, DM_NGATE,
+	DM_DEVICE = DM_NGATE,    /* busy time of one GPU (with several) */
+	DM_BYTES, DM_RSS, DM_DEVMEM,
+};
+extern const char *const diff_metric_keys[];
+
+struct diff_options {
+	enum diff_format format;
+	int quiet;
+	unsigned reports;        /* DR_*; 0 = the format's default */
+	uint64_t top;            /* rows per table; 0 = all */
+	int full_names;
+	size_t line_width;       /* text tables are cut to this; 0 = never */
+	int normalize;
+	uint32_t kinds;          /* bit per event kind; 0 = every one */
+	double threshold;        /* smallest change called one (fraction) */
+	double alpha;
+	enum diff_metric metric;
+	int metric_given;
+	double fail_if_slower;   /* fraction; < 0 = not given */
+	double expect_speedup;   /* factor; 0 = not given */
+	int name_given;          /* --name: the groups it keeps are gated */
+	struct agg_options agg;
+	const char *paths[2];    /* BEFORE, AFTER */
+};
+
+extern struct diff_options diff_opt;
+
+/* ---- operations matched across the traces (match.c) ---- */
+
+struct diff_side {
+	int present;
+	struct summary s;        /* as trace-stats computes it */
+	struct dist *d;          /* the durations: the group's, or `own`
+	                            when --normalize merged several (set
+	                            once every row exists: rows move) */
+	struct dist own;
+	int owned;
+	uint64_t bytes;          /* memory operations */
+	double *runs;            /* time per run (several runs on both
+	                            sides), nruns of them */
+	size_t nruns;
+	char **names;            /* --normalize: the names merged here */
+	size_t nnames;
+};
+
+struct diff_row {
+	enum agg_table table;
+	unsigned kind;
+	char *domain, *name;     /* name normalized with --normalize */
+	struct diff_side side[2];
+	int64_t delta;           /* total after - total before, ns */
+	double ratio;            /* median after / median before */
+	struct diff_test_result test;      /* over the instances */
+	struct diff_test_result runs_test; /* over the runs' totals */
+	enum diff_verdict verdict;
+};
+
+/* ---- run-wide figures (summary.c) ---- */
+
+struct diff_summary_row {
+	enum diff_metric metric;
+	int64_t device;          /* DM_DEVICE: its CUDA ordinal */
+	int time;                /* a time (else bytes) */
+	int has[2];
+	double v[2];             /* value, or the mean over the runs */
+	double sd[2];            /* standard deviation over the runs */
+	size_t nruns[2];         /* per run: how many; 0 = whole trace */
+	struct diff_test_result test;
+	int has_verdict;
+	enum diff_verdict verdict;
+};
+
+/* ---- what decides the exit status (gate.c) ---- */
+
+struct diff_check {
+	const char *type;        /* "regression", "fail-if-slower",
+	                            "expect-speedup" */
+	char *subject;           /* the metric or the group's name */
+	const char *kind;        /* the group's kind, NULL for a metric */
+	double value;            /* the ratio after/before, or the speedup */
+	double limit;
+	int pass;
+	int tested;              /* a statistical test took part (else the
+	                            threshold alone decided) */
+};
+
+struct diff {
+	struct agg *agg[2];
+	int runs;                /* both traces have several runs */
+	struct diff_row *rows;
+	size_t nrows;
+	struct diff_summary_row *summary;
+	size_t nsummary;
+	struct diff_check *checks;
+	size_t nchecks;
+	int regression;          /* the exit status is 1 */
+};
+
+/* match.c */
+void diff_match(struct diff *df);
+/* The verdict of a row at this threshold (and --alpha). */
+enum diff_verdict diff_row_verdict(const struct diff_row *r, double threshold);
+/* summary.c */
+void diff_summarise(struct diff *df);
+const struct diff_summary_row *diff_summary_find(const struct diff *df,
+                                                 enum diff_metric m);
+/* after / before (the means over the runs, when per run) */
+double diff_summary_ratio(const struct diff_summary_row *r);
+enum diff_verdict diff_summary_verdict(const struct diff_summary_row *r,
+                                       double threshold);
+/* gate.c: fills checks and regression; 0, or -1 after a message
+ * when the metric to judge is missing from a trace */
+int diff_gate(struct diff *df);
+void diff_free(struct diff *df);
+
+/* ---- shared by the output formats (common.c) ---- */
+
+/* "1.234 ms", signed with `sign` ("+1.234 ms"). */
+char *diff_fmt_time(char *buf, size_t n, double ns, int sign);
+/* "3.00x faster", "1.30x slower", "same" (ratio = after / before). */
+char *diff_fmt_change(char *buf, size_t n, double ratio);
+/* "0.0031", "<1e-4", "" for no test. */
+char *diff_fmt_p(char *buf, size_t n, const struct diff_test_result *t);
+/* A metric for people: "wall", "GPU 1 busy", "kernels". */
+char *diff_metric_label(char *buf, size_t n, const struct diff_summary_row *r);
+/* A name for people: templates without their return type and
+ * parameters unless --full-names (buffer valid until the next call). */
+const char *diff_display_name(const char *name);
+/* The same, also cut to 70 columns, for one-line messages. */
+const char *diff_line_name(const char *name);
+const char *diff_test_name(enum diff_test t);
+extern const char *const diff_table_titles[AGG_NTABLES];
+extern const char *const diff_table_keys[AGG_NTABLES];
+/* Rows of one table in display order (|delta| largest first), after
+ * --top; *all gets how many there are before it.  Caller frees. */
+struct diff_row **diff_table_rows(struct diff *df, enum agg_table t, size_t *shown,
+                                  size_t *all);
+/* Counts of verdicts in a table. */
+void diff_table_counts(const struct diff *df, enum agg_table t,
+                       size_t counts[V_NVERDICTS]);
+
+/* ---- output formats ---- */
+
+void diff_text(struct diff *df);
+void diff_csv(struct diff *df);
+void diff_json(struct diff *df);
+void diff_markdown(struct diff *df);
+
+#endif

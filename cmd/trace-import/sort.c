@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Time order in bounded memory.  Chrome traces need not be sorted (the
+ * PyTorch profiler writes CPU work first, then GPU work), but a .tkt
+ * that is sorted can be read in one pass by every tool.
+ *
+ * Events wait in memory, their strings in an arena; when the memory
+ * limit is reached they are sorted and written to an unlinked temporary
+ * .tkt (a "run").  At the end, a trace that fits in memory is written
+ * straight out; otherwise the sorted runs are merged into the output in
+ * one pass.  Runs are merged into one when there get to be many, so
+ * open files stay few.
+ *
+ * Why not the library's merge engine: a run carries the tracks as they
+ * were known when it was written, and Kineto names its threads and
+ * streams only at the very end.  Each run remembers which of our tracks
+ * its track ids stand for, so the output is written with the final
+ * definitions first, once, and the runs' events are mapped onto them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "common/util.h"
+
+#define BLOCK_SIZE (64u * 1024u)
+#define MAX_RUNS 48
+#define RUN_CHUNK (64u * 1024u)
+
+struct rec {
+	struct tk_event ev;      /* strings point into the arena */
+	uint64_t seq;
+};
+
+/* A run: a sorted .tkt in an unlinked temporary file. */
+struct run {
+	int fd;
+	uint32_t *idx;           /* the run's track id -> our track index */
+	uint32_t nidx;
+	struct tk_reader *r;     /* while merging */
+	const struct tk_event *head;
+};
+
+struct block {
+	struct block *next;
+	size_t used, size;
+	char data[];
+};
+
+/* A string interned for the current run. */
+struct istr {
+	uint64_t hash;
+	const char *s;
+};
+
+struct imp_sort {
+	struct imp_tracks *t;
+	size_t limit;
+	char *tmpdir;
+	struct rec *recs;
+	size_t n, cap, max_recs;
+	size_t block;            /* arena block size */
+	uint32_t *idx;
+	struct block *blocks;
+	size_t arena_bytes;
+	struct istr *strs;
+	size_t nstrs, capstrs;
+	uint64_t seq;
+	struct run *runs;        /* sorted runs in temporary files */
+	uint32_t nruns, total_runs;
+	uint32_t *map, *dmap;    /* track and device ids in a writer */
+	uint32_t nmap;
+	double *last;            /* output: last value of each counter */
+	uint64_t repeats;
+	int failed;              /* a temporary file failed: no more */
+	char errmsg[512];
+};
+
+struct imp_sort *
+imp_sort_new(struct imp_tracks *t, size_t memory, const char *tmpdir)
+{
+	struct imp_sort *s = calloc(1, sizeof(*s));
+	if (!s)
+		cmd_die(EXIT_USAGE, "out of memory");
+	s->t = t;
+	s->limit = memory;
+	/* half the memory for the events, half for their strings */
+	s->max_recs = memory / 2 / (sizeof(struct rec) + sizeof(uint32_t));
+	if (s->max_recs < 16)
+		s->max_recs = 16;
+	if (s->max_recs > UINT32_MAX)
+		s->max_recs = UINT32_MAX;
+	s->block = memory / 32 < BLOCK_SIZE ? memory / 32 : BLOCK_SIZE;
+	if (s->block < 1024)
+		s->block = 1024;
+	if (!tmpdir || !*tmpdir)
+		tmpdir = getenv("TMPDIR");
+	if (!tmpdir || !*tmpdir)
+		tmpdir = "/tmp";
+	if (!(s->tmpdir = strdup(tmpdir)))
+		cmd_die(EXIT_USAGE, "out of memory");
+	return s;
+}
+
+static void
+clear_arena(struct imp_sort *s)
+{
+	while (s->blocks) {
+		struct block *b = s->blocks->next;
+		free(s->blocks);
+		s->blocks = b;
+	}
+	s->arena_bytes = 0;
+	if (s->strs)
+		memset(s->strs, 0, s->capstrs * sizeof(*s->strs));
+	s->nstrs = 0;
+}
+
+void
+imp_sort_free(struct imp_sort *s)
+{
+	if (!s)
+		return;
+	clear_arena(s);
+	for (uint32_t i = 0; i < s->nruns; i++) {
+		close(s->runs[i].fd);
+		free(s->runs[i].idx);
+	}
+	free(s->runs);
+	free(s->recs);
+	free(s->idx);
+	free(s->strs);
+	free(s->map);
+	free(s->dmap);
+	free(s->last);
+	free(s->tmpdir);
+	free(s);
+}
+
+const char *
+imp_sort_error(const struct imp_sort *s)
+{
+	return s->errmsg;
+}
+
+uint32_t
+imp_sort_runs(const struct imp_sort *s)
+{
+	return s->total_runs;
+}
+
+uint64_t
+imp_sort_repeats(const struct imp_sort *s)
+{
+	return s->repeats;
+}
+
+static int sfail(struct imp_sort *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+sfail(struct imp_sort *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- the arena --------------------------------------------------------------- */
+
+static char *
+arena_alloc(struct imp_sort *s, size_t n)
+{
+	struct block *b = s->blocks;
+	if (!b || b->size - b->used < n) {
+		size_t size = n > s->block / 4 ? n : s->block;
+		struct block *nb = malloc(sizeof(*nb) + size);
+		if (!nb)
+			cmd_die(EXIT_USAGE, "out of memory");
+		nb->size = size;
+		nb->used = 0;
+		if (b && n > s->block / 4) {
+			/* a big one: behind the current block, which stays */
+			nb->next = b->next;
+			b->next = nb;
+		} else {
+			nb->next = b;
+			s->blocks = nb;
+		}
+		s->arena_bytes += sizeof(*nb) + size;
+		b = nb;
+	}
+	char *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static uint64_t
+hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+	return h | 1;            /* 0 marks an empty slot */
+}
+
+/* The copy of s in this run's arena (one per distinct string). */
+static const char *
+intern(struct imp_sort *s, const char *str)
+{
+	if (!str || !*str)
+		return "";
+	size_t n = strlen(str);
+	if ((s->nstrs + 1) * 2 > s->capstrs) {
+		size_t cap = s->capstrs ? s->capstrs * 2 : 64;
+		struct istr *t = calloc(cap, sizeof(*t));
+		if (!t)
+			cmd_die(EXIT_USAGE, "out of memory");
+		for (size_t i = 0; i < s->capstrs; i++) {
+			if (!s->strs[i].hash)
+				continue;
+			size_t j = s->strs[i].hash & (cap - 1);
+			while (t[j].hash)
+				j = (j + 1) & (cap - 1);
+			t[j] = s->strs[i];
+		}
+		free(s->strs);
+		s->strs = t;
+		s->capstrs = cap;
+	}
+	uint64_t h = hash_bytes(str, n);
+	size_t j = h & (s->capstrs - 1);
+	for (; s->strs[j].hash; j = (j + 1) & (s->capstrs - 1))
+		if (s->strs[j].hash == h && strcmp(s->strs[j].s, str) == 0)
+			return s->strs[j].s;
+	char *c = arena_alloc(s, n + 1);
+	memcpy(c, str, n + 1);
+	s->strs[j].hash = h;
+	s->strs[j].s = c;
+	s->nstrs++;
+	return c;
+}
+
+/* Time to write a run? */
+static int
+full(const struct imp_sort *s)
+{
+	return s->n >= s->max_recs ||
+	       s->arena_bytes + s->capstrs * sizeof(struct istr) > s->limit / 2;
+}
+
+/* ---- sorting and writing ------------------------------------------------------- */
+
+static const struct rec *cmp_recs;
+
+static int
+cmp_idx(const void *a, const void *b)
+{
+	const struct rec *x = &cmp_recs[*(const uint32_t *)a];
+	const struct rec *y = &cmp_recs[*(const uint32_t *)b];
+	if (x->ev.ts != y->ev.ts)
+		return x->ev.ts < y->ev.ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void
+sort_recs(struct imp_sort *s)
+{
+	if (!s->n)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		s->idx[i] = (uint32_t)i;
+	cmp_recs = s->recs;
+	qsort(s->idx, s->n, sizeof(*s->idx), cmp_idx);
+}
+
+/* Fresh id maps for a new writer. */
+static void
+reset_maps(struct imp_sort *s)
+{
+	free(s->map);
+	free(s->dmap);
+	s->nmap = imp_ntracks(s->t) + 1;
+	s->map = calloc(s->nmap, sizeof(*s->map));
+	s->dmap = calloc(imp_ndevices(s->t) + 1, sizeof(*s->dmap));
+	if (!s->map || !s->dmap)
+		cmd_die(EXIT_USAGE, "out of memory");
+}
+
+static int
+wfail(struct imp_sort *s, struct tk_writer *w, const char *what)
+{
+	return sfail(s, "%s: %s", what, tk_writer_error(w));
+}
+
+/* Write one event whose track (and end track) are our track indexes;
+ * to the output (s->last set), counter samples that repeat the value
+ * before are left out where the track says so. */
+static int
+put_event(struct imp_sort *s, struct tk_writer *w, struct tk_event *ev,
+          int64_t offset, const char *what)
+{
+	if (s->last && ev->kind == TK_COUNTER &&
+	    imp_counter_skips_repeats(s->t, ev->track)) {
+		double *last = &s->last[ev->track];
+		if (*last == ev->u.counter.value) {
+			s->repeats++;
+			return 0;
+		}
+		*last = ev->u.counter.value;
+	}
+	uint32_t id = imp_define_track(s->t, w, ev->track, s->map, s->dmap);
+	if (!id)
+		return wfail(s, w, what);
+	ev->track = id;
+	if ((ev->kind == TK_ASYNC_RANGE) && ev->u.range.end_track &&
+	    !(ev->u.range.end_track = imp_define_track(s->t, w, ev->u.range.end_track,
+	                                               s->map, s->dmap)))
+		return wfail(s, w, what);
+	if ((offset > 0 && ev->ts > INT64_MAX - offset) ||
+	    (offset < 0 && ev->ts < INT64_MIN - offset))
+		return sfail(s, "%s: a time plus baseTimeNanoseconds does not fit "
+		             "in 64 bits", what);
+	ev->ts += offset;
+	if (ev->ts > 0 && ev->dur > INT64_MAX - ev->ts)
+		ev->dur = INT64_MAX - ev->ts;
+	if (tk_writer_event(w, ev) != TK_OK)
+		return wfail(s, w, what);
+	return 0;
+}
+
+/* Write the buffered events, sorted, into w. */
+static int
+write_events(struct imp_sort *s, struct tk_writer *w, int64_t offset,
+             const char *what)
+{
+	sort_recs(s);
+	for (size_t i = 0; i < s->n; i++) {
+		struct tk_event ev = s->recs[s->idx[i]].ev;
+		if (put_event(s, w, &ev, offset, what) < 0)
+			return -1;
+	}
+	s->n = 0;
+	clear_arena(s);
+	return 0;
+}
+
+static int
+temp_file(struct imp_sort *s)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/trace-import-XXXXXX", s->tmpdir);
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return sfail(s, "cannot create a temporary file in %s: %s", s->tmpdir,
+		             strerror(errno));
+	unlink(path);  /* nothing is left behind, even when killed */
+	return fd;
+}
+
+/* A sorted writer on a new temporary file, with fresh id maps. */
+static struct tk_writer *
+run_writer(struct imp_sort *s, int *fd)
+{
+	if ((*fd = temp_file(s)) < 0)
+		return NULL;
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.level = 1;             /* read back once: speed over size */
+	o.sorted = 1;
+	o.chunk_bytes = RUN_CHUNK;
+	struct tk_writer *w = tk_writer_new();
+	if (!w)
+		cmd_die(EXIT_USAGE, "out of memory");
+	if (tk_writer_open_fd(w, *fd, "(temporary file)", &o) != TK_OK) {
+		wfail(s, w, "temporary file");
+		tk_writer_free(w);
+		close(*fd);
+		return NULL;
+	}
+	reset_maps(s);
+	return w;
+}
+
+/* Finish a run: close its writer and keep its track ids. */
+static int
+end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
+{
+	if (ok && tk_writer_close(w) != TK_OK)
+		ok = wfail(s, w, "temporary file") == 0;
+	tk_writer_free(w);
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	struct run *r = realloc(s->runs, (s->nruns + 1) * sizeof(*r));
+	if (!r)
+		cmd_die(EXIT_USAGE, "out of memory");
+	s->runs = r;
+	r = &s->runs[s->nruns++];
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	/* the writer gave ids in order: invert our index -> id map */
+	for (uint32_t i = 0; i < s->nmap; i++)
+		if (s->map[i] >= r->nidx)
+			r->nidx = s->map[i] + 1;
+	r->idx = calloc(r->nidx ? r->nidx : 1, sizeof(*r->idx));
+	if (!r->idx)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (uint32_t i = 0; i < s->nmap; i++)
+		if (s->map[i])
+			r->idx[s->map[i]] = i;
+	return 0;
+}
+
+/* ---- merging the runs ----------------------------------------------------------- */
+
+static int
+run_before(const struct run *a, const struct run *b, uint32_t ia, uint32_t ib)
+{
+	if (a->head->ts != b->head->ts)
+		return a->head->ts < b->head->ts;
+	return ia < ib;          /* ties: the earlier run, as they arrived */
+}
+
+static void
+sift(struct imp_sort *s, uint32_t *heap, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && run_before(&s->runs[heap[l]], &s->runs[heap[m]], heap[l], heap[m]))
+			m = l;
+		if (r < n && run_before(&s->runs[heap[r]], &s->runs[heap[m]], heap[r], heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t t = heap[i];
+		heap[i] = heap[m];
+		heap[m] = t;
+		i = m;
+	}
+}
+
+/* Next event of run r into r->head (NULL at its end). */
+static int
+advance(struct imp_sort *s, struct run *r)
+{
+	int rc = tk_reader_next_event(r->r, &r->head);
+	if (rc == TK_OK)
+		return 0;
+	r->head = NULL;
+	if (rc == TK_EOF)
+		return 0;
+	return sfail(s, "temporary file: %s", tk_reader_error(r->r));
+}
+
+/* Merge runs [0, nruns) into w, which s->map describes; then they are
+ * closed. */
+static int
+merge_runs(struct imp_sort *s, struct tk_writer *w, int64_t offset,
+           const char *what)
+{
+	uint32_t n = 0, *heap = calloc(s->nruns + 1, sizeof(*heap));
+	if (!heap)
+		cmd_die(EXIT_USAGE, "out of memory");
+	int rc = 0;
+	for (uint32_t i = 0; i < s->nruns && !rc; i++) {
+		struct run *r = &s->runs[i];
+		if (!(r->r = tk_reader_new()))
+			cmd_die(EXIT_USAGE, "out of memory");
+		if (lseek(r->fd, 0, SEEK_SET) < 0 ||
+		    tk_reader_open_fd(r->r, r->fd, "(temporary file)") != TK_OK) {
+			rc = sfail(s, "temporary file: %s", tk_reader_error(r->r));
+			break;
+		}
+		if ((rc = advance(s, r)) == 0 && r->head)
+			heap[n++] = i;
+	}
+	for (uint32_t i = n / 2; i-- > 0;)
+		sift(s, heap, n, i);
+	while (n && !rc) {
+		struct run *r = &s->runs[heap[0]];
+		struct tk_event ev = *r->head;
+		if (ev.track >= r->nidx || !r->idx[ev.track] ||
+		    (ev.kind == TK_ASYNC_RANGE && ev.u.range.end_track &&
+		     (ev.u.range.end_track >= r->nidx || !r->idx[ev.u.range.end_track]))) {
+			rc = sfail(s, "temporary file: an event on an unknown track");
+			break;
+		}
+		/* back to our indexes; strings go by pointer */
+		ev.track = r->idx[ev.track];
+		if (ev.kind == TK_ASYNC_RANGE && ev.u.range.end_track)
+			ev.u.range.end_track = r->idx[ev.u.range.end_track];
+		ev.name_id = 0;
+		switch (ev.kind) {
+		case TK_RANGE: case TK_ASYNC_RANGE: case TK_MARK:
+			ev.u.range.domain_id = 0; break;
+		case TK_KERNEL: ev.u.kernel.mangled_id = 0; break;
+		case TK_DROPPED: ev.u.dropped.reason_id = 0; break;
+		case TK_FLOW: ev.u.flow.category_id = 0; break;
+		}
+		if ((rc = put_event(s, w, &ev, offset, what)) < 0)
+			break;
+		if ((rc = advance(s, r)) < 0)
+			break;
+		if (!r->head)
+			heap[0] = heap[--n];
+		sift(s, heap, n, 0);
+	}
+	free(heap);
+	for (uint32_t i = 0; i < s->nruns; i++) {
+		tk_reader_free(s->runs[i].r);
+		close(s->runs[i].fd);
+		free(s->runs[i].idx);
+	}
+	s->nruns = 0;
+	return rc;
+}
+
+/* Fold all runs into one. */
+static int
+compact(struct imp_sort *s)
+{
+	int fd;
+	struct tk_writer *w = run_writer(s, &fd);
+	if (!w)
+		return -1;
+	int ok = merge_runs(s, w, 0, "temporary file") == 0;
+	return end_run(s, w, fd, ok);
+}
+
+/* Sort what waits and write it to a new run. */
+static int
+spill(struct imp_sort *s)
+{
+	if (s->nruns >= MAX_RUNS && compact(s) < 0)
+		return -1;
+	int fd;
+	struct tk_writer *w = run_writer(s, &fd);
+	if (!w)
+		return -1;
+	int ok = write_events(s, w, 0, "temporary file") == 0;
+	if (end_run(s, w, fd, ok) < 0)
+		return -1;
+	s->total_runs++;
+	return 0;
+}
+
+int
+imp_sort_add(struct imp_sort *s, const struct tk_event *ev)
+{
+	if (s->failed)
+		return -1;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4096;
+		if (cap > s->max_recs)
+			cap = s->max_recs;
+		struct rec *r = realloc(s->recs, cap * sizeof(*r));
+		uint32_t *x = realloc(s->idx, cap * sizeof(*x));
+		if (r)
+			s->recs = r;
+		if (x)
+			s->idx = x;
+		if (!r || !x)
+			cmd_die(EXIT_USAGE, "out of memory");
+		s->cap = cap;
+	}
+	struct rec *r = &s->recs[s->n++];
+	r->ev = *ev;
+	r->seq = s->seq++;
+	struct tk_event *e = &r->ev;
+	e->trk = NULL;
+	e->name_id = 0;
+	e->name = intern(s, ev->name);
+	switch (ev->kind) {
+	case TK_RANGE:
+	case TK_ASYNC_RANGE:
+	case TK_MARK:
+		e->u.range.domain_id = 0;
+		e->u.range.domain = intern(s, ev->u.range.domain);
+		break;
+	case TK_KERNEL:
+		e->u.kernel.mangled_id = 0;
+		e->u.kernel.mangled = intern(s, ev->u.kernel.mangled);
+		break;
+	case TK_DROPPED:
+		e->u.dropped.reason_id = 0;
+		e->u.dropped.reason = intern(s, ev->u.dropped.reason);
+		break;
+	case TK_FLOW:
+		e->u.flow.category_id = 0;
+		e->u.flow.category = intern(s, ev->u.flow.category);
+		break;
+	}
+	if (ev->args && ev->args_len) {
+		char *a = arena_alloc(s, ev->args_len);
+		memcpy(a, ev->args, ev->args_len);
+		e->args = a;
+	} else {
+		e->args = NULL;
+		e->args_len = 0;
+	}
+	imp_track_used(s->t, ev->track);
+	if (ev->kind == TK_ASYNC_RANGE)
+		imp_track_used(s->t, ev->u.range.end_track);
+	if (full(s) && spill(s) < 0) {
+		s->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int
+imp_sort_finish(struct imp_sort *s, struct tk_writer *out, int64_t offset,
+                int (*meta_fn)(void *arg, struct tk_writer *w), void *meta_arg)
+{
+	if (s->failed)
+		return -1;
+	if (s->n && s->nruns && spill(s) < 0)
+		return -1;
+	if (s->nruns) {
+		/* the merge needs the memory, not the empty buffer */
+		free(s->recs);
+		free(s->idx);
+		free(s->strs);
+		s->recs = NULL;
+		s->idx = NULL;
+		s->strs = NULL;
+		s->cap = s->capstrs = 0;
+	}
+	/* the definitions, final and once: metadata, devices, tracks */
+	reset_maps(s);
+	if (!(s->last = malloc(s->nmap * sizeof(*s->last))))
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (uint32_t i = 0; i < s->nmap; i++)
+		s->last[i] = NAN;
+	if (meta_fn && meta_fn(meta_arg, out) < 0)
+		return wfail(s, out, "output");
+	for (uint32_t d = 1; d < imp_ndevices(s->t); d++)
+		if (!imp_define_device(s->t, out, d, s->dmap))
+			return wfail(s, out, "output");
+	for (uint32_t i = 1; i < imp_ntracks(s->t); i++)
+		if (imp_track_is_used(s->t, i) &&
+		    !imp_define_track(s->t, out, i, s->map, s->dmap))
+			return wfail(s, out, "output");
+	if (s->nruns)
+		return merge_runs(s, out, offset, "output");
+	return write_events(s, out, offset, "output");
+}

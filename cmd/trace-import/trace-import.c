@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-import: convert a Chrome Trace Event JSON file (the PyTorch
+ * profiler's, or any other tool's) into a .tkt trace.
+ *
+ * One pass over the JSON, one event in memory at a time: the splitter
+ * (scan.c) finds each event's bytes, jansson parses them
+ * (pipe.c, parse.c), the phase and category decide what
+ * tracekit event it becomes (event.c, kineto.c), and the
+ * events are put in time order in bounded memory (sort.c) before
+ * they are written (run.c drives it all).  -v tells what became
+ * of every kind of input event.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "common/util.h"
+
+#define DEFAULT_MEMORY (8u << 20)
+
+struct options {
+	const char *output;      /* NULL or "-" = stdout */
+	int verbose;
+	size_t memory;
+	const char *tmpdir;
+};
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTIONS] [FILE]\n"
+	       "Convert a Chrome Trace Event JSON file (PyTorch profiler, Perfetto,\n"
+	       "chrome://tracing, trace-to-chrome) to a tracekit trace.  FILE may be\n"
+	       "gzip-compressed; standard input is read when there is no FILE or -.\n"
+	       "\n"
+	       "  -o, --output FILE    write FILE instead of standard output\n"
+	       "  -v, --verbose        say on stderr what became of each kind of event\n"
+	       "  -m, --memory SIZE    memory for putting events in time order before\n"
+	       "                       using temporary files (default 8M)\n"
+	       "  -T, --tmpdir DIR     directory for temporary files (default $TMPDIR\n"
+	       "                       or /tmp)\n"
+	       "  -h, --help           show this help\n"
+	       "  -V, --version        show the version\n"
+	       "\n"
+	       "Exit status: 0 success, 1 the input could not be read completely (what\n"
+	       "could be read is still written), 2 usage or output error.\n",
+	       cmd_name());
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "tmpdir", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct options opt = { NULL, 0, DEFAULT_MEMORY, NULL };
+	cmd_init("trace-import");
+	imp_alloc_init();
+	int c;
+	while ((c = getopt_long(argc, argv, ":o:vm:T:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': opt.output = optarg; break;
+		case 'v': opt.verbose = 1; break;
+		case 'm':
+			if (cmd_parse_size(optarg, &opt.memory) < 0 || opt.memory < (64u << 10))
+				cmd_usage_error("invalid --memory '%s' (at least 64k; bytes, "
+				                "or with k, M, G)", optarg);
+			break;
+		case 'T': opt.tmpdir = optarg; break;
+		case 'h': usage(); return cmd_finish(0);
+		case 'V': cmd_version();
+		default: cmd_bad_option(c, argv);
+		}
+	}
+	if (argc - optind > 1)
+		cmd_usage_error("one input file at a time (trace-merge joins traces)");
+	const char *path = optind < argc ? argv[optind] : "-";
+	int to_stdout = !opt.output || strcmp(opt.output, "-") == 0;
+	if (to_stdout && isatty(STDOUT_FILENO))
+		cmd_usage_error("refusing to write a binary trace to a terminal "
+		                "(use -o FILE or a redirection)");
+
+	struct imp_input in;
+	if (imp_input_open(&in, path) < 0) {
+		cmd_warn("%s: %s", cmd_display_path(path), in.errmsg);
+		imp_input_close(&in);
+		return EXIT_BADINPUT;
+	}
+	struct tk_writer *w = tk_writer_new();
+	if (!w)
+		cmd_die(EXIT_USAGE, "out of memory");
+	/* an import is written once and read many times: chunks larger
+	 * than a recorder's compress better (a Kineto trace: 1.5 MiB gives
+	 * 12 % fewer bytes than 256 KiB, for about 4 MB more memory) */
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	wo.chunk_bytes = 1536u << 10;
+	int rc = to_stdout ? tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", &wo)
+	                   : tk_writer_open_path(w, opt.output, &wo);
+	if (rc != TK_OK) {
+		/* EPIPE: the reader left before the header, quietly too */
+		int quiet = tk_writer_errno(w) == EPIPE;
+		if (!quiet)
+			cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output,
+			         tk_writer_error(w));
+		tk_writer_free(w);
+		imp_input_close(&in);
+		return quiet ? 0 : EXIT_USAGE;
+	}
+
+	struct imp_options io = { opt.memory, opt.tmpdir, 1, opt.verbose };
+	/* a second thread parses while this one converts: on unless
+	 * TK_IMPORT_THREADS=0 */
+	const char *th = getenv("TK_IMPORT_THREADS");
+	if (th && strcmp(th, "0") == 0)
+		io.threads = 0;
+	int status = imp_run(&in, w, &io);
+	int out_status = 0;
+	if (status == EXIT_USAGE) {
+		out_status = EXIT_USAGE;
+	} else if (tk_writer_errno(w) == EPIPE) {
+		status = 0;    /* the reader went away (| head): quietly */
+	} else if (tk_writer_close(w) != TK_OK) {
+		if (tk_writer_errno(w) != EPIPE) {   /* EPIPE: the reader left */
+			cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output,
+			         tk_writer_error(w));
+			out_status = EXIT_USAGE;
+		}
+	}
+	tk_writer_free(w);
+	imp_input_close(&in);
+	if (out_status)
+		return out_status;
+	return cmd_finish(status);
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-record's parts (cmd/trace-record/), one job each:
+ *
+ *   exec.c       finding the command, its environment, starting it
+ *   procs.c      the processes of the run: table, /proc, events
+ *   ptrace.c     following every process with ptrace
+ *   scan.c       following them without ptrace (scanning /proc)
+ *   spool.c      the spool directory and the spools being tailed
+ *   output.c     trace-record's own events, the merge, the output
+ *   meta.c       run metadata
+ *   cuda.c       CUDA: the driver, --cuda, processes not recorded
+ *
+ * Exit statuses: the command's own, 128+N when a signal N killed it,
+ * 126/127 when it cannot be run, 125 when trace-record fails.
+ */
+#ifndef TK_CMD_RECORD_H
+#define TK_CMD_RECORD_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "common/util.h"
+
+#define REC_EXIT_FAIL 125
+#define REC_EXIT_NOEXEC 126
+#define REC_EXIT_NOTFOUND 127
+
+static inline int64_t
+rec_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* trace-record's own failure: one line, exit 125. */
+_Noreturn void rec_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- options --------------------------------------------------------- */
+
+struct rec_options {
+	const char *output;       /* NULL = stdout */
+	const char *label;
+	const char **meta;        /* "KEY=VALUE" */
+	size_t nmeta;
+	uint64_t repeat;
+	int64_t delay, duration;  /* ns; duration 0 = no limit */
+	int64_t sample_ns;        /* 0 = no sampling */
+	int64_t flush_ns;
+	const char *capture;      /* NVTX range name, NULL = none */
+	const char *capture_domain;
+	uint64_t skip, warmup, active, cycles;
+	int no_ptrace;
+	unsigned cuda;            /* TKI_CUDA_* kinds, 0 = none */
+	int cuda_given;           /* --cuda was given */
+	char **argv;              /* the command */
+	int argc;
+};
+
+/* ---- metadata (meta.c) ----------------------------------------------- */
+
+struct tk_writer;
+/* Find the git state of the working directory (before the run). */
+void rec_meta_collect(void);
+/* Write the run metadata: command, cwd, host, kernel, cpu, start, label,
+ * git.*, recorder, record.*, then the user's --meta. */
+void rec_meta_write(struct tk_writer *w, const struct rec_options *o,
+                    int64_t start, const char *tracking);
+/* The command line as one shell-quoted string (malloc'd). */
+char *rec_shell_quote(char *const *argv, int argc);
+/* ISO 8601 UTC with nanoseconds. */
+void rec_iso_time(char *buf, size_t n, int64_t ns);
+
+/* ---- CUDA (cuda.c) --------------------------------------------------- */
+
+/* Look for a CUDA driver (in a child process). */
+void rec_cuda_probe(void);
+/* Warn when --cuda was given and cannot be honoured. */
+void rec_cuda_check(const struct rec_options *o);
+/* Metadata: record.cuda, cuda.driver, and why not when known now. */
+void rec_cuda_meta_start(struct tk_writer *w, const struct rec_options *o);
+/* Metadata at the end: why not, when no process said anything. */
+void rec_cuda_meta_end(struct tk_writer *w, const struct rec_options *o);
+/* What a process's status page says about CUDA (TKI_CUDA_STATE_*). */
+void rec_cuda_process(pid_t pid, int state, const char *note);
+
+/* ---- starting the command (exec.c) ----------------------------------- */
+
+/* Full path of the command as execvp would find it; on failure prints
+ * the shell's message and returns NULL with *status 126 or 127. */
+char *rec_find_command(const char *name, int *status);
+/* Path of libtracekit-inject.so, or NULL (with the path tried). */
+char *rec_inject_path(char *tried, size_t n);
+
+struct rec_spawn {
+	char *path;               /* from rec_find_command */
+	char **argv;
+	char **envp;              /* built by rec_env() */
+	int stdout_to_stderr;     /* the trace goes to stdout */
+	sigset_t sigmask;         /* to restore in the child */
+	struct sigaction sigpipe; /* its action when trace-record started */
+	pid_t pid;
+	int go_fd;                /* write a byte: the child may exec */
+	int err_fd;               /* read: exec's errno, or EOF when it worked */
+};
+
+/* Environment for the command: ours plus the TRACEKIT_ variables. */
+char **rec_env(const struct rec_options *o, const char *spool,
+               const char *inject, int64_t win_begin, int64_t win_end);
+void rec_env_free(char **envp);
+/* Fork the child, stopped before exec until rec_spawn_go(). */
+int rec_spawn_start(struct rec_spawn *s);
+/* Let it exec; returns 0, or the errno of a failed exec (reported). */
+int rec_spawn_go(struct rec_spawn *s);
+
+/* ---- processes (procs.c) --------------------------------------------- */
+
+struct rec_proc {
+	pid_t pid, ppid;
+	int64_t start;            /* its identity start, ns */
+	int64_t end;              /* 0 while alive */
+	uint64_t start_ticks;     /* /proc start time: tells a reused pid */
+	int64_t win_begin, win_end; /* its run's recording window */
+	uint32_t run;             /* run it belongs to, from 1 */
+	int root;                 /* the run's command itself */
+	char *name;               /* comm */
+	char *cmdline;            /* argv, NUL-separated */
+	size_t cmdline_len;
+	uint32_t track;           /* in our own writer, 0 = not defined */
+	int defined_argv;         /* the definition's argv is current */
+	int64_t exec_ts;          /* last exec, 0 = none seen */
+	int64_t last_signal_ts[65];
+	/* last /proc sample: for CPU % and for processes we cannot wait for */
+	int64_t sample_ts;
+	uint64_t cpu_ticks;
+	uint64_t minflt, majflt;
+	uint64_t rss, max_rss;    /* bytes */
+	uint64_t nvcsw, nivcsw;
+	uint32_t rss_track, cpu_track;
+	int exit_signal;          /* the signal that killed it, or 0 */
+	int status;               /* its wait status, when has_status */
+	int has_status;
+	int written;              /* its process event is out */
+};
+
+/* Table of processes by pid (those alive and those that ended). */
+struct rec_proc *rec_proc_find(pid_t pid);
+/* A process seen for the first time: `start` 0 derives it from /proc.
+ * Writes the p<pid> file so the process's spool names it the same. */
+struct rec_proc *rec_proc_add(pid_t pid, pid_t ppid, int64_t start,
+                              uint32_t run);
+/* Read argv and name again (after exec). */
+void rec_proc_refresh(struct rec_proc *p);
+/* Whether the process under its pid in /proc is still this one. */
+int rec_proc_same(const struct rec_proc *p);
+/* Update the /proc sample of a live process; 0, or -1 if it is gone. */
+int rec_proc_sample(struct rec_proc *p, int64_t now);
+/* The process ended: write its process event.  `status` and `ru` from
+ * wait4, or NULL when only its disappearance is known. */
+void rec_proc_ended(struct rec_proc *p, int64_t when, const int *status,
+                    const struct rusage *ru);
+/* Write the processes still running as such (exit unknown). */
+void rec_procs_finish(int64_t now);
+/* Counters of every live process (--sample-interval). */
+void rec_procs_sample_counters(int64_t now);
+/* Earliest start of a live process whose event is still to come. */
+int64_t rec_procs_hold(void);
+/* Iterate: index from 0; NULL past the end. */
+struct rec_proc *rec_proc_at(size_t i);
+/* The process track in our own writer (defined on first use). */
+uint32_t rec_proc_track(struct rec_proc *p);
+void rec_procs_free(void);
+
+/* ---- following processes (ptrace.c, scan.c) -------------------------- */
+
+/* Attach to a spawned child before it execs; 0, or errno when ptrace is
+ * not permitted (the caller falls back to scanning). */
+int rec_ptrace_attach(pid_t pid);
+/* Handle one wait status of a traced task. */
+void rec_ptrace_event(pid_t pid, int status, const struct rusage *ru);
+void rec_ptrace_free(void);
+/* Scanning: find new descendants and notice those gone. */
+void rec_scan_tick(int64_t now);
+/* Handle one wait status without ptrace (our children and orphans). */
+void rec_scan_reaped(pid_t pid, int status, const struct rusage *ru);
+
+/* ---- spools (spool.c) ------------------------------------------------ */
+
+/* Create the spool directory (TMPDIR, else /tmp, /var/tmp, /dev/shm). */
+char *rec_spool_create(void);
+void rec_spool_remove(const char *dir);
+/* Write p<pid>: the start we give the process. */
+void rec_spool_write_pid(pid_t pid, int64_t start);
+void rec_spool_remove_pid(pid_t pid);
+/* Find new spools, read what the spools have, finish those whose
+ * process is gone.  `final`: finish every one. */
+void rec_spools_pump(int final);
+/* A process exec'd or ended: its spools up to `when` are complete. */
+void rec_spools_process_gone(pid_t pid, int64_t when, int exec);
+/* Earliest begin of a range open in a live spool. */
+int64_t rec_spools_hold(void);
+/* For the merge's warnings about a spool. */
+void rec_spool_warn(void *arg, const char *input, const char *message);
+void rec_spools_free(void);
+
+/* ---- output (output.c) ----------------------------------------------- */
+
+/* Open the output (before the command runs); exits 125 on failure. */
+void rec_out_open(const char *path, const char *spool);
+/* Our own writer: process events, counters, runs, drops, metadata. */
+struct tk_writer *rec_self(void);
+/* Add a spool as an input of the merge; returns its index. */
+int rec_out_add_input(struct tk_reader *r);
+/* Seal our own chunk with watermark `w`, feed it, and merge what can
+ * be merged; the output's watermarks are held at `hold`. */
+void rec_out_step(int64_t w, int64_t hold);
+/* Make what was merged reach the output file now. */
+void rec_out_flush(void);
+/* Everything: close our writer, merge to the end, close the output.
+ * Returns 0, or -1 when the output could not be written. */
+int rec_out_finish(void);
+/* The output reader went away (EPIPE), or writing failed: the command
+ * runs on without output. */
+int rec_out_gone(void);
+
+/* ---- the run (trace-record.c) ---------------------------------------- */
+
+extern struct rec_state {
+	const struct rec_options *opt;
+	char *spool;              /* spool directory */
+	int ptrace;               /* following with ptrace */
+	char tracking[160];       /* how processes are followed, for metadata */
+	uint32_t run;             /* current run, from 1 */
+	struct rec_proc *root;    /* the current run's command */
+	int64_t run_start;
+	int64_t win_begin, win_end;
+	int recording;            /* the output is still being written */
+	int64_t boot;             /* wall-clock time of boot, for /proc starts */
+} rec;
+
+#endif

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats: units, names and the order of rows, shared by its
+ * output formats.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/short_name.h"
+#include "stats.h"
+#include "common/util.h"
+
+/* ---- formatting ------------------------------------------------------------- */
+
+char *
+stats_fmt_time(char *buf, size_t n, double ns)
+{
+	if (stats_opt.unit > 0) {
+		if (stats_opt.unit == 1)
+			snprintf(buf, n, "%.0f", ns);
+		else
+			snprintf(buf, n, "%.3f", ns / stats_opt.unit);
+		return buf;
+	}
+	double a = fabs(ns);
+	if (a < 1e3)
+		snprintf(buf, n, "%.0f ns", ns);
+	else if (a < 1e6)
+		snprintf(buf, n, "%.3f us", ns / 1e3);
+	else if (a < 1e9)
+		snprintf(buf, n, "%.3f ms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+/* Column title for a time: "Total" or "Total [ms]". */
+const char *
+stats_time_title(const char *title)
+{
+	static char bufs[16][32];
+	static unsigned next;
+	if (stats_opt.unit == 0)
+		return title;
+	char *b = bufs[next++ % 16];
+	snprintf(b, sizeof(bufs[0]), "%s [%s]", title, stats_opt.unit_name);
+	return b;
+}
+
+
+double
+stats_pct(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+/* A name for people (common/short_name.h) unless --full-names; `max` > 0 cuts
+ * here (findings). */
+static const char *
+short_name(const char *name, size_t max)
+{
+	if (stats_opt.full_names)
+		return name;
+	return cmd_short_name(name, max);
+}
+
+const char *
+stats_display_name(const char *name)
+{
+	return short_name(name, 0);
+}
+
+/* Names in the one-line findings. */
+const char *
+stats_finding_name(const char *name)
+{
+	return short_name(name, 60);
+}
+
+const char *
+stats_exit_text(char *buf, size_t n, unsigned how, int32_t code, uint32_t sig)
+{
+	if (how == TK_EXIT_NORMAL)
+		snprintf(buf, n, "%d", code);
+	else if (how == TK_EXIT_SIGNAL)
+		snprintf(buf, n, "signal %u", sig);
+	else
+		snprintf(buf, n, "unknown");
+	return buf;
+}
+
+/* ---- rows of the operation tables ------------------------------------------ */
+
+const char *const stats_table_titles[AGG_NTABLES] = {
+	"GPU kernels", "Memory operations", "CUDA API calls",
+	"Ranges (NVTX, CPU operators, annotations)",
+};
+
+const char *const stats_table_keys[AGG_NTABLES] = {
+	"kernels", "memops", "api", "ranges",
+};
+
+static double
+sort_value(const struct agg_group *g)
+{
+	switch (stats_opt.sort) {
+	case S_TOTAL: return (double)g->s.total;
+	case S_COUNT: return (double)g->s.count;
+	case S_MEAN: return g->s.mean;
+	case S_MEDIAN: return g->s.p50;
+	case S_P95: return g->s.p95;
+	case S_MAX: return (double)g->s.max;
+	case S_NAME: break;
+	}
+	return 0;
+}
+
+static int
+cmp_rows(const void *x, const void *y)
+{
+	const struct agg_group *a = *(struct agg_group *const *)x;
+	const struct agg_group *b = *(struct agg_group *const *)y;
+	if (stats_opt.sort != S_NAME) {
+		double va = sort_value(a), vb = sort_value(b);
+		if (va != vb)
+			return va > vb ? -1 : 1;
+	}
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	c = strcmp(a->domain, b->domain);
+	return c ? c : (int)a->kind - (int)b->kind;
+}
+
+
+struct stats_rows
+stats_table_rows(struct agg *a, enum agg_table t)
+{
+	struct stats_rows r = { 0 };
+	r.v = calloc(agg_ngroups(a) + 1, sizeof(*r.v));
+	if (!r.v)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t i = 0; i < agg_ngroups(a); i++) {
+		struct agg_group *g = agg_group(a, i);
+		if (g->table != t || g->s.count == 0)
+			continue;
+		r.v[r.n++] = g;
+		if (__builtin_add_overflow(r.total, g->s.total, &r.total))
+			r.total = INT64_MAX;
+		r.count += g->s.count;
+	}
+	qsort(r.v, r.n, sizeof(*r.v), cmp_rows);
+	r.shown = stats_opt.top && stats_opt.top < r.n ? stats_opt.top : r.n;
+	return r;
+}
+
+int
+stats_has_domains(const struct stats_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (*r->v[i]->domain)
+			return 1;
+	return 0;
+}
+
+int
+stats_has_async(const struct stats_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i]->kind == TK_ASYNC_RANGE)
+			return 1;
+	return 0;
+}
+
+double
+stats_bandwidth(const struct agg_group *g)
+{
+	/* bytes per second over the time the operations took */
+	return g->s.total > 0 ? (double)g->bytes * 1e9 / (double)g->s.total : 0;
+}
+
+double
+stats_mean_bandwidth(const struct agg_group *g)
+{
+	return g->rate_n ? g->rate_sum / (double)g->rate_n * 1e9 : 0;
+}
+
+/* ---- per-instance children ---------------------------------------------------- */
+
+
+struct stats_child
+stats_child(struct agg *a, const struct perinst_child *c)
+{
+	struct stats_child d = { 0, "gpu", "", "" };
+	if (c->group == PERINST_ALL_KERNELS) {
+		d.rank = 1;
+		d.name = "all kernels";
+		return d;
+	}
+	if (c->group == PERINST_ALL_COPIES) {
+		d.rank = 3;
+		d.name = "all copies and memsets";
+		return d;
+	}
+	const struct agg_group *g = agg_group(a, c->group);
+	static const int rank[AGG_NTABLES] = { 2, 4, 5, 0 };
+	d.rank = rank[g->table];
+	d.kind = tk_kind_name(g->kind);
+	d.domain = g->domain;
+	d.name = g->name;
+	return d;
+}
+
+static struct agg *sort_agg;
+static const struct perinst_result *sort_per;
+
+static int
+cmp_children(const void *x, const void *y)
+{
+	const struct perinst_child *a = &sort_per->children[*(const size_t *)x];
+	const struct perinst_child *b = &sort_per->children[*(const size_t *)y];
+	struct stats_child da = stats_child(sort_agg, a), db = stats_child(sort_agg, b);
+	if (da.rank != db.rank)
+		return da.rank - db.rank;
+	if (a->time.total != b->time.total)
+		return a->time.total > b->time.total ? -1 : 1;
+	return strcmp(da.name, db.name);
+}
+
+/* Indices of the children in display order (caller frees). */
+size_t *
+stats_children_order(struct agg *a, const struct perinst_result *p)
+{
+	size_t *order = calloc(p->nchildren + 1, sizeof(*order));
+	if (!order)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t i = 0; i < p->nchildren; i++)
+		order[i] = i;
+	sort_agg = a;
+	sort_per = p;
+	qsort(order, p->nchildren, sizeof(*order), cmp_children);
+	return order;
+}

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats CSV output: the operation tables as one table, other
+ * reports as their own (libcsv quoting), integer nanoseconds.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "stats.h"
+#include "common/table.h"
+#include "common/util.h"
+
+/* ---- CSV ----------------------------------------------------------------------------- */
+
+static const char *const ops_columns[] = {
+	"report", "kind", "domain", "name", "count", "total_ns", "time_pct",
+	"mean_ns", "std_ns", "min_ns", "median_ns", "p95_ns", "p99_ns", "max_ns",
+	"bytes", "bytes_per_s", "mean_bytes_per_s",
+};
+#define NOPS (sizeof(ops_columns) / sizeof(ops_columns[0]))
+
+#define MAXF 20
+struct csv_line {
+	char buf[MAXF][48];
+	const char *f[MAXF];
+};
+
+static void
+csv_num(struct csv_line *l, size_t i, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+csv_num(struct csv_line *l, size_t i, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(l->buf[i], sizeof(l->buf[i]), fmt, ap);
+	va_end(ap);
+	l->f[i] = l->buf[i];
+}
+
+static void
+csv_ops(struct agg *a, unsigned reports)
+{
+	csv_record(stdout, ops_columns, NOPS);
+	static const enum report rep[AGG_NTABLES] = { R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		if (!(reports & 1u << rep[t]))
+			continue;
+		struct stats_rows r = stats_table_rows(a, (enum agg_table)t);
+		for (size_t i = 0; i < r.shown; i++) {
+			const struct agg_group *g = r.v[i];
+			const struct summary *s = &g->s;
+			struct csv_line l = { 0 };
+			l.f[0] = stats_table_keys[t];
+			l.f[1] = tk_kind_name(g->kind);
+			l.f[2] = g->domain;
+			l.f[3] = g->name;
+			csv_num(&l, 4, "%" PRIu64, s->count);
+			csv_num(&l, 5, "%" PRId64, s->total);
+			csv_num(&l, 6, "%.4f", stats_pct((double)s->total, (double)r.total));
+			csv_num(&l, 7, "%lld", (long long)cmd_ns_int(s->mean));
+			csv_num(&l, 8, "%lld", (long long)cmd_ns_int(s->std));
+			csv_num(&l, 9, "%" PRId64, s->min);
+			csv_num(&l, 10, "%lld", (long long)cmd_ns_int(s->p50));
+			csv_num(&l, 11, "%lld", (long long)cmd_ns_int(s->p95));
+			csv_num(&l, 12, "%lld", (long long)cmd_ns_int(s->p99));
+			csv_num(&l, 13, "%" PRId64, s->max);
+			if (t == AGG_MEMOPS) {
+				csv_num(&l, 14, "%" PRIu64, g->bytes);
+				csv_num(&l, 15, "%.0f", stats_bandwidth(g));
+				csv_num(&l, 16, "%.0f", stats_mean_bandwidth(g));
+			}
+			csv_record(stdout, l.f, NOPS);
+		}
+		free(r.v);
+		cmd_check_output(stdout);
+	}
+}
+
+static void
+csv_run(struct agg *a)
+{
+	static const char *const cols[] = { "report", "key", "value" };
+	const struct agg_run *run = agg_run(a);
+	csv_record(stdout, cols, 3);
+	char v[64];
+#define KV(k, ...) do { snprintf(v, sizeof(v), __VA_ARGS__); \
+	const char *f_[3] = { "run", k, v }; csv_record(stdout, f_, 3); } while (0)
+	KV("wall_ns", "%" PRId64, agg_wall(a));
+	KV("t_min", "%" PRId64, run->events ? run->t_min : 0);
+	KV("t_max", "%" PRId64, run->events ? run->t_max : 0);
+	KV("events", "%" PRIu64, run->events);
+	KV("events_read", "%" PRIu64, run->events_read);
+	KV("dropped", "%" PRIu64, run->dropped);
+	KV("skipped_unknown", "%" PRIu64, run->skipped);
+	KV("processes", "%zu", agg_nprocesses(a));
+	KV("scopes", "%u", run->scopes);
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
+		char key[48];
+		snprintf(key, sizeof(key), "events.%s", tk_kind_name(k));
+		if (run->kind[k])
+			KV(key, "%" PRIu64, run->kind[k]);
+	}
+	for (uint32_t i = 0; i < run->runs_seen; i++) {
+		char key[48];
+		snprintf(key, sizeof(key), "run_wall_ns.%u", i + 1);
+		KV(key, "%" PRId64, run->run_wall[i]);
+	}
+#undef KV
+	for (size_t i = 0; i < run->nmeta; i++) {
+		char key[256];
+		snprintf(key, sizeof(key), "meta.%s", run->meta[i].key);
+		const char *f[3] = { "run", key, run->meta[i].value };
+		csv_record(stdout, f, 3);
+	}
+}
+
+static void
+csv_processes(struct agg *a)
+{
+	static const char *const cols[] = {
+		"report", "pid", "ppid", "host", "name", "label", "command",
+		"wall_ns", "user_ns", "system_ns", "cpu_pct", "max_rss_bytes",
+		"exit", "exit_code", "signal", "rss_peak_bytes",
+	};
+	csv_record(stdout, cols, 16);
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		struct csv_line l = { 0 };
+		l.f[0] = "processes";
+		csv_num(&l, 1, "%" PRId64, p->pid);
+		csv_num(&l, 2, "%" PRId64, p->ppid);
+		l.f[3] = p->host;
+		l.f[4] = p->name;
+		l.f[5] = p->label;
+		l.f[6] = p->command;
+		if (p->has_rusage) {
+			csv_num(&l, 7, "%" PRId64, p->wall);
+			csv_num(&l, 8, "%" PRId64, p->utime);
+			csv_num(&l, 9, "%" PRId64, p->stime);
+			csv_num(&l, 10, "%.2f", stats_pct((double)(p->utime + p->stime), (double)p->wall));
+			csv_num(&l, 11, "%" PRIu64, p->max_rss);
+			l.f[12] = p->exit == TK_EXIT_NORMAL ? "normal"
+			        : p->exit == TK_EXIT_SIGNAL ? "signal" : "unknown";
+			if (p->exit == TK_EXIT_NORMAL)
+				csv_num(&l, 13, "%d", p->exit_code);
+			if (p->exit == TK_EXIT_SIGNAL)
+				csv_num(&l, 14, "%u", p->signal);
+		}
+		if (p->has_rss)
+			csv_num(&l, 15, "%.0f", p->rss_max);
+		csv_record(stdout, l.f, 16);
+	}
+}
+
+static void
+csv_gpus(struct agg *a)
+{
+	static const char *const cols[] = {
+		"report", "device", "name", "host", "busy_ns", "busy_pct",
+		"kernel_ns", "copy_ns", "overlap_ns", "idle_ns", "idle_pct", "ops",
+		"first_ns", "last_ns", "exact",
+	};
+	int64_t wall = agg_wall(a);
+	csv_record(stdout, cols, 15);
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (!d->ops)
+			continue;
+		struct csv_line l = { 0 };
+		l.f[0] = "gpu";
+		if (d->index >= 0)
+			csv_num(&l, 1, "%" PRId64, d->index);
+		l.f[2] = d->name;
+		l.f[3] = d->host;
+		csv_num(&l, 4, "%" PRId64, d->busy);
+		csv_num(&l, 5, "%.4f", stats_pct((double)d->busy, (double)wall));
+		csv_num(&l, 6, "%" PRId64, d->kernel);
+		csv_num(&l, 7, "%" PRId64, d->copy);
+		csv_num(&l, 8, "%" PRId64, d->kernel + d->copy - d->busy);
+		csv_num(&l, 9, "%" PRId64, wall - d->busy);
+		csv_num(&l, 10, "%.4f", stats_pct((double)(wall - d->busy), (double)wall));
+		csv_num(&l, 11, "%" PRIu64, d->ops);
+		csv_num(&l, 12, "%" PRId64, d->first);
+		csv_num(&l, 13, "%" PRId64, d->last);
+		l.f[14] = d->overlap ? "false" : "true";
+		csv_record(stdout, l.f, 15);
+	}
+}
+
+static void
+csv_memory(struct agg *a)
+{
+	static const char *const cols[] = {
+		"report", "where", "pid", "device", "source", "peak_bytes",
+		"allocs", "frees", "alloc_bytes", "not_freed_bytes",
+	};
+	csv_record(stdout, cols, 10);
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		for (int src = 0; src < 2; src++) {
+			if (src == 0 ? !(p->has_rusage && p->max_rss) : !p->has_rss)
+				continue;
+			struct csv_line l = { 0 };
+			l.f[0] = "memory";
+			l.f[1] = "process";
+			csv_num(&l, 2, "%" PRId64, p->pid);
+			l.f[4] = src == 0 ? "rusage" : "rss_counter";
+			csv_num(&l, 5, "%.0f", src == 0 ? (double)p->max_rss : p->rss_max);
+			csv_record(stdout, l.f, 10);
+		}
+	}
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		for (int src = 0; src < 2; src++) {
+			if (src == 0 ? !d->has_counter : !(d->allocs || d->frees))
+				continue;
+			struct csv_line l = { 0 };
+			l.f[0] = "memory";
+			l.f[1] = "device";
+			if (d->index >= 0)
+				csv_num(&l, 3, "%" PRId64, d->index);
+			l.f[4] = src == 0 ? "device_memory_counter" : "allocations";
+			csv_num(&l, 5, "%.0f", src == 0 ? d->counter_max : (double)d->peak);
+			if (src == 1) {
+				csv_num(&l, 6, "%" PRIu64, d->allocs);
+				csv_num(&l, 7, "%" PRIu64, d->frees);
+				csv_num(&l, 8, "%" PRIu64, d->alloc_bytes);
+				csv_num(&l, 9, "%" PRId64, d->in_use);
+			}
+			csv_record(stdout, l.f, 10);
+		}
+	}
+}
+
+static void
+csv_per(struct agg *a)
+{
+	static const char *const cols[] = {
+		"report", "kind", "domain", "name", "instances", "instances_with",
+		"count_mean", "count_min", "count_max", "time_mean_ns", "time_std_ns",
+		"time_min_ns", "time_median_ns", "time_p95_ns", "time_p99_ns",
+		"time_max_ns", "share_pct",
+	};
+	const struct perinst_result *p = agg_per(a);
+	if (!p)
+		return;
+	csv_record(stdout, cols, 17);
+	struct dist dur = p->dur;
+	struct summary s;
+	dist_summary(&dur, &s);
+	struct csv_line l = { 0 };
+	l.f[0] = "per";
+	l.f[1] = "instance";
+	l.f[3] = stats_opt.agg.per;
+	csv_num(&l, 4, "%" PRIu64, s.count);
+	csv_num(&l, 5, "%" PRIu64, s.count);
+	csv_num(&l, 9, "%lld", (long long)cmd_ns_int(s.mean));
+	csv_num(&l, 10, "%lld", (long long)cmd_ns_int(s.std));
+	csv_num(&l, 11, "%" PRId64, s.min);
+	csv_num(&l, 12, "%lld", (long long)cmd_ns_int(s.p50));
+	csv_num(&l, 13, "%lld", (long long)cmd_ns_int(s.p95));
+	csv_num(&l, 14, "%lld", (long long)cmd_ns_int(s.p99));
+	csv_num(&l, 15, "%" PRId64, s.max);
+	csv_num(&l, 16, "100");
+	csv_record(stdout, l.f, 17);
+	size_t *order = stats_children_order(a, p);
+	for (size_t i = 0; i < p->nchildren; i++) {
+		const struct perinst_child *ch = &p->children[order[i]];
+		struct stats_child d = stats_child(a, ch);
+		struct dist cd = ch->count, td = ch->time;
+		struct summary cs, ts;
+		dist_summary(&cd, &cs);
+		dist_summary(&td, &ts);
+		struct csv_line m = { 0 };
+		m.f[0] = "per";
+		m.f[1] = d.kind;
+		m.f[2] = d.domain;
+		m.f[3] = d.name;
+		csv_num(&m, 4, "%" PRIu64, s.count);
+		csv_num(&m, 5, "%" PRIu64, ch->instances_with);
+		csv_num(&m, 6, "%.4f", cs.mean);
+		csv_num(&m, 7, "%" PRId64, cs.min);
+		csv_num(&m, 8, "%" PRId64, cs.max);
+		csv_num(&m, 9, "%lld", (long long)cmd_ns_int(ts.mean));
+		csv_num(&m, 10, "%lld", (long long)cmd_ns_int(ts.std));
+		csv_num(&m, 11, "%" PRId64, ts.min);
+		csv_num(&m, 12, "%lld", (long long)cmd_ns_int(ts.p50));
+		csv_num(&m, 13, "%lld", (long long)cmd_ns_int(ts.p95));
+		csv_num(&m, 14, "%lld", (long long)cmd_ns_int(ts.p99));
+		csv_num(&m, 15, "%" PRId64, ts.max);
+		csv_num(&m, 16, "%.4f", stats_pct((double)ts.total, (double)s.total));
+		csv_record(stdout, m.f, 17);
+	}
+	free(order);
+}
+
+static void
+csv_findings(void)
+{
+	static const char *const cols[] = { "report", "type", "table", "name", "value", "message" };
+	csv_record(stdout, cols, 6);
+	for (size_t i = 0; i < stats_nfindings; i++) {
+		char v[48];
+		snprintf(v, sizeof(v), "%.4f", stats_findings[i].value);
+		const char *f[6] = { "findings", stats_findings[i].type, stats_findings[i].report,
+		                     stats_findings[i].name, v, stats_findings[i].message };
+		csv_record(stdout, f, 6);
+	}
+}
+
+void
+stats_csv(struct agg *a, unsigned reports)
+{
+	/* the operation tables share one header; other reports follow as
+	 * their own tables after a blank line */
+	int sections = 0;
+#define SECTION() do { if (sections++) putchar('\n'); } while (0)
+	if (reports & STATS_OPS) { SECTION(); csv_ops(a, reports); }
+	if (reports & 1u << R_RUN) { SECTION(); csv_run(a); }
+	if (reports & 1u << R_PROCESSES) { SECTION(); csv_processes(a); }
+	if (reports & 1u << R_GPU) { SECTION(); csv_gpus(a); }
+	if (reports & 1u << R_MEMORY) { SECTION(); csv_memory(a); }
+	if (agg_per(a)) { SECTION(); csv_per(a); }
+	if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(); }
+#undef SECTION
+}

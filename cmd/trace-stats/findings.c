@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats findings: bottlenecks, high variance, warm-up, idle
+ * GPUs, lost data.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "common/util.h"
+
+/* ---- findings ------------------------------------------------------------------ */
+
+
+struct stats_finding *stats_findings;
+size_t stats_nfindings;
+
+static void
+add_finding(const char *type, const char *report, const char *name,
+            double value, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void
+add_finding(const char *type, const char *report, const char *name,
+            double value, const char *fmt, ...)
+{
+	stats_findings = realloc(stats_findings, (stats_nfindings + 1) * sizeof(*stats_findings));
+	if (!stats_findings)
+		cmd_die(EXIT_USAGE, "out of memory");
+	struct stats_finding *f = &stats_findings[stats_nfindings++];
+	f->type = type;
+	f->report = report;
+	f->name = strdup(name ? name : "");
+	f->value = value;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&f->message, fmt, ap) < 0 || !f->name)
+		cmd_die(EXIT_USAGE, "out of memory");
+	va_end(ap);
+}
+
+static const char *const table_nouns[AGG_NTABLES] = {
+	"GPU kernel time", "memory operation time", "CUDA API time", "range time",
+};
+
+/* How many findings of one kind to list per table before saying "N more". */
+#define FINDINGS_PER_TABLE 3
+
+static void
+table_findings(struct agg *a, enum agg_table t)
+{
+	struct stats_rows r = stats_table_rows(a, t);
+	char b1[32], b2[32];
+	/* share of the table: nested ranges contain each other, so their
+	 * shares say nothing (--per gives shares of an instance instead) */
+	if (t != AGG_RANGES && r.n >= 2) {
+		unsigned listed = 0;
+		for (size_t i = 0; i < r.n; i++) {
+			struct agg_group *g = r.v[i];
+			double p = stats_pct((double)g->s.total, (double)r.total);
+			/* and only what costs the run something: 5 % of its wall
+			 * time (90 % of 1 ms of copies is no bottleneck) */
+			if (p < 20 || listed == FINDINGS_PER_TABLE ||
+			    (double)g->s.total < 0.05 * (double)agg_wall(a))
+				continue;
+			listed++;
+			add_finding(p >= 50 ? "bottleneck" : "hotspot", stats_table_keys[t],
+			            g->name, p, "%s takes %.1f%% of %s (%s)",
+			            stats_finding_name(g->name), p, table_nouns[t],
+			            stats_fmt_time(b1, sizeof(b1), (double)g->s.total));
+		}
+	}
+	/* copies and memsets of different sizes share a group: their
+	 * durations vary by design, so no variance or warm-up findings */
+	if (t == AGG_MEMOPS) {
+		free(r.v);
+		return;
+	}
+	/* high variance, among the groups that matter (>= 5 % of the time) */
+	unsigned listed = 0, more = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		struct agg_group *g = r.v[i];
+		if (g->s.count < 5 || stats_pct((double)g->s.total, (double)r.total) < 5)
+			continue;
+		double ratio = g->s.min > 0 ? (double)g->s.max / (double)g->s.min
+		                            : (g->s.max > 0 ? INFINITY : 1);
+		double cv = g->s.mean > 0 ? g->s.std / g->s.mean : 0;
+		if (!(ratio > 2 || cv > 0.5))
+			continue;
+		if (listed == FINDINGS_PER_TABLE) {
+			more++;
+			continue;
+		}
+		listed++;
+		add_finding("variance", stats_table_keys[t], g->name, cv,
+		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
+		            stats_finding_name(g->name),
+		            isinf(ratio) ? "inf" : (snprintf(b2, sizeof(b2), "%.1f", ratio), b2),
+		            cv, stats_fmt_time(b1, sizeof(b1), (double)g->s.min),
+		            stats_fmt_time((char[32]){ 0 }, 32, (double)g->s.max));
+	}
+	/* warm-up: the first instance much slower than the median */
+	unsigned wl = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		struct agg_group *g = r.v[i];
+		/* and worth the time: the excess is 1 % of the table's */
+		if (g->s.count < 3 || g->s.p50 <= 0 ||
+		    (double)g->first_dur < 2 * g->s.p50 ||
+		    (double)g->first_dur - g->s.p50 < 0.01 * (double)r.total)
+			continue;
+		if (wl == FINDINGS_PER_TABLE) {
+			more++;
+			continue;
+		}
+		wl++;
+		double x = (double)g->first_dur / g->s.p50;
+		add_finding("warmup", stats_table_keys[t], g->name, x,
+		            "%s: the first instance took %s, %.1fx the median %s",
+		            stats_finding_name(g->name),
+		            stats_fmt_time(b1, sizeof(b1), (double)g->first_dur), x,
+		            stats_fmt_time(b2, sizeof(b2), g->s.p50));
+	}
+	free(r.v);
+}
+
+void
+stats_compute_findings(struct agg *a)
+{
+	const struct agg_run *run = agg_run(a);
+	char b1[32], b2[32];
+	if (run->dropped)
+		add_finding("dropped", "run", "", (double)run->dropped,
+		            "the recorder dropped %" PRIu64 " events: figures "
+		            "undercount what ran", run->dropped);
+	if (run->skipped)
+		add_finding("dropped", "run", "", (double)run->skipped,
+		            "%" PRIu64 " events of kinds this version does not "
+		            "know were skipped", run->skipped);
+	for (int t = 0; t < AGG_NTABLES; t++)
+		table_findings(a, (enum agg_table)t);
+	int64_t wall = agg_wall(a);
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (!d->ops || wall <= 0)
+			continue;
+		double idle = stats_pct((double)(wall - d->busy), (double)wall);
+		if (idle > 25) {
+			char name[64], b3[32], b4[32];
+			snprintf(name, sizeof(name), "GPU %" PRId64, d->index);
+			/* a run's start-up (imports, CUDA's set-up) can be most
+			 * of its wall time: say also how idle the GPU is once it
+			 * has work, which is what a training loop can change */
+			int64_t span = d->last - d->first;
+			int64_t gaps = span > d->busy ? span - d->busy : 0;
+			add_finding("gpu_idle", "gpu", name, idle,
+			            "%s is idle %.1f%% of the run (%s of %s); "
+			            "%.1f%% from its first operation to its last (%s of %s)",
+			            d->index >= 0 ? name : "an unknown GPU", idle,
+			            stats_fmt_time(b1, sizeof(b1), (double)(wall - d->busy)),
+			            stats_fmt_time(b2, sizeof(b2), (double)wall),
+			            stats_pct((double)gaps, (double)span),
+			            stats_fmt_time(b3, sizeof(b3), (double)gaps),
+			            stats_fmt_time(b4, sizeof(b4), (double)span));
+		}
+	}
+	const struct perinst_result *p = agg_per(a);
+	if (p && p->dur.count) {
+		double inst_total = (double)p->dur.total;
+		unsigned listed = 0;
+		size_t *order = stats_children_order(a, p);
+		for (size_t i = 0; i < p->nchildren && listed < FINDINGS_PER_TABLE; i++) {
+			const struct perinst_child *c = &p->children[order[i]];
+			struct stats_child d = stats_child(a, c);
+			/* ranges and API calls: what the thread spends each
+			 * instance on (GPU work runs beside it) */
+			if (d.rank != 0 && d.rank != 5)
+				continue;
+			double share = stats_pct((double)c->time.total, inst_total);
+			if (share < 20 || share > 99.5)
+				continue;
+			listed++;
+			add_finding(share >= 50 ? "bottleneck" : "hotspot", "per",
+			            d.name, share, "%s takes %.1f%% of each %s",
+			            stats_finding_name(d.name), share, stats_opt.agg.per);
+		}
+		free(order);
+	}
+}
+
+void
+stats_free_findings(void)
+{
+	for (size_t i = 0; i < stats_nfindings; i++) {
+		free(stats_findings[i].name);
+		free(stats_findings[i].message);
+	}
+	free(stats_findings);
+	stats_findings = NULL;
+	stats_nfindings = 0;
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats JSON output: one object, schema "tracekit-stats/1"
+ * (documented in trace-stats(1)), integer nanoseconds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "stats.h"
+#include "analysis/dist.h"
+#include "common/json_out.h"
+#include "common/util.h"
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+
+static json_t *
+jint(double ns)
+{
+	return json_integer(cmd_ns_int(ns));
+}
+
+
+static void
+jstats(json_t *o, const struct summary *s, const char *prefix)
+{
+	char k[64];
+#define JS(name, v) (snprintf(k, sizeof(k), "%s" name, prefix), cmd_jset(o, k, jint(v)))
+	JS("mean_ns", s->mean);
+	JS("std_ns", s->std);
+	JS("min_ns", (double)s->min);
+	JS("median_ns", s->p50);
+	JS("p95_ns", s->p95);
+	JS("p99_ns", s->p99);
+	JS("max_ns", (double)s->max);
+#undef JS
+}
+
+static json_t *
+json_ops(struct agg *a, enum agg_table t)
+{
+	struct stats_rows r = stats_table_rows(a, t);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < r.shown; i++) {
+		const struct agg_group *g = r.v[i];
+		json_t *o = json_object();
+		cmd_jset(o, "name", cmd_jstr(g->name));
+		cmd_jset(o, "kind", json_string(tk_kind_name(g->kind)));
+		if (t == AGG_RANGES)
+			cmd_jset(o, "domain", cmd_jstr(g->domain));
+		cmd_jset(o, "count", json_integer((json_int_t)g->s.count));
+		cmd_jset(o, "total_ns", json_integer(g->s.total));
+		cmd_jset(o, "time_pct", json_real(stats_pct((double)g->s.total, (double)r.total)));
+		jstats(o, &g->s, "");
+		if (t == AGG_MEMOPS) {
+			if (g->kind == TK_MEMCPY && g->copy_kind) {
+				cmd_jset(o, "copy_kind", json_string(tk_copy_kind_name(g->copy_kind)));
+				cmd_jset(o, "src_kind", json_string(tk_mem_kind_name(g->src_kind)));
+			}
+			if (g->kind == TK_MEMSET || g->copy_kind)
+				cmd_jset(o, "dst_kind", json_string(tk_mem_kind_name(g->dst_kind)));
+			cmd_jset(o, "bytes", json_integer((json_int_t)g->bytes));
+			cmd_jset(o, "bytes_per_s", json_real(round(stats_bandwidth(g))));
+			cmd_jset(o, "mean_bytes_per_s", json_real(round(stats_mean_bandwidth(g))));
+		}
+		json_array_append_new(arr, o);
+	}
+	free(r.v);
+	return arr;
+}
+
+static json_t *
+json_run(struct agg *a, char **files, int nfiles)
+{
+	const struct agg_run *run = agg_run(a);
+	json_t *o = json_object();
+	json_t *in = json_array();
+	for (int i = 0; i < nfiles; i++)
+		json_array_append_new(in, cmd_jstr(cmd_display_path(files[i])));
+	cmd_jset(o, "inputs", in);
+	cmd_jset(o, "scopes", json_integer(run->scopes));
+	json_t *meta = json_object();
+	if (!meta)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t i = 0; i < run->nmeta; i++)
+		cmd_jadd_value(meta, run->meta[i].key, run->meta[i].value);
+	cmd_jset(o, "metadata", meta);
+	cmd_jset(o, "wall_ns", json_integer(agg_wall(a)));
+	cmd_jset(o, "t_min", json_integer(run->events ? run->t_min : 0));
+	cmd_jset(o, "t_max", json_integer(run->events ? run->t_max : 0));
+	cmd_jset(o, "events", json_integer((json_int_t)run->events));
+	cmd_jset(o, "events_read", json_integer((json_int_t)run->events_read));
+	json_t *kinds = json_object();
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (run->kind[k])
+			cmd_jset(kinds, tk_kind_name(k), json_integer((json_int_t)run->kind[k]));
+	cmd_jset(o, "kinds", kinds);
+	cmd_jset(o, "dropped", json_integer((json_int_t)run->dropped));
+	json_t *drops = json_array();
+	for (size_t i = 0; i < run->ndrops; i++)
+		json_array_append_new(drops, json_pack("{s:o,s:I}",
+			"reason", cmd_jstr(run->drops[i].reason),
+			"count", (json_int_t)run->drops[i].count));
+	cmd_jset(o, "drops", drops);
+	cmd_jset(o, "skipped_unknown", json_integer((json_int_t)run->skipped));
+	cmd_jset(o, "processes", json_integer((json_int_t)agg_nprocesses(a)));
+	size_t ngpus = 0;
+	for (size_t i = 0; i < agg_ndevices(a); i++)
+		ngpus += agg_device(a, i)->index >= 0;
+	cmd_jset(o, "gpus", json_integer((json_int_t)ngpus));
+	if (stats_opt.agg.run) {
+		cmd_jset(o, "run", json_integer(stats_opt.agg.run));
+		cmd_jset(o, "run_missing", json_boolean(run->run_missing));
+	}
+	json_t *runs = json_array();
+	for (uint32_t i = 0; i < run->runs_seen; i++)
+		json_array_append_new(runs, json_pack("{s:I,s:I}", "run", (json_int_t)i + 1,
+		                                      "wall_ns", (json_int_t)run->run_wall[i]));
+	cmd_jset(o, "runs", runs);
+	return o;
+}
+
+static json_t *
+json_processes(struct agg *a)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		json_t *o = json_object();
+		cmd_jset(o, "pid", json_integer(p->pid));
+		cmd_jset(o, "ppid", json_integer(p->ppid));
+		cmd_jset(o, "host", cmd_jstr(p->host));
+		cmd_jset(o, "name", cmd_jstr(p->name));
+		cmd_jset(o, "label", cmd_jstr(p->label));
+		cmd_jset(o, "command", cmd_jstr(p->command));
+		if (p->has_rusage) {
+			cmd_jset(o, "wall_ns", json_integer(p->wall));
+			cmd_jset(o, "user_ns", json_integer(p->utime));
+			cmd_jset(o, "system_ns", json_integer(p->stime));
+			cmd_jset(o, "cpu_pct", json_real(stats_pct((double)(p->utime + p->stime),
+			                                 (double)p->wall)));
+			cmd_jset(o, "max_rss_bytes", json_integer((json_int_t)p->max_rss));
+			cmd_jset(o, "exit", json_string(p->exit == TK_EXIT_NORMAL ? "normal"
+			                 : p->exit == TK_EXIT_SIGNAL ? "signal" : "unknown"));
+			if (p->exit == TK_EXIT_NORMAL)
+				cmd_jset(o, "exit_code", json_integer(p->exit_code));
+			if (p->exit == TK_EXIT_SIGNAL)
+				cmd_jset(o, "signal", json_integer(p->signal));
+		}
+		if (p->has_rss)
+			cmd_jset(o, "rss_peak_bytes", jint(p->rss_max));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
+json_gpus(struct agg *a)
+{
+	int64_t wall = agg_wall(a);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (!d->ops)
+			continue;
+		json_t *o = json_object();
+		cmd_jset(o, "device", d->index >= 0 ? json_integer(d->index) : json_null());
+		cmd_jset(o, "name", cmd_jstr(d->name));
+		cmd_jset(o, "host", cmd_jstr(d->host));
+		cmd_jset(o, "busy_ns", json_integer(d->busy));
+		cmd_jset(o, "busy_pct", json_real(stats_pct((double)d->busy, (double)wall)));
+		cmd_jset(o, "kernel_ns", json_integer(d->kernel));
+		cmd_jset(o, "copy_ns", json_integer(d->copy));
+		cmd_jset(o, "overlap_ns", json_integer(d->kernel + d->copy - d->busy));
+		cmd_jset(o, "idle_ns", json_integer(wall - d->busy));
+		cmd_jset(o, "idle_pct", json_real(stats_pct((double)(wall - d->busy), (double)wall)));
+		cmd_jset(o, "ops", json_integer((json_int_t)d->ops));
+		cmd_jset(o, "first_ns", json_integer(d->first));
+		cmd_jset(o, "last_ns", json_integer(d->last));
+		cmd_jset(o, "exact", json_boolean(!d->overlap));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
+json_memory(struct agg *a)
+{
+	json_t *o = json_object(), *procs = json_array(), *devs = json_array();
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		if (!(p->has_rusage && p->max_rss) && !p->has_rss)
+			continue;
+		json_t *x = json_object();
+		cmd_jset(x, "pid", json_integer(p->pid));
+		cmd_jset(x, "name", cmd_jstr(p->name));
+		if (p->has_rusage)
+			cmd_jset(x, "max_rss_bytes", json_integer((json_int_t)p->max_rss));
+		if (p->has_rss)
+			cmd_jset(x, "rss_peak_bytes", jint(p->rss_max));
+		json_array_append_new(procs, x);
+	}
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (!d->has_counter && !d->allocs && !d->frees)
+			continue;
+		json_t *x = json_object();
+		cmd_jset(x, "device", d->index >= 0 ? json_integer(d->index) : json_null());
+		if (d->has_counter)
+			cmd_jset(x, "counter_peak_bytes", jint(d->counter_max));
+		if (d->allocs || d->frees) {
+			cmd_jset(x, "allocated_peak_bytes", json_integer(d->peak));
+			cmd_jset(x, "allocs", json_integer((json_int_t)d->allocs));
+			cmd_jset(x, "frees", json_integer((json_int_t)d->frees));
+			cmd_jset(x, "alloc_bytes", json_integer((json_int_t)d->alloc_bytes));
+			cmd_jset(x, "not_freed_bytes", json_integer(d->in_use));
+		}
+		json_array_append_new(devs, x);
+	}
+	cmd_jset(o, "processes", procs);
+	cmd_jset(o, "devices", devs);
+	return o;
+}
+
+static json_t *
+json_per(struct agg *a)
+{
+	const struct perinst_result *p = agg_per(a);
+	json_t *o = json_object();
+	struct dist dur = p->dur;
+	struct summary s;
+	dist_summary(&dur, &s);
+	int64_t span = p->last > p->first ? p->last - p->first : 0;
+	cmd_jset(o, "range", cmd_jstr(stats_opt.agg.per));
+	cmd_jset(o, "instances", json_integer((json_int_t)s.count));
+	cmd_jset(o, "per_second", json_real(span > 0 ? (double)s.count * 1e9 / (double)span : 0));
+	json_t *d = json_object();
+	cmd_jset(d, "total_ns", json_integer(s.total));
+	jstats(d, &s, "");
+	cmd_jset(o, "duration", d);
+	json_t *arr = json_array();
+	size_t *order = stats_children_order(a, p);
+	for (size_t i = 0; i < p->nchildren; i++) {
+		const struct perinst_child *ch = &p->children[order[i]];
+		struct stats_child dd = stats_child(a, ch);
+		struct dist cd = ch->count, td = ch->time;
+		struct summary cs, ts;
+		dist_summary(&cd, &cs);
+		dist_summary(&td, &ts);
+		json_t *c = json_object();
+		cmd_jset(c, "kind", json_string(dd.kind));
+		cmd_jset(c, "domain", cmd_jstr(dd.domain));
+		cmd_jset(c, "name", cmd_jstr(dd.name));
+		cmd_jset(c, "instances_with", json_integer((json_int_t)ch->instances_with));
+		json_t *cnt = json_object();
+		cmd_jset(cnt, "mean", json_real(cs.mean));
+		cmd_jset(cnt, "min", json_integer(cs.min));
+		cmd_jset(cnt, "median", json_real(cs.p50));
+		cmd_jset(cnt, "max", json_integer(cs.max));
+		cmd_jset(cnt, "total", json_integer(cs.total));
+		cmd_jset(c, "count_per_instance", cnt);
+		json_t *tm = json_object();
+		cmd_jset(tm, "total_ns", json_integer(ts.total));
+		jstats(tm, &ts, "");
+		cmd_jset(c, "time_per_instance", tm);
+		cmd_jset(c, "share_pct", json_real(stats_pct((double)ts.total, (double)s.total)));
+		json_array_append_new(arr, c);
+	}
+	free(order);
+	cmd_jset(o, "children", arr);
+	cmd_jset(o, "gpu_outside", json_pack("{s:I,s:I}", "count", (json_int_t)p->gpu_outside,
+	                                 "total_ns", (json_int_t)p->gpu_outside_ns));
+	cmd_jset(o, "gpu_no_launch", json_pack("{s:I,s:I}", "count", (json_int_t)p->gpu_no_launch,
+	                                   "total_ns", (json_int_t)p->gpu_no_launch_ns));
+	return o;
+}
+
+static json_t *
+json_findings(void)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < stats_nfindings; i++) {
+		json_t *o = json_object();
+		cmd_jset(o, "type", json_string(stats_findings[i].type));
+		cmd_jset(o, "report", json_string(stats_findings[i].report));
+		cmd_jset(o, "name", cmd_jstr(stats_findings[i].name));
+		cmd_jset(o, "value", json_real(stats_findings[i].value));
+		cmd_jset(o, "message", cmd_jstr(stats_findings[i].message));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+/* Write and flush, reporting a failure by the errno of the write itself
+ * (a large fwrite bypasses the buffer, so flushing again later would
+ * not tell why it failed). */
+static void
+stats_emit(const char *s, size_t n)
+{
+	errno = 0;
+	if (fwrite(s, 1, n, stdout) == n && fflush(stdout) == 0)
+		return;
+	int e = errno;
+	if (e == EPIPE)
+		exit(0);
+	cmd_die(EXIT_USAGE, "write error: %s", strerror(e ? e : EIO));
+}
+
+void
+stats_json(struct agg *a, unsigned reports, char **files, int nfiles)
+{
+	json_t *o = json_object();
+	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
+	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx || dist_converted()));
+	cmd_jset(o, "approx_rows", json_integer((json_int_t)dist_converted()));
+	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(a, files, nfiles));
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		static const enum report rep[AGG_NTABLES] = {
+			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+		if (reports & 1u << rep[t])
+			cmd_jset(o, stats_table_keys[t], json_ops(a, (enum agg_table)t));
+	}
+	if (reports & 1u << R_PROCESSES) cmd_jset(o, "processes", json_processes(a));
+	if (reports & 1u << R_GPU) cmd_jset(o, "gpus", json_gpus(a));
+	if (reports & 1u << R_MEMORY) cmd_jset(o, "memory", json_memory(a));
+	if (agg_per(a)) cmd_jset(o, "per", json_per(a));
+	if (reports & 1u << R_FINDINGS) cmd_jset(o, "findings", json_findings());
+	char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	if (!text)
+		cmd_die(EXIT_USAGE, "out of memory");
+	stats_emit(text, strlen(text));
+	stats_emit("\n", 1);
+	free(text);
+	json_decref(o);
+}

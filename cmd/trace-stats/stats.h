@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats' reports, shared by its files: trace-stats.c (options),
+ * common.c (units, names, rows), findings.c, and one file per
+ * output format (text.c, csv.c, json.c).  The figures
+ * come from analysis/aggregate.h; these files choose, order and print them.
+ */
+#ifndef TK_CMD_STATS_H
+#define TK_CMD_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/aggregate.h"
+
+enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
+
+enum report {
+	R_RUN, R_KERNELS, R_MEMOPS, R_API, R_RANGES, R_PROCESSES, R_GPU,
+	R_MEMORY, R_FINDINGS, R_NREPORTS
+};
+
+/* The operation tables, which CSV prints as one. */
+#define STATS_OPS ((1u << R_KERNELS) | (1u << R_MEMOPS) | (1u << R_API) | \
+                   (1u << R_RANGES))
+
+enum sort_key { S_TOTAL, S_COUNT, S_MEAN, S_MEDIAN, S_P95, S_MAX, S_NAME };
+
+struct stats_options {
+	enum format format;
+	unsigned reports;        /* bit per report; 0 = every one with data */
+	uint64_t top;            /* 0 = all rows */
+	enum sort_key sort;
+	double unit;             /* ns per unit; 0 = readable per value */
+	const char *unit_name;
+	int findings;
+	int full_names;
+	size_t line_width;       /* text tables are cut to this; 0 = never */
+	size_t buffer_size;      /* exact values held at most (-S) */
+	struct agg_options agg;
+};
+
+extern struct stats_options stats_opt;
+
+/* ---- units and names (common.c) ---- */
+
+/* A time for text: readable units, or --units. */
+char *stats_fmt_time(char *buf, size_t n, double ns);
+/* A column title for times: "Total", or "Total [ms]" with --units. */
+const char *stats_time_title(const char *title);
+/* 100 * part / whole, 0 when whole is 0. */
+double stats_pct(double part, double whole);
+/* Names for text (template kernels shortened unless --full-names), and
+ * for the one-line findings (also cut).  Buffers valid until the next
+ * call. */
+const char *stats_display_name(const char *name);
+const char *stats_finding_name(const char *name);
+const char *stats_exit_text(char *buf, size_t n, unsigned how, int32_t code,
+                            uint32_t sig);
+
+extern const char *const stats_table_titles[AGG_NTABLES];
+extern const char *const stats_table_keys[AGG_NTABLES];
+
+/* The rows of one operation table in --sort order. */
+struct stats_rows {
+	struct agg_group **v;
+	size_t n;                /* all stats_rows */
+	size_t shown;            /* after --top */
+	int64_t total;           /* time of all stats_rows */
+	uint64_t count;
+};
+/* Caller frees rows.v. */
+struct stats_rows stats_table_rows(struct agg *a, enum agg_table t);
+int stats_has_domains(const struct stats_rows *r);
+int stats_has_async(const struct stats_rows *r);
+/* Memory operations: bytes per second over their time, and the mean of
+ * the single operations' rates. */
+double stats_bandwidth(const struct agg_group *g);
+double stats_mean_bandwidth(const struct agg_group *g);
+
+/* A child of the per-instance view, described for printing. */
+struct stats_child {
+	int rank;                /* display order: ranges, kernels, copies, API */
+	const char *kind, *domain, *name;
+};
+struct stats_child stats_child(struct agg *a, const struct perinst_child *c);
+/* Indices of the children in display order (caller frees). */
+size_t *stats_children_order(struct agg *a, const struct perinst_result *p);
+
+/* ---- findings (findings.c) ---- */
+
+struct stats_finding {
+	const char *type;        /* bottleneck, hotspot, variance, warmup,
+	                            gpu_idle, dropped */
+	const char *report;
+	char *name;
+	double value;
+	char *message;
+};
+extern struct stats_finding *stats_findings;
+extern size_t stats_nfindings;
+void stats_compute_findings(struct agg *a);
+void stats_free_findings(void);
+
+/* ---- output formats ---- */
+
+void stats_text(struct agg *a, unsigned reports, char **files, int nfiles);
+void stats_csv(struct agg *a, unsigned reports);
+void stats_json(struct agg *a, unsigned reports, char **files, int nfiles);
+
+#endif

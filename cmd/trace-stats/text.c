@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats text output: a run header and aligned tables for people.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "analysis/dist.h"
+#include "stats.h"
+#include "common/table.h"
+#include "common/util.h"
+
+/* ---- text ---------------------------------------------------------------------- */
+
+static int printed_section;
+
+/* A section title, after a blank line unless it comes first. */
+static void
+text_section(const char *title)
+{
+	printf("%s%s\n", printed_section++ ? "\n" : "", title);
+}
+
+/* The other metadata as key=value, wrapped to the line width, long
+ * values cut (--json has them whole), at most a few lines. */
+static void
+text_metadata(const struct agg_run *run)
+{
+	enum { MAX_VALUE = 40, MAX_LINES = 4 };
+	size_t width = stats_opt.line_width ? stats_opt.line_width : SIZE_MAX;
+	size_t col = 0, lines = 0, shown = 0, total = 0;
+	for (size_t i = 0; i < run->nmeta; i++) {
+		const char *k = run->meta[i].key, *v = run->meta[i].value;
+		if (!strcmp(k, "command") || !strcmp(k, "host") ||
+		    !strcmp(k, "label") || !strcmp(k, "labels"))
+			continue;
+		total++;
+		if (lines == MAX_LINES)
+			continue;
+		char item[MAX_VALUE + 256];
+		int vlen = (int)strlen(v);
+		int cut = !stats_opt.full_names && vlen > MAX_VALUE;
+		snprintf(item, sizeof(item), "%.200s=%.*s%s", k,
+		         cut ? MAX_VALUE - 3 : vlen, v, cut ? "..." : "");
+		size_t len = strlen(item);
+		if (col && col + 1 + len > width) {
+			putchar('\n');
+			col = 0;
+			if (++lines == MAX_LINES)
+				continue;
+		}
+		if (col == 0)
+			col = (size_t)printf("  %-10s", lines ? "" : "metadata");
+		else
+			col += (size_t)printf(" ");
+		col += (size_t)printf("%s", item);
+		shown++;
+	}
+	if (col)
+		putchar('\n');
+	if (shown < total)
+		printf("  %-10s(%zu more in --json)\n", "", total - shown);
+}
+
+static void
+text_run(struct agg *a, char **files, int nfiles)
+{
+	const struct agg_run *run = agg_run(a);
+	char b[64];
+	text_section("Run");
+	printf("  %-10s", nfiles > 1 ? "inputs" : "input");
+	for (int i = 0; i < nfiles; i++)
+		printf("%s%s", i ? ", " : "", cmd_display_path(files[i]));
+	if (run->scopes > (unsigned)nfiles)
+		printf(" (%u traces)", run->scopes);
+	putchar('\n');
+	/* commands, hosts and labels: from metadata, else from processes */
+	static const char *const keys[] = { "command", "host", "label" };
+	static const char *const titles[] = { "command", "host", "labels" };
+	for (int k = 0; k < 3; k++) {
+		int n = 0;
+		for (size_t i = 0; i < run->nmeta; i++) {
+			if (strcmp(run->meta[i].key, keys[k]) != 0 &&
+			    !(k == 2 && strcmp(run->meta[i].key, "labels") == 0))
+				continue;
+			printf("  %-10s%s\n", n++ ? "" : titles[k], run->meta[i].value);
+		}
+		if (n)
+			continue;
+		for (size_t i = 0; i < agg_nprocesses(a) && n < 4; i++) {
+			const struct agg_process *p = agg_process(a, i);
+			const char *v = k == 0 ? p->command : k == 1 ? p->host : p->label;
+			if (!*v)
+				continue;
+			int dup = 0;
+			for (size_t j = 0; j < i; j++) {
+				const struct agg_process *q = agg_process(a, j);
+				const char *w = k == 0 ? q->command : k == 1 ? q->host : q->label;
+				dup |= strcmp(v, w) == 0;
+			}
+			if (!dup)
+				printf("  %-10s%s\n", n++ ? "" : titles[k], v);
+		}
+	}
+	printf("  %-10s%s", "wall", stats_fmt_time(b, sizeof(b), (double)agg_wall(a)));
+	putchar('\n');
+	printf("  %-10s%zu", "processes", agg_nprocesses(a));
+	for (size_t i = 0; i < agg_nprocesses(a) && i < 8; i++)
+		printf("%s%" PRId64, i ? ", " : " (pid ", agg_process(a, i)->pid);
+	if (agg_nprocesses(a) > 8)
+		printf(", ...");
+	printf("%s\n", agg_nprocesses(a) ? ")" : "");
+	size_t ngpus = 0;
+	for (size_t i = 0; i < agg_ndevices(a); i++)
+		ngpus += agg_device(a, i)->index >= 0;
+	printf("  %-10s%zu", "GPUs", ngpus);
+	for (size_t i = 0, n = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (d->index < 0)
+			continue;
+		printf("%s%" PRId64 " %s%s%s", n++ ? ", " : ": GPU ", d->index, d->name,
+		       *d->host ? " on " : "", d->host);
+	}
+	putchar('\n');
+	printf("  %-10s%" PRIu64, "events", run->events);
+	if (run->events != run->events_read)
+		printf(" of %" PRIu64 " read", run->events_read);
+	/* kinds by count, largest first */
+	unsigned order[16];
+	int n = 0;
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (run->kind[k])
+			order[n++] = k;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && run->kind[order[j]] > run->kind[order[j - 1]]; j--) {
+			unsigned t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		printf("%s%s %" PRIu64, i ? ", " : ": ", tk_kind_name(order[i]),
+		       run->kind[order[i]]);
+	putchar('\n');
+	if (!run->dropped && !run->skipped) {
+		printf("  %-10snone\n", "dropped");
+	} else {
+		printf("  %-10s%" PRIu64 " events", "dropped", run->dropped);
+		for (size_t i = 0; i < run->ndrops; i++)
+			printf("%s%" PRIu64 " %s", i ? ", " : " (", run->drops[i].count,
+			       *run->drops[i].reason ? run->drops[i].reason : "no reason given");
+		if (run->ndrops)
+			putchar(')');
+		if (run->skipped)
+			printf("; %" PRIu64 " of unknown kinds skipped", run->skipped);
+		putchar('\n');
+	}
+	if (run->runs_seen) {
+		/* a repeated recording: the wall time of each run */
+		printf("  %-10s%u:", "runs", run->runs_seen);
+		for (uint32_t i = 0; i < run->runs_seen && i < 10; i++)
+			printf("%s %s", i ? "," : "", stats_fmt_time(b, sizeof(b), (double)run->run_wall[i]));
+		printf("%s\n", run->runs_seen > 10 ? ", ..." : "");
+	}
+	if (run->run_missing)
+		printf("  %-10sno run %u in some of the input\n", "note", stats_opt.agg.run);
+	if (dist_converted())
+		printf("  %-10spercentiles of %zu rows within 1%%, not exact: exact ones "
+		       "need more than -S %s\n", "note", dist_converted(),
+		       cmd_fmt_bytes(b, sizeof(b), (double)stats_opt.buffer_size));
+	text_metadata(run);
+}
+
+enum {
+	C_PCT, C_TOTAL, C_COUNT, C_MEAN, C_STD, C_MIN, C_MED, C_P95, C_P99,
+	C_MAX, C_BYTES, C_BW, C_MBW, C_KIND, C_DOMAIN, C_NAME, C_NCOLS
+};
+
+static void
+text_ops(struct agg *a, enum agg_table t, int force)
+{
+	struct stats_rows r = stats_table_rows(a, t);
+	char b[64];
+	char title[160];
+	if (!r.n) {
+		if (force) {
+			snprintf(title, sizeof(title), "%s: none", stats_table_titles[t]);
+			text_section(title);
+		}
+		free(r.v);
+		return;
+	}
+	snprintf(title, sizeof(title), "%s: %" PRIu64 " in %zu group%s, %s in all",
+	         stats_table_titles[t], r.count, r.n, r.n == 1 ? "" : "s",
+	         stats_fmt_time(b, sizeof(b), (double)r.total));
+	text_section(title);
+	struct table_col cols[C_NCOLS] = {
+		{ "Time %", 0 }, { stats_time_title("Total"), 0 }, { "Count", 0 },
+		{ stats_time_title("Mean"), 0 }, { stats_time_title("StdDev"), 0 },
+		{ stats_time_title("Min"), 0 }, { stats_time_title("Median"), 0 },
+		{ stats_time_title("P95"), 0 }, { stats_time_title("P99"), 0 },
+		{ stats_time_title("Max"), 0 }, { "Bytes", 0 }, { "Bandwidth", 0 },
+		{ "Mean BW", 0 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
+	};
+	struct table tb;
+	table_init(&tb, cols, C_NCOLS);
+	int domains = t == AGG_RANGES && stats_has_domains(&r);
+	int kinds = t == AGG_RANGES && stats_has_async(&r);
+	for (size_t i = 0; i < r.shown; i++) {
+		const struct agg_group *g = r.v[i];
+		const struct summary *s = &g->s;
+		table_row(&tb);
+		table_set(&tb, C_PCT, "%.1f", stats_pct((double)s->total, (double)r.total));
+		table_set(&tb, C_TOTAL, "%s", stats_fmt_time(b, sizeof(b), (double)s->total));
+		table_set(&tb, C_COUNT, "%" PRIu64, s->count);
+		table_set(&tb, C_MEAN, "%s", stats_fmt_time(b, sizeof(b), s->mean));
+		table_set(&tb, C_STD, "%s", stats_fmt_time(b, sizeof(b), s->std));
+		table_set(&tb, C_MIN, "%s", stats_fmt_time(b, sizeof(b), (double)s->min));
+		table_set(&tb, C_MED, "%s", stats_fmt_time(b, sizeof(b), s->p50));
+		table_set(&tb, C_P95, "%s", stats_fmt_time(b, sizeof(b), s->p95));
+		table_set(&tb, C_P99, "%s", stats_fmt_time(b, sizeof(b), s->p99));
+		table_set(&tb, C_MAX, "%s", stats_fmt_time(b, sizeof(b), (double)s->max));
+		if (t == AGG_MEMOPS) {
+			table_set(&tb, C_BYTES, "%s", cmd_fmt_bytes(b, sizeof(b), (double)g->bytes));
+			table_set(&tb, C_BW, "%s", cmd_fmt_rate(b, sizeof(b), stats_bandwidth(g)));
+			table_set(&tb, C_MBW, "%s", cmd_fmt_rate(b, sizeof(b), stats_mean_bandwidth(g)));
+		}
+		if (kinds)
+			table_set(&tb, C_KIND, "%s", g->kind == TK_ASYNC_RANGE ? "async" : "push/pop");
+		if (domains)
+			table_set(&tb, C_DOMAIN, "%s", *g->domain ? g->domain : "-");
+		table_set(&tb, C_NAME, "%s", stats_display_name(g->name));
+	}
+	tb.max_width = stats_opt.line_width;
+	table_print(&tb, stdout, "  ");
+	table_free(&tb);
+	if (r.shown < r.n) {
+		int64_t rest = 0;
+		uint64_t cnt = 0;
+		for (size_t i = r.shown; i < r.n; i++) {
+			rest += r.v[i]->s.total;
+			cnt += r.v[i]->s.count;
+		}
+		printf("  ... %zu more (%" PRIu64 " instances, %s, %.1f%% of the time)\n",
+		       r.n - r.shown, cnt, stats_fmt_time(b, sizeof(b), (double)rest),
+		       stats_pct((double)rest, (double)r.total));
+	}
+	free(r.v);
+	cmd_check_output(stdout);
+}
+
+static void
+text_processes(struct agg *a)
+{
+	static const struct table_col cols[] = {
+		{ "PID", 0 }, { "PPID", 0 }, { "Wall", 0 }, { "User", 0 },
+		{ "System", 0 }, { "CPU %", 0 }, { "Max RSS", 0 }, { "Exit", 1 },
+		{ "Host", 1 }, { "Label", 1 }, { "Command", 1 },
+	};
+	char b[64];
+	struct table tb;
+	struct table_col tc[11];
+	memcpy(tc, cols, sizeof(tc));
+	tc[2].title = stats_time_title("Wall");
+	tc[3].title = stats_time_title("User");
+	tc[4].title = stats_time_title("System");
+	table_init(&tb, tc, 11);
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		table_row(&tb);
+		table_set(&tb, 0, "%" PRId64, p->pid);
+		table_set(&tb, 1, "%" PRId64, p->ppid);
+		if (p->has_rusage) {
+			table_set(&tb, 2, "%s", stats_fmt_time(b, sizeof(b), (double)p->wall));
+			table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), (double)p->utime));
+			table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)p->stime));
+			table_set(&tb, 5, "%.1f", stats_pct((double)(p->utime + p->stime),
+			                             (double)p->wall));
+			table_set(&tb, 6, "%s", cmd_fmt_bytes(b, sizeof(b), (double)p->max_rss));
+			table_set(&tb, 7, "%s", stats_exit_text(b, sizeof(b), p->exit,
+			                                  p->exit_code, p->signal));
+		} else {
+			table_set(&tb, 2, "-");
+			table_set(&tb, 7, "-");
+		}
+		table_set(&tb, 8, "%s", p->host);
+		table_set(&tb, 9, "%s", p->label);
+		table_set(&tb, 10, "%s", *p->command ? p->command : p->name);
+	}
+	text_section("Processes");
+	tb.max_width = stats_opt.line_width;
+	table_print(&tb, stdout, "  ");
+	table_free(&tb);
+}
+
+static void
+text_gpus(struct agg *a)
+{
+	int64_t wall = agg_wall(a);
+	char b[64];
+	static const struct table_col cols[] = {
+		{ "GPU", 0 }, { "Busy", 0 }, { "Busy %", 0 }, { "Kernels", 0 },
+		{ "Copies", 0 }, { "Overlap", 0 }, { "Idle", 0 }, { "Idle %", 0 },
+		{ "Ops", 0 }, { "Device", 1 },
+	};
+	struct table_col tc[10];
+	memcpy(tc, cols, sizeof(tc));
+	for (int c = 1; c <= 6; c++)
+		if (c != 2)
+			tc[c].title = stats_time_title(cols[c].title);
+	struct table tb;
+	table_init(&tb, tc, 10);
+	int inexact = 0;
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (!d->ops)
+			continue;
+		table_row(&tb);
+		if (d->index >= 0)
+			table_set(&tb, 0, "%" PRId64, d->index);
+		else
+			table_set(&tb, 0, "?");
+		table_set(&tb, 1, "%s%s", stats_fmt_time(b, sizeof(b), (double)d->busy),
+		          d->overlap ? "*" : "");
+		inexact |= d->overlap;
+		table_set(&tb, 2, "%.1f", stats_pct((double)d->busy, (double)wall));
+		table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), (double)d->kernel));
+		table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)d->copy));
+		table_set(&tb, 5, "%s", stats_fmt_time(b, sizeof(b),
+		          (double)(d->kernel + d->copy - d->busy)));
+		table_set(&tb, 6, "%s", stats_fmt_time(b, sizeof(b), (double)(wall - d->busy)));
+		table_set(&tb, 7, "%.1f", stats_pct((double)(wall - d->busy), (double)wall));
+		table_set(&tb, 8, "%" PRIu64, d->ops);
+		table_set(&tb, 9, "%s%s%s", d->name, *d->host ? " on " : "", d->host);
+	}
+	if (!tb.nrows) {
+		table_free(&tb);
+		return;
+	}
+	text_section("GPU time (busy: the union of the intervals with work on the GPU)");
+	tb.max_width = stats_opt.line_width;
+	table_print(&tb, stdout, "  ");
+	if (inexact)
+		printf("  * several traces overlap in time on this GPU: their busy "
+		       "times were added\n    and may count concurrent work twice "
+		       "(merge the traces with trace-merge)\n");
+	table_free(&tb);
+}
+
+static void
+text_memory(struct agg *a)
+{
+	char b[64], c[64];
+	struct table_col cols[] = {
+		{ "Where", 1 }, { "Peak", 0 }, { "Source", 1 },
+	};
+	struct table tb;
+	table_init(&tb, cols, 3);
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		if (p->has_rusage && p->max_rss) {
+			table_row(&tb);
+			table_set(&tb, 0, "pid %" PRId64 " %s", p->pid, p->name);
+			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), (double)p->max_rss));
+			table_set(&tb, 2, "max RSS (rusage)");
+		}
+		if (p->has_rss) {
+			table_row(&tb);
+			table_set(&tb, 0, "pid %" PRId64 " %s", p->pid, p->name);
+			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), p->rss_max));
+			table_set(&tb, 2, "rss counter (sampled)");
+		}
+	}
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		char where[64];
+		if (d->index >= 0)
+			snprintf(where, sizeof(where), "GPU %" PRId64, d->index);
+		else
+			snprintf(where, sizeof(where), "GPU ?");
+		if (d->has_counter) {
+			table_row(&tb);
+			table_set(&tb, 0, "%s", where);
+			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), d->counter_max));
+			table_set(&tb, 2, "device memory counter");
+		}
+		if (d->allocs || d->frees) {
+			table_row(&tb);
+			table_set(&tb, 0, "%s", where);
+			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), (double)d->peak));
+			table_set(&tb, 2, "in use by allocations (%" PRIu64 " allocs of %s, "
+			          "%" PRIu64 " frees; %s not freed)", d->allocs,
+			          cmd_fmt_bytes(c, sizeof(c), (double)d->alloc_bytes),
+			          d->frees, cmd_fmt_bytes((char[64]){ 0 }, 64,
+			          (double)d->in_use));
+		}
+	}
+	if (tb.nrows) {
+		text_section("Memory peaks");
+		tb.max_width = stats_opt.line_width;
+	table_print(&tb, stdout, "  ");
+	}
+	table_free(&tb);
+}
+
+static void
+text_per(struct agg *a)
+{
+	const struct perinst_result *p = agg_per(a);
+	char b[64], c[64];
+	if (!p)
+		return;
+	struct dist dur = p->dur;     /* summaries reorder; work on the copy */
+	struct summary s;
+	dist_summary(&dur, &s);
+	int64_t span = p->last > p->first ? p->last - p->first : 0;
+	char title[512];
+	int n = snprintf(title, sizeof(title), "Per instance of range \"%s\": %" PRIu64
+	                 " instance%s", stats_opt.agg.per, s.count, s.count == 1 ? "" : "s");
+	if (span > 0 && s.count && n > 0 && (size_t)n < sizeof(title))
+		snprintf(title + n, sizeof(title) - (size_t)n, ", %.3f per second",
+		         (double)s.count * 1e9 / (double)span);
+	text_section(title);
+	if (!s.count) {
+		printf("  (no such range)\n");
+		return;
+	}
+	printf("  duration  mean %s", stats_fmt_time(b, sizeof(b), s.mean));
+	printf("  std %s", stats_fmt_time(b, sizeof(b), s.std));
+	printf("  min %s", stats_fmt_time(b, sizeof(b), (double)s.min));
+	printf("  median %s", stats_fmt_time(b, sizeof(b), s.p50));
+	printf("  p95 %s", stats_fmt_time(b, sizeof(b), s.p95));
+	printf("  p99 %s", stats_fmt_time(b, sizeof(b), s.p99));
+	printf("  max %s\n", stats_fmt_time(b, sizeof(b), (double)s.max));
+	struct table_col cols[] = {
+		{ "Count/inst", 0 }, { "Min-Max", 0 }, { stats_time_title("Time/inst"), 0 },
+		{ stats_time_title("StdDev"), 0 }, { stats_time_title("Min"), 0 },
+		{ stats_time_title("Median"), 0 }, { stats_time_title("P95"), 0 },
+		{ stats_time_title("Max"), 0 }, { "Share %", 0 }, { "Kind", 1 },
+		{ "Name", 1 },
+	};
+	struct table tb;
+	table_init(&tb, cols, 11);
+	size_t *order = stats_children_order(a, p);
+	int last_rank = -1;
+	uint64_t in_rank = 0;
+	for (size_t i = 0; i < p->nchildren; i++) {
+		const struct perinst_child *ch = &p->children[order[i]];
+		struct stats_child d = stats_child(a, ch);
+		if (d.rank != last_rank) {
+			last_rank = d.rank;
+			in_rank = 0;
+		}
+		if (stats_opt.top && in_rank++ >= stats_opt.top)
+			continue;
+		struct dist cd = ch->count, td = ch->time;
+		struct summary cs, ts;
+		dist_summary(&cd, &cs);
+		dist_summary(&td, &ts);
+		table_row(&tb);
+		table_set(&tb, 0, cs.mean == floor(cs.mean) ? "%.0f" : "%.2f", cs.mean);
+		table_set(&tb, 1, "%" PRId64 "-%" PRId64, cs.min, cs.max);
+		table_set(&tb, 2, "%s", stats_fmt_time(b, sizeof(b), ts.mean));
+		table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), ts.std));
+		table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)ts.min));
+		table_set(&tb, 5, "%s", stats_fmt_time(b, sizeof(b), ts.p50));
+		table_set(&tb, 6, "%s", stats_fmt_time(b, sizeof(b), ts.p95));
+		table_set(&tb, 7, "%s", stats_fmt_time(b, sizeof(b), (double)ts.max));
+		table_set(&tb, 8, "%.1f", stats_pct((double)ts.total, (double)s.total));
+		table_set(&tb, 9, "%s", d.kind);
+		table_set(&tb, 10, "%s", *d.domain ? d.domain : "");
+		if (*d.domain)
+			table_set(&tb, 10, "%s:%s", d.domain, stats_display_name(d.name));
+		else
+			table_set(&tb, 10, "%s", stats_display_name(d.name));
+	}
+	if (tb.nrows)
+		tb.max_width = stats_opt.line_width;
+	table_print(&tb, stdout, "  ");
+	table_free(&tb);
+	free(order);
+	if (p->gpu_outside)
+		printf("  GPU work launched outside any instance: %" PRIu64 " operations, %s\n",
+		       p->gpu_outside, stats_fmt_time(b, sizeof(b), (double)p->gpu_outside_ns));
+	if (p->gpu_no_launch)
+		printf("  GPU work whose launch call is not in the trace: %" PRIu64
+		       " operations, %s\n", p->gpu_no_launch,
+		       stats_fmt_time(c, sizeof(c), (double)p->gpu_no_launch_ns));
+}
+
+static void
+text_findings(void)
+{
+	text_section("Findings");
+	if (!stats_nfindings) {
+		printf("  none\n");
+		return;
+	}
+	for (size_t i = 0; i < stats_nfindings; i++) {
+		const char *t = stats_findings[i].type;
+		const char *label = !strcmp(t, "hotspot") ? "worth a look"
+		                  : !strcmp(t, "warmup") ? "warm-up"
+		                  : !strcmp(t, "gpu_idle") ? "GPU idle"
+		                  : !strcmp(t, "variance") ? "high variance"
+		                  : !strcmp(t, "dropped") ? "data loss" : t;
+		printf("  %-13s %s\n", label, stats_findings[i].message);
+	}
+}
+
+void
+stats_text(struct agg *a, unsigned reports, char **files, int nfiles)
+{
+	int force = stats_opt.reports != 0;
+	if (reports & 1u << R_RUN)
+		text_run(a, files, nfiles);
+	if (reports & 1u << R_KERNELS) text_ops(a, AGG_KERNELS, force);
+	if (reports & 1u << R_MEMOPS) text_ops(a, AGG_MEMOPS, force);
+	if (reports & 1u << R_API) text_ops(a, AGG_API, force);
+	if (reports & 1u << R_RANGES) text_ops(a, AGG_RANGES, force);
+	if (reports & 1u << R_PROCESSES) text_processes(a);
+	if (reports & 1u << R_GPU) text_gpus(a);
+	if (reports & 1u << R_MEMORY) text_memory(a);
+	text_per(a);
+	if (reports & 1u << R_FINDINGS)
+		text_findings();
+}

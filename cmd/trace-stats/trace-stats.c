@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-stats: where does the time go?  Summary tables of traces: a run
+ * header, GPU kernels, memory operations, CUDA API calls, ranges,
+ * processes, GPU time per device, memory peaks, a per-instance view of
+ * one range, and findings.  Text for people, --csv and --json (stable
+ * names, integer nanoseconds) for programs.  This file reads the
+ * options and the inputs; stats.h lists the others.
+ */
+#include <getopt.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "analysis/dist.h"
+#include "stats.h"
+#include "common/util.h"
+
+static const char *const report_names[R_NREPORTS] = {
+	"run", "kernels", "memops", "api", "ranges", "processes", "gpu", "memory",
+	"findings",
+};
+
+static const char *const sort_names[] = {
+	"total", "count", "mean", "median", "p95", "max", "name",
+};
+
+struct stats_options stats_opt;
+
+/* What the selection options allocate; stats_opt.agg points at them. */
+static regex_t name_re, exclude_re;
+static int64_t *pids, *devices, *streams;
+
+static void
+free_selection(void)
+{
+	free(pids);
+	free(devices);
+	free(streams);
+	if (stats_opt.agg.name)
+		regfree(&name_re);
+	if (stats_opt.agg.exclude)
+		regfree(&exclude_re);
+}
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTIONS] [FILE...]\n"
+	       "Summarise tracekit traces: where the time goes (stdin when no FILE or -).\n"
+	       "\n"
+	       "Output:\n"
+	       "  -c, --csv            CSV; times in integer ns\n"
+	       "  -j, --json           one JSON object; times in integer ns\n"
+	       "  -r, --report LIST    run,kernels,memops,api,ranges,processes,gpu,memory,\n"
+	       "                       findings (default: every report that has data)\n"
+	       "  -n, --top N          at most N rows per table\n"
+	       "  -s, --sort KEY       total, count, mean, median, p95, max or name\n"
+	       "      --units UNIT     ns, us, ms or s for every time in text\n"
+	       "      --full-names     never shorten names in text\n"
+	       "      --no-findings    leave out the findings\n"
+	       "      --per NAME       per-instance view of range NAME\n"
+	       "      --approx         constant memory; percentiles within 1%%\n"
+	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
+	       "                       the rows that grow are kept as with --approx\n"
+	       "Selection:\n"
+	       "      --name REGEX     operations whose name matches (extended regex)\n"
+	       "      --exclude REGEX  leave out operations whose name matches\n"
+	       "      --pid LIST       events of these processes\n"
+	       "      --device LIST    GPU work on these devices\n"
+	       "      --stream LIST    GPU work on these CUDA streams\n"
+	       "      --from DURATION  events beginning this long after the trace start\n"
+	       "      --to DURATION    ... and before this\n"
+	       "      --run N          run N of a trace-record --repeat recording\n"
+	       "  -h, --help           show this help\n"
+	       "  -V, --version        show the version\n"
+	       "\n"
+	       "Exit status: 0 success, 1 an input could not be read completely,\n"
+	       "2 usage or output error.\n",
+	       cmd_name());
+}
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+static size_t
+parse_list(const char *what, const char *s, int64_t **out)
+{
+	size_t n = 0;
+	int64_t *v = NULL;
+	char *copy = strdup(s), *save = NULL;
+	if (!copy)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t x;
+		if (cmd_parse_uint(t, &x) < 0 || x > INT64_MAX)
+			cmd_usage_error("invalid --%s '%s'", what, s);
+		v = realloc(v, (n + 1) * sizeof(*v));
+		if (!v)
+			cmd_die(EXIT_USAGE, "out of memory");
+		v[n++] = (int64_t)x;
+	}
+	free(copy);
+	if (!n)
+		cmd_usage_error("invalid --%s '%s'", what, s);
+	*out = v;
+	return n;
+}
+
+static unsigned
+parse_reports(const char *s)
+{
+	unsigned mask = 0;
+	char *copy = strdup(s), *save = NULL;
+	if (!copy)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+		if (strcmp(t, "all") == 0) {
+			mask |= (1u << R_NREPORTS) - 1;
+			continue;
+		}
+		for (int r = 0; r < R_NREPORTS; r++)
+			if (strcmp(t, report_names[r]) == 0) {
+				mask |= 1u << r;
+				found = 1;
+			}
+		if (!found) {
+			cmd_warn("unknown report '%s'", t);
+			free(copy);
+			cmd_usage_error("reports are: run, kernels, memops, api, ranges, "
+			                "processes, gpu, memory, findings, all");
+		}
+	}
+	free(copy);
+	if (!mask)
+		cmd_usage_error("invalid --report '%s'", s);
+	return mask;
+}
+
+static void
+compile_regex(regex_t *re, const char *pattern, const char *what)
+{
+	int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		char msg[256];
+		regerror(rc, re, msg, sizeof(msg));
+		cmd_usage_error("invalid --%s '%s': %s", what, pattern, msg);
+	}
+}
+
+/* Width of text lines: the terminal's, else $COLUMNS, else 200. */
+static size_t
+line_width(void)
+{
+	struct winsize ws;
+	const char *c = getenv("COLUMNS");
+	long cols = 0;
+	if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+		cols = ws.ws_col;
+	else if (c && *c)
+		cols = strtol(c, NULL, 10);
+	return cols > 0 ? (size_t)cols : 200;
+}
+
+/* Which reports have something to show. */
+static unsigned
+reports_with_data(struct agg *a)
+{
+	unsigned m = 1u << R_RUN;
+	static const enum report rep[AGG_NTABLES] = { R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+	for (size_t i = 0; i < agg_ngroups(a); i++) {
+		const struct agg_group *g = agg_group(a, i);
+		if (g->s.count)
+			m |= 1u << rep[g->table];
+	}
+	if (agg_nprocesses(a))
+		m |= 1u << R_PROCESSES;
+	for (size_t i = 0; i < agg_ndevices(a); i++) {
+		const struct agg_device *d = agg_device(a, i);
+		if (d->ops)
+			m |= 1u << R_GPU;
+		if (d->has_counter || d->allocs || d->frees)
+			m |= 1u << R_MEMORY;
+	}
+	for (size_t i = 0; i < agg_nprocesses(a); i++) {
+		const struct agg_process *p = agg_process(a, i);
+		if ((p->has_rusage && p->max_rss) || p->has_rss)
+			m |= 1u << R_MEMORY;
+	}
+	return m;
+}
+
+enum {
+	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
+	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN,
+};
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "csv", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "report", required_argument, NULL, 'r' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "units", required_argument, NULL, O_UNITS },
+		{ "full-names", no_argument, NULL, O_FULL },
+		{ "no-findings", no_argument, NULL, O_NOFIND },
+		{ "per", required_argument, NULL, O_PER },
+		{ "approx", no_argument, NULL, O_APPROX },
+		{ "buffer-size", required_argument, NULL, 'S' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "exclude", required_argument, NULL, O_EXCLUDE },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "stream", required_argument, NULL, O_STREAM },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "to", required_argument, NULL, O_TO },
+		{ "run", required_argument, NULL, O_RUN },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	cmd_init("trace-stats");
+	struct agg_options ao = AGG_OPTIONS_INIT;
+	stats_opt.agg = ao;
+	stats_opt.findings = 1;
+	stats_opt.buffer_size = (size_t)1 << 30;
+	int c;
+	uint64_t v;
+	while ((c = getopt_long(argc, argv, ":cjr:n:s:S:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': stats_opt.format = FMT_CSV; break;
+		case 'j': stats_opt.format = FMT_JSON; break;
+		case 'r': stats_opt.reports |= parse_reports(optarg); break;
+		case 'n':
+			if (cmd_parse_uint(optarg, &stats_opt.top) < 0 || stats_opt.top == 0)
+				cmd_usage_error("invalid --top '%s'", optarg);
+			break;
+		case 's': {
+			size_t k;
+			for (k = 0; k < sizeof(sort_names) / sizeof(sort_names[0]); k++)
+				if (strcmp(optarg, sort_names[k]) == 0)
+					break;
+			if (k == sizeof(sort_names) / sizeof(sort_names[0]))
+				cmd_usage_error("invalid --sort '%s' (total, count, mean, "
+				                "median, p95, max or name)", optarg);
+			stats_opt.sort = (enum sort_key)k;
+			break;
+		}
+		case O_UNITS: {
+			static const struct { const char *n; double ns; } u[] = {
+				{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+			};
+			size_t k;
+			for (k = 0; k < 4; k++)
+				if (strcmp(optarg, u[k].n) == 0)
+					break;
+			if (k == 4)
+				cmd_usage_error("invalid --units '%s' (ns, us, ms or s)", optarg);
+			stats_opt.unit = u[k].ns;
+			stats_opt.unit_name = u[k].n;
+			break;
+		}
+		case O_FULL: stats_opt.full_names = 1; break;
+		case O_NOFIND: stats_opt.findings = 0; break;
+		case O_PER:
+			if (!*optarg)
+				cmd_usage_error("invalid --per ''");
+			stats_opt.agg.per = optarg;
+			break;
+		case O_APPROX: stats_opt.agg.approx = 1; break;
+		case 'S':
+			if (cmd_parse_size(optarg, &stats_opt.buffer_size) < 0 ||
+			    stats_opt.buffer_size == 0)
+				cmd_usage_error("invalid --buffer-size '%s'", optarg);
+			break;
+		case O_NAME:
+			if (stats_opt.agg.name)
+				regfree(&name_re);
+			compile_regex(&name_re, optarg, "name");
+			stats_opt.agg.name = &name_re;
+			break;
+		case O_EXCLUDE:
+			if (stats_opt.agg.exclude)
+				regfree(&exclude_re);
+			compile_regex(&exclude_re, optarg, "exclude");
+			stats_opt.agg.exclude = &exclude_re;
+			break;
+		case O_PID:
+			free(pids);
+			stats_opt.agg.npids = parse_list("pid", optarg, &pids);
+			stats_opt.agg.pids = pids;
+			break;
+		case O_DEVICE:
+			free(devices);
+			stats_opt.agg.ndevices = parse_list("device", optarg, &devices);
+			stats_opt.agg.devices = devices;
+			break;
+		case O_STREAM:
+			free(streams);
+			stats_opt.agg.nstreams = parse_list("stream", optarg, &streams);
+			stats_opt.agg.streams = streams;
+			break;
+		case O_FROM:
+			if (cmd_parse_duration(optarg, &stats_opt.agg.from) < 0)
+				cmd_usage_error("invalid --from '%s'", optarg);
+			break;
+		case O_TO:
+			if (cmd_parse_duration(optarg, &stats_opt.agg.to) < 0)
+				cmd_usage_error("invalid --to '%s'", optarg);
+			break;
+		case O_RUN:
+			if (cmd_parse_uint(optarg, &v) < 0 || v == 0 || v > UINT32_MAX)
+				cmd_usage_error("invalid --run '%s'", optarg);
+			stats_opt.agg.run = (uint32_t)v;
+			break;
+		case 'h': usage(); return cmd_finish(0);
+		case 'V': cmd_version();
+		default: cmd_bad_option(c, argv);
+		}
+	}
+	if (stats_opt.agg.to <= stats_opt.agg.from)
+		cmd_usage_error("--to must be later than --from");
+	stats_opt.line_width = stats_opt.full_names ? 0 : line_width();
+	/* exact percentiles keep every duration: within -S, then a sketch */
+	dist_set_exact_budget(stats_opt.buffer_size);
+
+	static char *stdin_only[] = { "-", NULL };
+	char **files = optind < argc ? argv + optind : stdin_only;
+	int nfiles = optind < argc ? argc - optind : 1;
+	/* what the chosen reports do not need is not computed: a script
+	 * asking for the kernel table does not pay for the rest */
+	if (stats_opt.reports || stats_opt.format == FMT_CSV) {
+		unsigned want = stats_opt.reports ? stats_opt.reports : STATS_OPS;
+		if (!stats_opt.findings)
+			want &= ~(1u << R_FINDINGS);
+		if ((want & 1u << R_FINDINGS) || stats_opt.agg.per)
+			want |= STATS_OPS;
+		static const enum report rep[AGG_NTABLES] = {
+			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+		for (int t = 0; t < AGG_NTABLES; t++)
+			if (!(want & 1u << rep[t]))
+				stats_opt.agg.skip |= AGG_SKIP_TABLE(t);
+		if (!(want & ((1u << R_GPU) | (1u << R_FINDINGS))))
+			stats_opt.agg.skip |= AGG_SKIP_GPU;
+		if (!(want & 1u << R_MEMORY))
+			stats_opt.agg.skip |= AGG_SKIP_MEMORY;
+	}
+	struct agg *a = agg_new(&stats_opt.agg);
+	if (!a)
+		cmd_die(EXIT_USAGE, "out of memory");
+	int status = 0;
+	for (int i = 0; i < nfiles; i++)
+		status |= agg_read(a, files[i]);
+	agg_finish(a);
+	if (status && agg_run(a)->events_read == 0) {
+		/* nothing could be read: the messages say it all */
+		agg_free(a);
+		free_selection();
+		return cmd_finish(status);
+	}
+
+	/* the default: every report with data, and the findings but in CSV,
+	 * which is then the one table of the operations */
+	unsigned reports = stats_opt.reports ? stats_opt.reports
+	                 : stats_opt.format == FMT_CSV ? STATS_OPS
+	                 : reports_with_data(a) | 1u << R_FINDINGS;
+	if (!stats_opt.findings)
+		reports &= ~(1u << R_FINDINGS);
+	if (reports & 1u << R_FINDINGS)
+		stats_compute_findings(a);
+
+	switch (stats_opt.format) {
+	case FMT_TEXT: stats_text(a, reports, files, nfiles); break;
+	case FMT_CSV: stats_csv(a, reports); break;
+	case FMT_JSON: stats_json(a, reports, files, nfiles); break;
+	}
+	cmd_check_output(stdout);
+	stats_free_findings();
+	agg_free(a);
+	free_selection();
+	return cmd_finish(status);
+}

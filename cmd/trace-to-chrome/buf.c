@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Appendable byte buffers and the number formats of trace-to-chrome.
+ * Integers and microseconds are written by hand: they are most of the
+ * bytes of a Chrome trace and printf would be the slowest part.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "chrome.h"
+#include "common/util.h"
+
+void
+sb_grow(struct sbuf *b, size_t n)
+{
+	size_t want = b->len + n;
+	if (want < b->len)
+		cmd_die(EXIT_USAGE, "out of memory");
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < want)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		cmd_die(EXIT_USAGE, "out of memory");
+	b->p = p;
+	b->cap = cap;
+}
+
+void
+sb_free(struct sbuf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+void
+sb_u64(struct sbuf *b, uint64_t v)
+{
+	/* two digits per division: integers are most of the output */
+	char tmp[24];
+	int i = sizeof(tmp);
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		tmp[--i] = digit_pairs[d + 1];
+		tmp[--i] = digit_pairs[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = digit_pairs[v * 2 + 1];
+		tmp[--i] = digit_pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	sb_mem(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+void
+sb_i64(struct sbuf *b, int64_t v)
+{
+	if (v < 0) {
+		sb_ch(b, '-');
+		sb_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		sb_u64(b, (uint64_t)v);
+	}
+}
+
+void
+sb_us(struct sbuf *b, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	if (ns < 0)
+		sb_ch(b, '-');
+	sb_u64(b, a / 1000);
+	unsigned frac = (unsigned)(a % 1000);
+	if (!frac)
+		return;
+	char d[4] = { '.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+	              (char)('0' + frac % 10) };
+	size_t n = 4;
+	while (d[n - 1] == '0')
+		n--;
+	sb_mem(b, d, n);
+}
+
+void
+sb_dbl(struct sbuf *b, double v)
+{
+	char tmp[32];
+	if (!isfinite(v)) {
+		sb_lit(b, "null");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+		sb_i64(b, (int64_t)v);
+		return;
+	}
+	int n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+	if (strtod(tmp, NULL) != v)
+		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+	sb_mem(b, tmp, (size_t)n);
+}
+
+void
+sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sb_grow(b, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}

@@ -1,0 +1,1301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-to-chrome: convert traces to the Chrome Trace Event format
+ * (JSON) for Perfetto, chrome://tracing and other viewers, laid out as
+ * GPU profilers do.  The mapping of each event kind to Chrome phases is
+ * in main()'s helpers below and in trace-to-chrome(1).
+ *
+ * One pass, bounded memory: instants, counters and async ranges are
+ * written as they are read; complete slices wait in a reorder buffer
+ * until the chunk watermarks let them out in begin order
+ * (reorder.c), get a track where they nest (layout.c), and
+ * start or end flow arrows (flows.c).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "chrome.h"
+#include "common/util.h"
+
+struct options {
+	const char *output;       /* NULL = stdout */
+	int gzip;
+	int64_t from, to;         /* ns since the trace start; to < 0 = none */
+	int has_from;
+	regex_t name_re;
+	int has_name;
+	int flows, counters;
+	size_t buffer;            /* reorder buffer limit, bytes */
+};
+
+/* Everything lives here, reachable until the end (valgrind sees no
+ * leak when an output error exits early). */
+static struct conv {
+	struct options opt;
+	struct chrome_out out;
+	struct chrome_strings str;
+	struct chrome_layout lay;
+	struct chrome_reorder ro;
+	struct chrome_flows fl;
+	struct sbuf ev;           /* one event being formatted */
+	int first;                /* nothing written into traceEvents yet */
+	int have_base;
+	int64_t base;             /* trace start, ns; ts are relative to it */
+	int64_t earliest_start;   /* process starts defined before the base */
+	uint32_t scope;           /* scopes so far, over all inputs */
+	uint8_t *name_ok;         /* --name by string id: 0 ?, 1 yes, 2 no */
+	size_t nname_ok;
+	struct tk_category *cats; /* NVTX category names of the scope */
+	size_t ncats;
+	uint64_t async_id;
+	const char *args_keys[32];/* our keys in the current event's args */
+	unsigned nkeys;
+	unsigned nargs;           /* all keys, imported ones too */
+	json_t *meta, *devices, *inputs, *errors;
+	/* counts for otherData */
+	uint64_t events_read, events_written, filtered, async_fallback;
+	uint64_t released_early, flows, flow_events, dropped, nonfinite, bad_times;
+} C;
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTIONS] [FILE...]\n"
+	       "Convert tracekit traces (stdin when no FILE or -) to Chrome Trace Event\n"
+	       "JSON for Perfetto, chrome://tracing and other viewers.\n"
+	       "\n"
+	       "  -o, --output FILE    write FILE instead of standard output\n"
+	       "  -z, --gzip           compress the output with gzip\n"
+	       "      --from DURATION  only events that end at or after this time since\n"
+	       "                       the trace start (e.g. 1.5s, 200ms)\n"
+	       "      --to DURATION    only events that begin at or before this time\n"
+	       "      --name REGEX     only events whose name matches REGEX (extended)\n"
+	       "      --no-flows       no arrows from API calls to GPU work\n"
+	       "      --no-counters    no counter tracks (memory, CPU use)\n"
+	       "      --buffer SIZE    memory for putting slices in order (default 64M)\n"
+	       "  -h, --help           show this help\n"
+	       "  -V, --version        show the version\n"
+	       "\n"
+	       "Exit status: 0 success, 1 an input could not be read completely (the\n"
+	       "output is still valid JSON), 2 usage or output error.\n",
+	       cmd_name());
+}
+
+/* ---- small formatting helpers --------------------------------------------- */
+
+static void
+sep(struct sbuf *o)
+{
+	if (!C.first)
+		sb_ch(o, ',');
+	C.first = 0;
+	sb_ch(o, '\n');
+}
+
+/* A non-negative number with two decimals, trailing zeros trimmed. */
+static void
+sb_fixed2(struct sbuf *b, double v)
+{
+	if (!isfinite(v) || v < 0 || v > 9e15) {
+		sb_dbl(b, v);
+		return;
+	}
+	uint64_t c = (uint64_t)llround(v * 100);
+	sb_u64(b, c / 100);
+	unsigned f = (unsigned)(c % 100);
+	if (f) {
+		char d[3] = { '.', (char)('0' + f / 10), (char)('0' + f % 10) };
+		sb_mem(b, d, d[2] == '0' ? 2 : 3);
+	}
+}
+
+/* Keys of "args": start, one key, end.  The keys are remembered so that
+ * imported args do not repeat them. */
+static void
+args_open(struct sbuf *b)
+{
+	C.nargs = C.nkeys = 0;
+	sb_lit(b, "\"args\":{");
+}
+
+static void
+key(struct sbuf *b, const char *k)
+{
+	if (C.nargs)
+		sb_ch(b, ',');
+	if (C.nkeys < sizeof(C.args_keys) / sizeof(C.args_keys[0]))
+		C.args_keys[C.nkeys++] = k;
+	C.nargs++;
+	sb_ch(b, '"');
+	sb_mem(b, k, strlen(k));
+	sb_lit(b, "\":");
+}
+
+static void
+key_u64(struct sbuf *b, const char *k, uint64_t v)
+{
+	key(b, k);
+	sb_u64(b, v);
+}
+
+static void
+key_lit(struct sbuf *b, const char *k, const char *plain)
+{
+	key(b, k);
+	sb_ch(b, '"');
+	sb_mem(b, plain, strlen(plain));
+	sb_ch(b, '"');
+}
+
+static void
+key_dims(struct sbuf *b, const char *k, const uint32_t v[3])
+{
+	key(b, k);
+	sb_ch(b, '[');
+	sb_u64(b, v[0]);
+	sb_ch(b, ',');
+	sb_u64(b, v[1]);
+	sb_ch(b, ',');
+	sb_u64(b, v[2]);
+	sb_ch(b, ']');
+}
+
+static int
+key_seen(const char *k)
+{
+	for (unsigned i = 0; i < C.nkeys; i++)
+		if (strcmp(C.args_keys[i], k) == 0)
+			return 1;
+	return 0;
+}
+
+/* Imported extras (the event's `args` JSON object text) join ours;
+ * they are parsed and written again by jansson, so bad text cannot break
+ * the output. */
+static void
+imported_args(struct sbuf *b, const struct tk_event *e)
+{
+	if (!e->args || !e->args_len)
+		return;
+	size_t n;
+	const char *text = cmd_utf8(e->args, e->args_len, &n);
+	json_t *a = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	if (!a || !json_is_object(a)) {
+		if (!key_seen("args")) {
+			key(b, "args");
+			chrome_escape(b, e->args, e->args_len);
+		}
+		json_decref(a);
+		return;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(a, k, v) {
+		if (key_seen(k))
+			continue;
+		char *dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!dump)
+			continue;
+		if (C.nargs)
+			sb_ch(b, ',');
+		C.nargs++;
+		chrome_escape(b, k, strlen(k));
+		sb_ch(b, ':');
+		sb_mem(b, dump, strlen(dump));
+		free(dump);
+	}
+	json_decref(a);
+}
+
+/* Close "args"; with no key at all, take the opening back. */
+static void
+args_close(struct sbuf *b, size_t opened_at)
+{
+	if (C.nargs)
+		sb_ch(b, '}');
+	else
+		b->len = opened_at;
+}
+
+/* ---- per-scope lookups ------------------------------------------------------ */
+
+static const char *
+category_name(const struct tk_range_attrs *a)
+{
+	for (size_t i = 0; i < C.ncats; i++)
+		if (C.cats[i].category == a->category &&
+		    strcmp(C.cats[i].domain, a->domain) == 0)
+			return C.cats[i].name;
+	return NULL;
+}
+
+static void
+add_category(const struct tk_category *c)
+{
+	struct tk_category *n = realloc(C.cats, (C.ncats + 1) * sizeof(*n));
+	if (!n)
+		cmd_die(EXIT_USAGE, "out of memory");
+	C.cats = n;
+	n[C.ncats].domain = strdup(c->domain);
+	n[C.ncats].name = strdup(c->name);
+	n[C.ncats].category = c->category;
+	if (!n[C.ncats].domain || !n[C.ncats].name)
+		cmd_die(EXIT_USAGE, "out of memory");
+	C.ncats++;
+}
+
+static void
+new_scope(void)
+{
+	C.scope++;
+	chrome_layout_scope(&C.lay);
+	chrome_strings_reset(&C.str);
+	if (C.nname_ok)
+		memset(C.name_ok, 0, C.nname_ok);
+	for (size_t i = 0; i < C.ncats; i++) {
+		free((char *)C.cats[i].domain);
+		free((char *)C.cats[i].name);
+	}
+	C.ncats = 0;
+}
+
+static int
+name_selected(const struct tk_event *e)
+{
+	if (!e->name_id)
+		return regexec(&C.opt.name_re, e->name, 0, NULL, 0) == 0;
+	if (e->name_id >= C.nname_ok) {
+		size_t n = C.nname_ok ? C.nname_ok : 1024;
+		while (n <= e->name_id)
+			n *= 2;
+		uint8_t *p = realloc(C.name_ok, n);
+		if (!p)
+			cmd_die(EXIT_USAGE, "out of memory");
+		memset(p + C.nname_ok, 0, n - C.nname_ok);
+		C.name_ok = p;
+		C.nname_ok = n;
+	}
+	uint8_t *ok = &C.name_ok[e->name_id];
+	if (!*ok)
+		*ok = regexec(&C.opt.name_re, e->name, 0, NULL, 0) == 0 ? 1 : 2;
+	return *ok == 1;
+}
+
+/* ---- metadata for the top-level object -------------------------------------- */
+
+static json_t *
+jstr(const char *s)
+{
+	size_t n;
+	const char *ok = cmd_utf8(s, strlen(s), &n);
+	return json_stringn(ok, n);
+}
+
+static void
+add_meta(const struct tk_meta *m)
+{
+	json_t *v = jstr(m->value);
+	/* the key as it is in the JSON: every lookup must use it */
+	size_t n;
+	const char *k = cmd_utf8(m->key, strlen(m->key), &n);
+	char *key = strndup(k, n);
+	if (!key)
+		cmd_die(EXIT_USAGE, "out of memory");
+	json_t *old = json_object_get(C.meta, key);
+	if (!old) {
+		json_object_set_new(C.meta, key, v);
+		free(key);
+		return;
+	}
+	/* merged traces repeat keys: keep each distinct value */
+	if (json_equal(old, v)) {
+		json_decref(v);
+		free(key);
+		return;
+	}
+	if (!json_is_array(old)) {
+		json_t *arr = json_array();
+		json_array_append(arr, old);
+		json_object_set_new(C.meta, key, arr);
+		old = arr;
+	}
+	free(key);
+	size_t i;
+	json_t *x;
+	json_array_foreach(old, i, x)
+		if (json_equal(x, v)) {
+			json_decref(v);
+			return;
+		}
+	json_array_append_new(old, v);
+}
+
+static void
+add_device(const struct tk_device *d)
+{
+	char uuid[40];
+	for (int i = 0; i < 16; i++)
+		snprintf(uuid + 2 * i, 3, "%02x", d->uuid[i]);
+	json_array_append_new(C.devices, json_pack("{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o}",
+		"id", (json_int_t)d->index, "name", jstr(d->name),
+		"totalGlobalMem", (json_int_t)d->memory,
+		"computeMajor", (json_int_t)d->cc_major,
+		"computeMinor", (json_int_t)d->cc_minor,
+		"numSms", (json_int_t)d->sm_count, "uuid", uuid, "host", jstr(d->host)));
+}
+
+/* ---- writing slices after their placement ----------------------------------- */
+
+static void
+emit_flow(void *ctx, uint64_t id, uint32_t at, int64_t ats, uint32_t gt,
+          int64_t gts)
+{
+	(void)ctx;
+	struct sbuf *o = &C.out.b;
+	const struct chrome_track *a = &C.lay.tracks[at], *g = &C.lay.tracks[gt];
+	sep(o);
+	sb_lit(o, "{\"ph\":\"s\",\"id\":");
+	sb_u64(o, id);
+	sb_lit(o, ",\"pid\":");
+	sb_i64(o, C.lay.lanes[a->lane].pid);
+	sb_lit(o, ",\"tid\":");
+	sb_i64(o, a->tid);
+	sb_lit(o, ",\"ts\":");
+	sb_us(o, ats - C.base);
+	sb_lit(o, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
+	sep(o);
+	sb_lit(o, "{\"ph\":\"f\",\"id\":");
+	sb_u64(o, id);
+	sb_lit(o, ",\"pid\":");
+	sb_i64(o, C.lay.lanes[g->lane].pid);
+	sb_lit(o, ",\"tid\":");
+	sb_i64(o, g->tid);
+	sb_lit(o, ",\"ts\":");
+	sb_us(o, gts - C.base);
+	sb_lit(o, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
+	C.flows++;
+}
+
+static void
+tid_ts(struct sbuf *o, const struct chrome_track *t, int64_t ts)
+{
+	sb_lit(o, "\"tid\":");
+	sb_i64(o, t->tid);
+	sb_lit(o, ",\"ts\":");
+	sb_us(o, ts - C.base);
+}
+
+/* The duration of a slice.  Exact decimals are what Perfetto reads (it
+ * rounds ts * 1000 to integer ns), but JavaScript viewers (DevTools,
+ * chrome://tracing) add ts + dur as doubles, and 0.1 + 0.2 > 0.3: a
+ * child that ends with its parent, or a slice that begins when the one
+ * before ends, would seem to overlap and be dropped.  So when the double
+ * sum misses the double of the exact end, dur is written as the double
+ * that makes it hit (still the same nanoseconds once rounded). */
+static void
+write_dur(struct sbuf *o, int64_t rel_ts, int64_t dur)
+{
+	double ts = (double)rel_ts / 1000, end = (double)(rel_ts + dur) / 1000;
+	double d = (double)dur / 1000;
+	if (ts + d == end) {
+		sb_us(o, dur);
+		return;
+	}
+	d = end - ts;
+	for (int i = 0; i < 4 && ts + d != end; i++)
+		d = nextafter(d, ts + d < end ? INFINITY : 0);
+	if (ts + d != end || llround(d * 1000) != dur) {
+		sb_us(o, dur);
+		return;
+	}
+	char num[32];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(num, sizeof(num), "%.*g", prec, d);
+		if (strtod(num, NULL) == d)
+			break;
+	}
+	sb_mem(o, num, strlen(num));
+}
+
+static void
+write_slice(const struct chrome_entry *e, const char *text)
+{
+	struct sbuf *o = &C.out.b;
+	const char *head = text, *args = text + e->head_len;
+	uint32_t t = chrome_layout_place(&C.lay, e->ctrack, e->ts, e->end);
+	if (!t) {
+		/* every extra track is taken: an async slice needs no nesting */
+		const struct chrome_track *tr = &C.lay.tracks[e->ctrack];
+		uint64_t id = ++C.async_id;
+		chrome_layout_announce(&C.lay, o, e->ctrack, &C.first);
+		sep(o);
+		sb_lit(o, "{\"ph\":\"b\",");
+		sb_mem(o, head, e->head_len);
+		tid_ts(o, tr, e->ts);
+		sb_lit(o, ",\"id\":");
+		sb_u64(o, id);
+		if (e->args_len) {
+			sb_ch(o, ',');
+			sb_mem(o, args, e->args_len);
+		}
+		sb_lit(o, "}");
+		sep(o);
+		sb_lit(o, "{\"ph\":\"e\",");
+		sb_mem(o, head, e->head_len);
+		tid_ts(o, tr, e->end);
+		sb_lit(o, ",\"id\":");
+		sb_u64(o, id);
+		sb_ch(o, '}');
+		C.async_fallback++;
+		C.events_written++;
+		return;
+	}
+	const struct chrome_track *tr = &C.lay.tracks[t];
+	chrome_layout_announce(&C.lay, o, t, &C.first);
+	sep(o);
+	sb_lit(o, "{\"ph\":\"X\",");
+	sb_mem(o, head, e->head_len);
+	tid_ts(o, tr, e->ts);
+	sb_lit(o, ",\"dur\":");
+	write_dur(o, e->ts - C.base, e->end - e->ts);
+	if (e->args_len) {
+		sb_ch(o, ',');
+		sb_mem(o, args, e->args_len);
+	}
+	sb_ch(o, '}');
+	C.events_written++;
+	if (C.opt.flows && e->role != CF_NONE)
+		chrome_flows_add(&C.fl, e->role, e->scope, e->corr, t, e->ts);
+}
+
+/* An imported flow end binds to the slice that encloses it: on whichever
+ * of its track and the track's extra tracks that slice went. */
+static void
+write_flow(const struct chrome_entry *e, const char *text)
+{
+	struct sbuf *o = &C.out.b;
+	uint32_t t = chrome_layout_enclosing(&C.lay, e->ctrack, e->ts);
+	chrome_layout_announce(&C.lay, o, t, &C.first);
+	sep(o);
+	sb_lit(o, "{\"ph\":\"");
+	sb_ch(o, e->role == TK_FLOW_START ? 's' : e->role == TK_FLOW_END ? 'f' : 't');
+	sb_lit(o, "\",\"id\":");
+	sb_u64(o, e->corr);
+	sb_ch(o, ',');
+	sb_mem(o, text, e->head_len);
+	tid_ts(o, &C.lay.tracks[t], e->ts);
+	if (e->role == TK_FLOW_END)
+		sb_lit(o, ",\"bp\":\"e\"");
+	sb_ch(o, '}');
+	C.flow_events++;
+	C.events_written++;
+}
+
+static void
+release(int64_t bound)
+{
+	struct chrome_entry e;
+	const char *text;
+	while (chrome_reorder_pop(&C.ro, bound, &e, &text)) {
+		if (e.cls == CE_SLICE)
+			write_slice(&e, text);
+		else
+			write_flow(&e, text);
+		chrome_reorder_done(&C.ro, &e);
+		chrome_out_maybe_flush(&C.out);
+	}
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+/* "name":..,"cat":..,"pid":.., (with the trailing comma) into C.ev. */
+static void
+head(const struct tk_event *e, const char *cat_plain, uint32_t cat_id,
+     const char *cat, uint32_t lane, const char *fallback_name)
+{
+	struct sbuf *b = &C.ev;
+	sb_lit(b, "\"name\":");
+	if (*e->name || !fallback_name)
+		chrome_str(&C.str, b, e->name_id, e->name);
+	else
+		chrome_escape(b, fallback_name, strlen(fallback_name));
+	sb_lit(b, ",\"cat\":");
+	if (cat_plain) {
+		sb_ch(b, '"');
+		sb_mem(b, cat_plain, strlen(cat_plain));
+		sb_ch(b, '"');
+	} else {
+		chrome_str(&C.str, b, cat_id, cat);
+	}
+	sb_lit(b, ",\"pid\":");
+	sb_i64(b, C.lay.lanes[lane].pid);
+	sb_ch(b, ',');
+}
+
+static void
+range_args(struct sbuf *b, const struct tk_range_attrs *a, int with_id)
+{
+	if (a->category) {
+		key_u64(b, "category", a->category);
+		const char *n = category_name(a);
+		if (n) {
+			key(b, "category name");
+			chrome_escape(b, n, strlen(n));
+		}
+	}
+	if (a->color) {
+		char c[8];
+		snprintf(c, sizeof(c), "#%06x", a->color & 0xffffff);
+		key_lit(b, "color", c);
+	}
+	switch (a->payload_type) {
+	case TK_PAYLOAD_UINT: key_u64(b, "payload", a->payload.u); break;
+	case TK_PAYLOAD_INT: key(b, "payload"); sb_i64(b, a->payload.i); break;
+	case TK_PAYLOAD_DOUBLE: key(b, "payload"); sb_dbl(b, a->payload.d); break;
+	}
+	if (with_id && a->id)
+		key_u64(b, "id", a->id);
+}
+
+static const struct tk_device *
+stream_device(const struct tk_reader *r, const struct tk_event *e)
+{
+	if (e->trk->type != TK_TRACK_STREAM)
+		return NULL;
+	return tk_reader_device(r, e->trk->u.stream.device);
+}
+
+static void
+stream_args(struct sbuf *b, const struct tk_reader *r, const struct tk_event *e)
+{
+	if (e->trk->type != TK_TRACK_STREAM)
+		return;
+	const struct tk_device *d = stream_device(r, e);
+	if (d)
+		key_u64(b, "device", d->index);
+	key_u64(b, "context", e->trk->u.stream.context);
+	key_u64(b, "stream", e->trk->u.stream.stream);
+}
+
+static void
+bandwidth(struct sbuf *b, uint64_t bytes, int64_t dur)
+{
+	if (dur > 0) {
+		key(b, "memory bandwidth (GB/s)");
+		sb_fixed2(b, (double)bytes / (double)dur);  /* bytes/ns = GB/s */
+	}
+}
+
+static void
+kernel_args(struct sbuf *b, const struct tk_reader *r, const struct tk_event *e)
+{
+	const struct tk_kernel_attrs *k = &e->u.kernel;
+	stream_args(b, r, e);
+	key_u64(b, "correlation", k->correlation);
+	key_u64(b, "registers per thread", k->registers);
+	key_u64(b, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
+	key_u64(b, "static shared memory", k->static_smem);
+	key_u64(b, "dynamic shared memory", k->dynamic_smem);
+	const struct tk_device *d = stream_device(r, e);
+	if (d && d->sm_count) {
+		double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
+		double threads = (double)k->block[0] * k->block[1] * k->block[2];
+		key(b, "blocks per SM");
+		sb_fixed2(b, blocks / d->sm_count);
+		key(b, "warps per SM");
+		sb_fixed2(b, blocks * ceil(threads / 32) / d->sm_count);
+	}
+	key_dims(b, "grid", k->grid);
+	key_dims(b, "block", k->block);
+	if (k->cluster[0] || k->cluster[1] || k->cluster[2])
+		key_dims(b, "cluster", k->cluster);
+	if (k->graph_id) {
+		key_u64(b, "graph id", k->graph_id);
+		key_u64(b, "graph node id", k->graph_node);
+	}
+	if (*k->mangled) {
+		key(b, "mangled name");
+		chrome_str(&C.str, b, k->mangled_id, k->mangled);
+	}
+}
+
+static void
+exit_args(struct sbuf *b, unsigned how, int32_t code, uint32_t sig)
+{
+	if (how == TK_EXIT_NORMAL) {
+		key(b, "exit code");
+		sb_i64(b, code);
+	} else if (how == TK_EXIT_SIGNAL) {
+		key_u64(b, "signal", sig);
+	} else {
+		key_lit(b, "exit", "unknown");
+	}
+}
+
+/* Nanoseconds as milliseconds with microsecond precision. */
+static void
+key_ms(struct sbuf *b, const char *k, int64_t ns)
+{
+	key(b, k);
+	sb_us(b, ns / 1000);
+}
+
+/* Queue a complete event for placement.  C.ev holds head then args. */
+static void
+queue(const struct tk_event *e, uint32_t ctrack, size_t head_len, int role,
+      uint64_t corr, int cls)
+{
+	struct chrome_entry en = { 0 };
+	en.ts = e->ts;
+	en.end = e->ts + e->dur;
+	en.ctrack = ctrack;
+	en.scope = C.scope;
+	en.head_len = (uint32_t)head_len;
+	en.args_len = (uint32_t)(C.ev.len - head_len);
+	en.cls = (uint8_t)cls;
+	en.role = (uint8_t)role;
+	en.corr = corr;
+	chrome_reorder_push(&C.ro, &en, C.ev.p, C.ev.len);
+}
+
+/* A complete event: head, args by kind, then the queue. */
+static void
+slice(const struct tk_reader *r, const struct tk_event *e,
+      const struct chrome_tkmap *m)
+{
+	struct sbuf *b = &C.ev;
+	const char *cat = NULL, *fallback = NULL;
+	uint32_t cat_id = 0;
+	const char *cat_text = NULL;
+	int role = CF_NONE;
+	uint64_t corr = 0;
+	switch (e->kind) {
+	case TK_RANGE:
+		if (*e->u.range.domain) {
+			cat_id = e->u.range.domain_id;
+			cat_text = e->u.range.domain;
+		} else {
+			cat = "nvtx";
+		}
+		break;
+	case TK_API:
+		cat = e->u.api.domain == TK_API_RUNTIME ? "cuda_runtime"
+		    : e->u.api.domain == TK_API_DRIVER ? "cuda_driver" : "cuda_api";
+		role = CF_API;
+		corr = e->u.api.correlation;
+		break;
+	case TK_KERNEL: cat = "kernel"; role = CF_GPU; corr = e->u.kernel.correlation; break;
+	case TK_MEMCPY: cat = "gpu_memcpy"; role = CF_GPU; corr = e->u.memcpy.correlation; break;
+	case TK_MEMSET: cat = "gpu_memset"; role = CF_GPU; corr = e->u.memset.correlation; break;
+	case TK_SYNC: cat = "cuda_sync"; break;
+	case TK_OVERHEAD: cat = "overhead"; fallback = "profiler overhead"; break;
+	case TK_PROCESS: cat = "process"; fallback = "process"; break;
+	case TK_RUN: cat = "run"; fallback = "run"; break;
+	}
+	if (!corr)
+		role = CF_NONE;
+	b->len = 0;
+	head(e, cat, cat_id, cat_text, m->lane, fallback);
+	size_t head_len = b->len;
+	args_open(b);
+	switch (e->kind) {
+	case TK_RANGE:
+		range_args(b, &e->u.range, 0);
+		break;
+	case TK_API:
+		key_u64(b, "correlation", e->u.api.correlation);
+		if (e->u.api.cbid)
+			key_u64(b, "cbid", e->u.api.cbid);
+		if (e->u.api.result) {
+			key(b, "result");
+			sb_i64(b, e->u.api.result);
+		}
+		break;
+	case TK_KERNEL:
+		kernel_args(b, r, e);
+		break;
+	case TK_MEMCPY: {
+		const struct tk_memcpy_attrs *c = &e->u.memcpy;
+		stream_args(b, r, e);
+		key_u64(b, "correlation", c->correlation);
+		key_u64(b, "bytes", c->bytes);
+		bandwidth(b, c->bytes, e->dur);
+		key_lit(b, "copy kind", tk_copy_kind_name(c->copy_kind));
+		key_lit(b, "src kind", tk_mem_kind_name(c->src_kind));
+		key_lit(b, "dst kind", tk_mem_kind_name(c->dst_kind));
+		if (c->copy_kind == TK_COPY_PTOP) {
+			key_u64(b, "src device", c->src_device);
+			key_u64(b, "dst device", c->dst_device);
+		}
+		key(b, "async");
+		if (c->flags & TK_FLAG_ASYNC)
+			sb_lit(b, "true");
+		else
+			sb_lit(b, "false");
+		break;
+	}
+	case TK_MEMSET: {
+		const struct tk_memset_attrs *s = &e->u.memset;
+		stream_args(b, r, e);
+		key_u64(b, "correlation", s->correlation);
+		key_u64(b, "bytes", s->bytes);
+		bandwidth(b, s->bytes, e->dur);
+		key_u64(b, "value", s->value);
+		key_lit(b, "memory kind", tk_mem_kind_name(s->mem_kind));
+		break;
+	}
+	case TK_SYNC:
+		key_lit(b, "sync type", tk_sync_type_name(e->u.sync.type));
+		if (e->u.sync.correlation)
+			key_u64(b, "correlation", e->u.sync.correlation);
+		break;
+	case TK_OVERHEAD:
+		key_u64(b, "overhead kind", e->u.overhead.type);
+		break;
+	case TK_PROCESS: {
+		const struct tk_process_attrs *p = &e->u.process;
+		exit_args(b, p->exit, p->exit_code, p->signal);
+		key_ms(b, "user CPU (ms)", p->utime);
+		key_ms(b, "system CPU (ms)", p->stime);
+		key_u64(b, "max RSS (bytes)", p->max_rss);
+		key_u64(b, "minor faults", p->minflt);
+		key_u64(b, "major faults", p->majflt);
+		key_u64(b, "voluntary context switches", p->nvcsw);
+		key_u64(b, "involuntary context switches", p->nivcsw);
+		break;
+	}
+	case TK_RUN:
+		key_u64(b, "run", e->u.run.index);
+		exit_args(b, e->u.run.exit, e->u.run.exit_code, e->u.run.signal);
+		break;
+	}
+	imported_args(b, e);
+	args_close(b, head_len);
+	queue(e, m->ctrack, head_len, role, corr, CE_SLICE);
+}
+
+/* Instants: marks, memory operations, dropped-event notices. */
+static void
+instant(const struct tk_event *e, const struct chrome_tkmap *m)
+{
+	struct sbuf *o = &C.out.b;
+	const struct chrome_track *t = &C.lay.tracks[m->ctrack];
+	chrome_layout_announce(&C.lay, o, m->ctrack, &C.first);
+	sep(o);
+	char scope = 't';
+	if (e->kind == TK_DROPPED)
+		scope = 'g';  /* lost data shows across the whole timeline */
+	else if (t->kind == CT_PROCESS)
+		scope = 'p';
+	sb_lit(o, "{\"ph\":\"i\",\"s\":\"");
+	sb_ch(o, scope);
+	sb_lit(o, "\",");
+	C.ev.len = 0;
+	switch (e->kind) {
+	case TK_MARK:
+		if (*e->u.range.domain)
+			head(e, NULL, e->u.range.domain_id, e->u.range.domain, t->lane, NULL);
+		else
+			head(e, "nvtx", 0, NULL, t->lane, NULL);
+		break;
+	case TK_MEMORY:
+		head(e, "cuda_memory", 0, NULL, t->lane,
+		     e->u.memory.op == TK_MEM_FREE ? "free" : "alloc");
+		break;
+	default:
+		head(e, "dropped", 0, NULL, t->lane, "dropped events");
+		break;
+	}
+	sb_mem(o, C.ev.p, C.ev.len);
+	tid_ts(o, t, e->ts);
+	sb_ch(o, ',');
+	size_t at = o->len;
+	args_open(o);
+	switch (e->kind) {
+	case TK_MARK:
+		range_args(o, &e->u.range, 0);
+		break;
+	case TK_MEMORY: {
+		const struct tk_memory_attrs *a = &e->u.memory;
+		char addr[24];
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
+		key_lit(o, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
+		key_u64(o, "bytes", a->bytes);
+		key_lit(o, "address", addr);
+		key_lit(o, "memory kind", tk_mem_kind_name(a->mem_kind));
+		if (a->correlation)
+			key_u64(o, "correlation", a->correlation);
+		break;
+	}
+	default:
+		key_u64(o, "count", e->u.dropped.count);
+		key(o, "reason");
+		chrome_str(&C.str, o, e->u.dropped.reason_id, e->u.dropped.reason);
+		break;
+	}
+	imported_args(o, e);
+	args_close(o, at);
+	if (o->p[o->len - 1] == ',')
+		o->len--;
+	sb_ch(o, '}');
+	C.events_written++;
+}
+
+/* Start/end ranges need not nest: async b/e pairs, matched by a fresh id. */
+static void
+async_range(const struct tk_reader *r, const struct tk_event *e,
+            const struct chrome_tkmap *m)
+{
+	struct sbuf *o = &C.out.b;
+	const struct tk_range_attrs *a = &e->u.range;
+	uint32_t end_ctrack = m->ctrack;
+	if (a->end_track && a->end_track != e->track) {
+		const struct tk_track *et = tk_reader_track(r, a->end_track);
+		if (et) {
+			const struct chrome_tkmap *em = chrome_layout_map(&C.lay, r, et);
+			if (em->ctrack && em->lane == m->lane)
+				end_ctrack = em->ctrack;
+		}
+	}
+	chrome_layout_announce(&C.lay, o, m->ctrack, &C.first);
+	chrome_layout_announce(&C.lay, o, end_ctrack, &C.first);
+	C.ev.len = 0;
+	if (*a->domain)
+		head(e, NULL, a->domain_id, a->domain, m->lane, NULL);
+	else
+		head(e, "nvtx", 0, NULL, m->lane, NULL);
+	uint64_t id = ++C.async_id;
+	sep(o);
+	sb_lit(o, "{\"ph\":\"b\",");
+	sb_mem(o, C.ev.p, C.ev.len);
+	tid_ts(o, &C.lay.tracks[m->ctrack], e->ts);
+	sb_lit(o, ",\"id\":");
+	sb_u64(o, id);
+	sb_ch(o, ',');
+	size_t at = o->len;
+	args_open(o);
+	range_args(o, a, 1);
+	imported_args(o, e);
+	args_close(o, at);
+	if (o->p[o->len - 1] == ',')
+		o->len--;
+	sb_ch(o, '}');
+	sep(o);
+	sb_lit(o, "{\"ph\":\"e\",");
+	sb_mem(o, C.ev.p, C.ev.len);
+	tid_ts(o, &C.lay.tracks[end_ctrack], e->ts + e->dur);
+	sb_lit(o, ",\"id\":");
+	sb_u64(o, id);
+	sb_ch(o, '}');
+	C.events_written++;
+}
+
+static void
+counter(const struct tk_event *e, const struct chrome_tkmap *m)
+{
+	struct sbuf *o = &C.out.b;
+	if (!isfinite(e->u.counter.value)) {
+		C.nonfinite++;
+		return;
+	}
+	/* a lane may hold only counters: it still needs its name */
+	chrome_layout_announce_lane(&C.lay, o, m->lane, &C.first);
+	const struct chrome_lane *ln = &C.lay.lanes[m->lane];
+	sep(o);
+	sb_lit(o, "{\"ph\":\"C\",\"name\":");
+	if (m->counter_name)
+		sb_mem(o, m->counter_name, strlen(m->counter_name));
+	else
+		chrome_str(&C.str, o, e->name_id, e->name);
+	sb_lit(o, ",\"pid\":");
+	sb_i64(o, ln->pid);
+	sb_lit(o, ",\"tid\":0,\"ts\":");
+	sb_us(o, e->ts - C.base);
+	sb_lit(o, ",\"args\":{");
+	if (m->counter_key)
+		sb_mem(o, m->counter_key, strlen(m->counter_key));
+	else
+		sb_lit(o, "\"value\"");
+	sb_ch(o, ':');
+	sb_dbl(o, e->u.counter.value);
+	sb_lit(o, "}}");
+	C.events_written++;
+}
+
+static void
+flow(const struct tk_event *e, const struct chrome_tkmap *m)
+{
+	struct sbuf *b = &C.ev;
+	const struct tk_flow_attrs *f = &e->u.flow;
+	b->len = 0;
+	sb_lit(b, "\"name\":");
+	if (*e->name)
+		chrome_str(&C.str, b, e->name_id, e->name);
+	else if (*f->category)
+		chrome_str(&C.str, b, f->category_id, f->category);
+	else
+		sb_lit(b, "\"flow\"");
+	sb_lit(b, ",\"cat\":");
+	if (*f->category)
+		chrome_str(&C.str, b, f->category_id, f->category);
+	else
+		sb_lit(b, "\"flow\"");
+	sb_lit(b, ",\"pid\":");
+	sb_i64(b, C.lay.lanes[m->lane].pid);
+	sb_ch(b, ',');
+	/* ids of different traces must not meet: the scope goes above bit
+	 * 40, below bit 52 (arrows made here start at 2^52, flows.c) */
+	uint64_t id = ((uint64_t)((C.scope - 1) & 0xfff) << 40) |
+	              (f->id & ((1ull << 40) - 1));
+	struct tk_event z = *e;
+	z.dur = 0;
+	queue(&z, m->ctrack, b->len, (int)f->phase, id, CE_FLOW);
+}
+
+static void
+set_base(const struct tk_reader *r)
+{
+	int64_t t = tk_reader_chunk(r)->t_min;
+	if (C.earliest_start && C.earliest_start < t)
+		t = C.earliest_start;
+	C.base = t;
+	C.have_base = 1;
+}
+
+static void
+convert_event(const struct tk_reader *r, const struct tk_event *e)
+{
+	if (!C.have_base)
+		set_base(r);
+	C.events_read++;
+	/* times that cannot be shown relative to the start (a damaged or
+	 * hostile file can hold any int64) are counted, not written */
+	int64_t end, rel, rel_end;
+	if (__builtin_add_overflow(e->ts, e->dur, &end) ||
+	    __builtin_sub_overflow(e->ts, C.base, &rel) ||
+	    __builtin_sub_overflow(end, C.base, &rel_end) ||
+	    rel < -(INT64_C(1) << 62) || rel_end > (INT64_C(1) << 62)) {
+		C.bad_times++;
+		goto skip;
+	}
+	if (e->kind == TK_DROPPED)
+		C.dropped += e->u.dropped.count;
+	if (e->kind == TK_COUNTER && !C.opt.counters)
+		goto skip;
+	if (e->kind == TK_FLOW && !C.opt.flows)
+		goto skip;
+	if (C.opt.has_name && e->kind != TK_COUNTER && e->kind != TK_DROPPED &&
+	    !name_selected(e))
+		goto skip;
+	if (C.opt.has_from && rel_end < C.opt.from)
+		goto skip;
+	if (C.opt.to >= 0 && rel > C.opt.to)
+		goto skip;
+	const struct chrome_tkmap *m = chrome_layout_map(&C.lay, r, e->trk);
+	switch (e->kind) {
+	case TK_RANGE:
+	case TK_API:
+	case TK_KERNEL:
+	case TK_MEMCPY:
+	case TK_MEMSET:
+	case TK_SYNC:
+	case TK_OVERHEAD:
+	case TK_PROCESS:
+	case TK_RUN:
+		slice(r, e, m);
+		break;
+	case TK_ASYNC_RANGE:
+		async_range(r, e, m);
+		break;
+	case TK_MARK:
+	case TK_MEMORY:
+	case TK_DROPPED:
+		instant(e, m);
+		break;
+	case TK_COUNTER:
+		counter(e, m);
+		break;
+	case TK_FLOW:
+		flow(e, m);
+		break;
+	default:
+		goto skip;
+	}
+	chrome_out_maybe_flush(&C.out);
+	return;
+skip:
+	C.filtered++;
+}
+
+/* ---- inputs --------------------------------------------------------------------- */
+
+static int
+convert_file(const char *path)
+{
+	struct tk_reader *r = cmd_open_reader(path);
+	json_array_append_new(C.inputs, jstr(cmd_display_path(path)));
+	if (!r) {
+		json_array_append_new(C.errors, jstr(cmd_display_path(path)));
+		return EXIT_BADINPUT;
+	}
+	new_scope();
+	struct tk_record rec;
+	uint64_t chunk = UINT64_MAX;
+	int64_t watermark = INT64_MIN;
+	int rc;
+	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
+		const struct tk_chunk_info *ci = tk_reader_chunk(r);
+		if (ci->offset != chunk) {
+			/* the last chunk is all read: what begins before its
+			 * watermark has everything it will ever have */
+			release(watermark);
+			chunk = ci->offset;
+			watermark = ci->watermark;
+		}
+		switch (rec.type) {
+		case TK_REC_EVENT:
+			convert_event(r, rec.u.event);
+			break;
+		case TK_REC_SCOPE:
+			release(INT64_MAX);
+			new_scope();
+			watermark = INT64_MIN;
+			break;
+		case TK_REC_TRACK: {
+			const struct tk_track *t = rec.u.track;
+			chrome_layout_redefine(&C.lay, t->id);
+			if (t->type == TK_TRACK_PROCESS && t->u.process.start > 0 &&
+			    (!C.earliest_start || t->u.process.start < C.earliest_start))
+				C.earliest_start = t->u.process.start;
+			break;
+		}
+		case TK_REC_DEVICE:
+			add_device(rec.u.device);
+			break;
+		case TK_REC_META:
+			add_meta(rec.u.meta);
+			break;
+		case TK_REC_CATEGORY:
+			add_category(rec.u.category);
+			break;
+		}
+		while (chrome_reorder_full(&C.ro)) {
+			/* no watermark lets them out in time: the earliest go now */
+			struct chrome_entry e;
+			const char *text;
+			if (!chrome_reorder_pop(&C.ro, INT64_MAX, &e, &text))
+				break;
+			if (e.cls == CE_SLICE)
+				write_slice(&e, text);
+			else
+				write_flow(&e, text);
+			chrome_reorder_done(&C.ro, &e);
+			C.released_early++;
+			chrome_out_maybe_flush(&C.out);
+		}
+	}
+	release(INT64_MAX);
+	int status = 0;
+	if (rc != TK_EOF) {
+		cmd_reader_error(path, r);
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s: %s", cmd_display_path(path),
+		         tk_reader_error(r));
+		json_array_append_new(C.errors, jstr(msg));
+		status = EXIT_BADINPUT;
+	}
+	tk_reader_free(r);
+	return status;
+}
+
+/* ---- the top-level object ---------------------------------------------------------- */
+
+static void
+finish_output(void)
+{
+	struct sbuf *o = &C.out.b;
+	chrome_flows_finish(&C.fl);
+	sb_lit(o, "\n]");
+	if (C.have_base) {
+		sb_lit(o, ",\n\"baseTimeNanoseconds\":");
+		sb_i64(o, C.base);
+	}
+	json_t *tk = json_object();
+	json_object_set_new(tk, "version", json_string(tk_version()));
+	if (C.have_base) {
+		char ns[24], utc[64];
+		snprintf(ns, sizeof(ns), "%" PRId64, C.base);
+		time_t sec = (time_t)(C.base / 1000000000);
+		int64_t frac = C.base % 1000000000;
+		if (frac < 0) {
+			sec--;
+			frac += 1000000000;
+		}
+		struct tm tm;
+		size_t n = gmtime_r(&sec, &tm) ? strftime(utc, 40, "%Y-%m-%dT%H:%M:%S", &tm) : 0;
+		snprintf(utc + n, sizeof(utc) - n, ".%09" PRId64 "Z", frac);
+		json_object_set_new(tk, "trace_start_ns", json_string(ns));
+		json_object_set_new(tk, "trace_start_utc", json_string(utc));
+	} else {
+		json_object_set_new(tk, "trace_start_ns", json_null());
+	}
+	json_object_set_new(tk, "time_unit", json_string(
+		"ts and dur are microseconds since trace_start_ns (baseTimeNanoseconds)"));
+	json_object_set_new(tk, "inputs", C.inputs);
+	json_object_set_new(tk, "events_read", json_integer((json_int_t)C.events_read));
+	json_object_set_new(tk, "events_written", json_integer((json_int_t)C.events_written));
+	json_object_set_new(tk, "events_filtered_out", json_integer((json_int_t)C.filtered));
+	json_object_set_new(tk, "flows", json_integer((json_int_t)C.flows));
+	json_object_set_new(tk, "gpu_work_without_launch_call",
+	                    json_integer((json_int_t)C.fl.unmatched_gpu));
+	json_object_set_new(tk, "slices_moved_to_overlap_tracks",
+	                    json_integer((json_int_t)C.lay.moved));
+	json_object_set_new(tk, "overlap_tracks", json_integer((json_int_t)C.lay.overflow_tracks));
+	json_object_set_new(tk, "slices_written_async",
+	                    json_integer((json_int_t)C.async_fallback));
+	json_object_set_new(tk, "slices_released_early",
+	                    json_integer((json_int_t)C.released_early));
+	json_object_set_new(tk, "dropped_by_recorder", json_integer((json_int_t)C.dropped));
+	if (C.nonfinite)
+		json_object_set_new(tk, "nonfinite_counter_samples_skipped",
+		                    json_integer((json_int_t)C.nonfinite));
+	if (C.bad_times)
+		json_object_set_new(tk, "events_with_impossible_times_skipped",
+		                    json_integer((json_int_t)C.bad_times));
+	json_object_set_new(tk, "errors", C.errors);
+	C.inputs = C.errors = NULL;
+	json_object_set_new(C.meta, "tracekit", tk);
+
+	char *dev = json_dumps(C.devices, JSON_COMPACT);
+	char *other = json_dumps(C.meta, JSON_COMPACT);
+	if (!dev || !other)
+		cmd_die(EXIT_USAGE, "out of memory");
+	sb_lit(o, ",\n\"deviceProperties\":");
+	sb_mem(o, dev, strlen(dev));
+	sb_lit(o, ",\n\"otherData\":");
+	sb_mem(o, other, strlen(other));
+	sb_lit(o, "}\n");
+	free(dev);
+	free(other);
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static void
+cleanup(void)
+{
+	chrome_reorder_free(&C.ro);
+	chrome_flows_free(&C.fl);
+	chrome_layout_free(&C.lay);
+	chrome_strings_free(&C.str);
+	sb_free(&C.ev);
+	free(C.name_ok);
+	for (size_t i = 0; i < C.ncats; i++) {
+		free((char *)C.cats[i].domain);
+		free((char *)C.cats[i].name);
+	}
+	free(C.cats);
+	json_decref(C.meta);
+	json_decref(C.devices);
+	json_decref(C.inputs);
+	json_decref(C.errors);
+	if (C.opt.has_name)
+		regfree(&C.opt.name_re);
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { OPT_FROM = 256, OPT_TO, OPT_NAME, OPT_NO_FLOWS, OPT_NO_COUNTERS,
+	       OPT_BUFFER };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "gzip", no_argument, NULL, 'z' },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "no-flows", no_argument, NULL, OPT_NO_FLOWS },
+		{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
+		{ "buffer", required_argument, NULL, OPT_BUFFER },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	cmd_init("trace-to-chrome");
+	struct options *opt = &C.opt;
+	opt->to = -1;
+	opt->flows = opt->counters = 1;
+	opt->buffer = 64u << 20;
+	int c;
+	while ((c = getopt_long(argc, argv, ":o:zhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': opt->output = optarg; break;
+		case 'z': opt->gzip = 1; break;
+		case OPT_FROM:
+			if (cmd_parse_duration(optarg, &opt->from) < 0)
+				cmd_usage_error("invalid --from '%s' (a duration such as 1.5s or 200ms)", optarg);
+			opt->has_from = 1;
+			break;
+		case OPT_TO:
+			if (cmd_parse_duration(optarg, &opt->to) < 0)
+				cmd_usage_error("invalid --to '%s' (a duration such as 1.5s or 200ms)", optarg);
+			break;
+		case OPT_NAME: {
+			if (opt->has_name)
+				regfree(&opt->name_re);
+			int rc = regcomp(&opt->name_re, optarg, REG_EXTENDED | REG_NOSUB);
+			if (rc) {
+				char msg[128];
+				regerror(rc, &opt->name_re, msg, sizeof(msg));
+				cmd_usage_error("invalid --name '%s': %s", optarg, msg);
+			}
+			opt->has_name = 1;
+			break;
+		}
+		case OPT_NO_FLOWS: opt->flows = 0; break;
+		case OPT_NO_COUNTERS: opt->counters = 0; break;
+		case OPT_BUFFER:
+			if (cmd_parse_size(optarg, &opt->buffer) < 0)
+				cmd_usage_error("invalid --buffer '%s' (bytes, or with k, M, G)", optarg);
+			break;
+		case 'h': usage(); return cmd_finish(0);
+		case 'V': cmd_version();
+		default: cmd_bad_option(c, argv);
+		}
+	}
+	if (opt->has_from && opt->to >= 0 && opt->to < opt->from)
+		cmd_usage_error("--to must not be before --from");
+	if (opt->gzip && !opt->output && isatty(STDOUT_FILENO))
+		cmd_usage_error("refusing to write compressed data to a terminal (use -o FILE)");
+
+	static char *stdin_only[] = { "-", NULL };
+	char **files = optind < argc ? argv + optind : stdin_only;
+	int nfiles = optind < argc ? argc - optind : 1;
+
+	C.first = 1;
+	C.meta = json_object();
+	C.devices = json_array();
+	C.inputs = json_array();
+	C.errors = json_array();
+	chrome_layout_init(&C.lay);
+	chrome_reorder_init(&C.ro, opt->buffer);
+	chrome_flows_init(&C.fl, 1u << 18, emit_flow, NULL);
+	chrome_out_open(&C.out, opt->output, opt->gzip);
+	atexit(cleanup);
+
+	sb_lit(&C.out.b, "{\"traceEvents\":[");
+	int status = 0;
+	for (int i = 0; i < nfiles; i++)
+		status |= convert_file(files[i]);
+	finish_output();
+	chrome_out_close(&C.out);
+	return cmd_finish(status);
+}
