@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "intern.h"
+#include "support.h"
 
 struct tkp_arena_block {
 	struct tkp_arena_block *next;
@@ -99,7 +100,7 @@ tkp_intern(struct tkp_intern *t, const char *s, size_t len, int *added)
 		return 0;
 	if (!t->slots && rehash(t, 256) < 0)
 		return 0;
-	uint64_t h = tkp_hash(s, len);
+	uint64_t h = tkp_hash(s, len, 0);
 	uint32_t slot;
 	uint32_t id = lookup(t, s, len, h, &slot);
 	if (id)
@@ -134,7 +135,7 @@ tkp_intern_find(const struct tkp_intern *t, const char *s, size_t len)
 	if (!t->slots)
 		return 0;
 	uint32_t slot;
-	return lookup(t, s, len, tkp_hash(s, len), &slot);
+	return lookup(t, s, len, tkp_hash(s, len, 0), &slot);
 }
 
 const char *

@@ -285,7 +285,6 @@ tkp_field_set_str(struct tk_event *ev, const struct tkp_attr *a, const char *s)
 /* ---- Misc ------------------------------------------------------------------ */
 
 TKP_HIDDEN uint32_t tkp_crc32(uint32_t crc, const void *p, size_t n);
-TKP_HIDDEN uint64_t tkp_hash(const void *p, size_t n);
 /* write(2) all of it, retrying on EINTR; 0 or -1 with errno. */
 TKP_HIDDEN int tkp_write_all(int fd, const void *p, size_t n);
 /* Go on writing a trace through `sink` rather than a descriptor: it gets

@@ -62,30 +62,6 @@ tkp_crc32(uint32_t crc, const void *p, size_t n)
 	return libdeflate_crc32(crc, p, n);
 }
 
-/* 64-bit hash for interning (names are short; quality over speed is not
- * needed, but a full 64-bit mix keeps probe chains short). */
-uint64_t
-tkp_hash(const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
-	while (n >= 8) {
-		uint64_t k;
-		memcpy(&k, s, 8);
-		h = (h ^ (k * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-		h ^= h >> 31;
-		s += 8;
-		n -= 8;
-	}
-	uint64_t k = 0;
-	memcpy(&k, s, n);
-	h = (h ^ (k * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return h;
-}
-
 int
 tkp_write_all(int fd, const void *p, size_t n)
 {
