@@ -88,15 +88,15 @@ diff_metric_label(char *buf, size_t n, const struct diff_summary_row *r)
 }
 
 const char *
-diff_display_name(const char *name)
+diff_display_name(const struct diff *df, const char *name)
 {
-	return diff_opt.full_names ? name : cmd_short_name(name, 0);
+	return df->opt->full_names ? name : cmd_short_name(name, 0);
 }
 
 const char *
-diff_line_name(const char *name)
+diff_line_name(const struct diff *df, const char *name)
 {
-	return diff_opt.full_names ? name : cmd_short_name(name, 70);
+	return df->opt->full_names ? name : cmd_short_name(name, 70);
 }
 
 const char *
@@ -136,7 +136,8 @@ diff_table_rows(struct diff *df, enum agg_table t, size_t *shown, size_t *all)
 			v[n++] = &df->rows[i];
 	qsort(v, n, sizeof(*v), cmp_rows);
 	*all = n;
-	*shown = diff_opt.top && diff_opt.top < n ? (size_t)diff_opt.top : n;
+	uint64_t top = df->opt->top;
+	*shown = top && top < n ? (size_t)top : n;
 	return v;
 }
 

@@ -16,40 +16,44 @@
 #include "common/table.h"
 #include "common/util.h"
 
-/* Fields are formatted into a pool of buffers, one per column. */
+/* The fields of one record, formatted into a buffer each (one per
+ * column); the record lives on diff_csv()'s stack. */
 #define MAXF 40
-static char fbuf[MAXF][64];
-static const char *fld[MAXF];
+struct fields {
+	char buf[MAXF][64];
+	const char *fld[MAXF];   /* NULL = empty */
+};
 
 static void
-setf(size_t i, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+setf(struct fields *f, size_t i, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static void
-setf(size_t i, const char *fmt, ...)
+setf(struct fields *f, size_t i, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(fbuf[i], sizeof(fbuf[i]), fmt, ap);
+	vsnprintf(f->buf[i], sizeof(f->buf[i]), fmt, ap);
 	va_end(ap);
-	fld[i] = fbuf[i];
+	f->fld[i] = f->buf[i];
 }
 
 static void
-set_real(size_t i, double v)
+set_real(struct fields *f, size_t i, double v)
 {
 	if (isfinite(v))
-		setf(i, "%.6g", v);
+		setf(f, i, "%.6g", v);
 	else
-		fld[i] = NULL;
+		f->fld[i] = NULL;
 }
 
 static void
-set_p(size_t i, const struct diff_test_result *t)
+set_p(struct fields *f, size_t i, const struct diff_test_result *t)
 {
 	if (t->test == TEST_NONE)
-		fld[i] = NULL;
+		f->fld[i] = NULL;
 	else
-		setf(i, "%.6g", t->p);
+		setf(f, i, "%.6g", t->p);
 }
 
 static const char *const summary_header[] = {
@@ -60,39 +64,39 @@ static const char *const summary_header[] = {
 #define NSUMMARY (sizeof(summary_header) / sizeof(summary_header[0]))
 
 static void
-csv_summary(struct diff *df)
+csv_summary(struct diff *df, struct fields *f)
 {
 	csv_record(stdout, summary_header, NSUMMARY);
 	for (size_t i = 0; i < df->nsummary; i++) {
 		const struct diff_summary_row *r = &df->summary[i];
-		memset(fld, 0, sizeof(fld));
-		fld[0] = "summary";
-		fld[1] = diff_metric_keys[r->metric];
+		memset(f->fld, 0, sizeof(f->fld));
+		f->fld[0] = "summary";
+		f->fld[1] = diff_metric_keys[r->metric];
 		if (r->metric == DM_DEVICE)
-			setf(2, "%" PRId64, r->device);
-		fld[3] = r->time ? "ns" : "bytes";
+			setf(f, 2, "%" PRId64, r->device);
+		f->fld[3] = r->time ? "ns" : "bytes";
 		for (int s = 0; s < 2; s++)
 			if (r->has[s])
-				setf(4 + (size_t)s, "%lld", cmd_ns_int(r->v[s]));
+				setf(f, 4 + (size_t)s, "%lld", cmd_ns_int(r->v[s]));
 		if (r->has[0] && r->has[1]) {
 			double ratio = diff_summary_ratio(r);
-			setf(6, "%lld", cmd_ns_int(r->v[1] - r->v[0]));
-			set_real(7, ratio);
+			setf(f, 6, "%lld", cmd_ns_int(r->v[1] - r->v[0]));
+			set_real(f, 7, ratio);
 			if (r->time)
-				set_real(8, 1 / ratio);
-			set_real(9, (ratio - 1) * 100);
+				set_real(f, 8, 1 / ratio);
+			set_real(f, 9, (ratio - 1) * 100);
 		}
 		if (r->has_verdict)
-			fld[10] = diff_verdict_names[r->verdict];
+			f->fld[10] = diff_verdict_names[r->verdict];
 		if (r->nruns[0]) {
-			setf(11, "%zu", r->nruns[0]);
-			setf(12, "%zu", r->nruns[1]);
-			setf(13, "%lld", cmd_ns_int(r->sd[0]));
-			setf(14, "%lld", cmd_ns_int(r->sd[1]));
+			setf(f, 11, "%zu", r->nruns[0]);
+			setf(f, 12, "%zu", r->nruns[1]);
+			setf(f, 13, "%lld", cmd_ns_int(r->sd[0]));
+			setf(f, 14, "%lld", cmd_ns_int(r->sd[1]));
 		}
-		fld[15] = diff_test_name(r->test.test);
-		set_p(16, &r->test);
-		csv_record(stdout, fld, NSUMMARY);
+		f->fld[15] = diff_test_name(r->test.test);
+		set_p(f, 16, &r->test);
+		csv_record(stdout, f->fld, NSUMMARY);
 	}
 }
 
@@ -108,7 +112,7 @@ static const char *const group_header[] = {
 #define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
 
 static void
-csv_groups(struct diff *df)
+csv_groups(struct diff *df, struct fields *f)
 {
 	csv_record(stdout, group_header, NGROUP);
 	for (int t = 0; t < AGG_NTABLES; t++) {
@@ -116,36 +120,36 @@ csv_groups(struct diff *df)
 		struct diff_row **v = diff_table_rows(df, (enum agg_table)t, &shown, &all);
 		for (size_t i = 0; i < shown; i++) {
 			const struct diff_row *r = v[i];
-			memset(fld, 0, sizeof(fld));
-			fld[0] = diff_table_keys[t];
-			fld[1] = tk_kind_name(r->kind);
-			fld[2] = r->domain;
-			fld[3] = r->name;
-			fld[4] = diff_verdict_names[r->verdict];
+			memset(f->fld, 0, sizeof(f->fld));
+			f->fld[0] = diff_table_keys[t];
+			f->fld[1] = tk_kind_name(r->kind);
+			f->fld[2] = r->domain;
+			f->fld[3] = r->name;
+			f->fld[4] = diff_verdict_names[r->verdict];
 			for (size_t s = 0; s < 2; s++) {
 				const struct diff_side *d = &r->side[s];
 				if (!d->present)
 					continue;
-				setf(5 + s, "%" PRIu64, d->s.count);
-				setf(7 + s, "%" PRId64, d->s.total);
-				setf(10 + s, "%lld", cmd_ns_int(d->s.mean));
-				setf(12 + s, "%lld", cmd_ns_int(d->s.std));
-				setf(14 + s, "%" PRId64, d->s.min);
-				setf(16 + s, "%lld", cmd_ns_int(d->s.p50));
-				setf(18 + s, "%lld", cmd_ns_int(d->s.p95));
-				setf(20 + s, "%lld", cmd_ns_int(d->s.p99));
-				setf(22 + s, "%" PRId64, d->s.max);
+				setf(f, 5 + s, "%" PRIu64, d->s.count);
+				setf(f, 7 + s, "%" PRId64, d->s.total);
+				setf(f, 10 + s, "%lld", cmd_ns_int(d->s.mean));
+				setf(f, 12 + s, "%lld", cmd_ns_int(d->s.std));
+				setf(f, 14 + s, "%" PRId64, d->s.min);
+				setf(f, 16 + s, "%lld", cmd_ns_int(d->s.p50));
+				setf(f, 18 + s, "%lld", cmd_ns_int(d->s.p95));
+				setf(f, 20 + s, "%lld", cmd_ns_int(d->s.p99));
+				setf(f, 22 + s, "%" PRId64, d->s.max);
 				if (r->table == AGG_MEMOPS)
-					setf(30 + s, "%" PRIu64, d->bytes);
+					setf(f, 30 + s, "%" PRIu64, d->bytes);
 			}
-			setf(9, "%" PRId64, r->delta);
-			set_real(24, r->ratio);
-			set_real(25, 1 / r->ratio);
-			set_real(26, (r->ratio - 1) * 100);
-			fld[27] = diff_test_name(r->test.test);
-			set_p(28, &r->test);
-			set_p(29, &r->runs_test);
-			csv_record(stdout, fld, NGROUP);
+			setf(f, 9, "%" PRId64, r->delta);
+			set_real(f, 24, r->ratio);
+			set_real(f, 25, 1 / r->ratio);
+			set_real(f, 26, (r->ratio - 1) * 100);
+			f->fld[27] = diff_test_name(r->test.test);
+			set_p(f, 28, &r->test);
+			set_p(f, 29, &r->runs_test);
+			csv_record(stdout, f->fld, NGROUP);
 		}
 		free(v);
 	}
@@ -154,11 +158,12 @@ csv_groups(struct diff *df)
 void
 diff_csv(struct diff *df)
 {
-	unsigned reports = diff_opt.reports ? diff_opt.reports : DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports : DR_GROUPS;
+	struct fields f;
 	if (reports & DR_SUMMARY)
-		csv_summary(df);
+		csv_summary(df, &f);
 	if ((reports & DR_SUMMARY) && (reports & DR_GROUPS))
 		putchar('\n');
 	if (reports & DR_GROUPS)
-		csv_groups(df);
+		csv_groups(df, &f);
 }

@@ -7,6 +7,10 @@
  * one file per output format.  Both traces are aggregated by
  * analysis/aggregate.h exactly as trace-stats does, so every figure agrees with
  * trace-stats to the nanosecond; the statistics are in analysis/stattest.h.
+ *
+ * The files share no state: each part takes the one context, struct
+ * diff, which holds the options (read-only once parsed) and the results
+ * as they are computed.
  */
 #ifndef TK_CMD_DIFF_H
 #define TK_CMD_DIFF_H
@@ -52,8 +56,6 @@ struct diff_options {
 	const char *paths[2];    /* BEFORE, AFTER */
 };
 
-extern struct diff_options diff_opt;
-
 /* ---- operations matched across the traces (match.c) ---- */
 
 struct diff_side {
@@ -69,7 +71,7 @@ struct diff_side {
 	                            sides), nruns of them */
 	size_t nruns;
 	char **names;            /* --normalize: the names merged here */
-	size_t nnames;
+	size_t nnames, capnames;
 };
 
 struct diff_row {
@@ -113,29 +115,33 @@ struct diff_check {
 	                            threshold alone decided) */
 };
 
+/* The context of a comparison: its options, and its results. */
 struct diff {
+	const struct diff_options *opt;  /* borrowed; the caller sets it first */
 	struct agg *agg[2];
 	int runs;                /* both traces have several runs */
 	struct diff_row *rows;
-	size_t nrows;
+	size_t nrows, caprows;
 	struct diff_summary_row *summary;
-	size_t nsummary;
+	size_t nsummary, capsummary;
 	struct diff_check *checks;
-	size_t nchecks;
+	size_t nchecks, capchecks;
 	int regression;          /* the exit status is 1 */
 };
 
 /* match.c */
 void diff_match(struct diff *df);
 /* The verdict of a row at this threshold (and --alpha). */
-enum diff_verdict diff_row_verdict(const struct diff_row *r, double threshold);
+enum diff_verdict diff_row_verdict(const struct diff *df, const struct diff_row *r,
+                                   double threshold);
 /* summary.c */
 void diff_summarise(struct diff *df);
 const struct diff_summary_row *diff_summary_find(const struct diff *df,
                                                  enum diff_metric m);
 /* after / before (the means over the runs, when per run) */
 double diff_summary_ratio(const struct diff_summary_row *r);
-enum diff_verdict diff_summary_verdict(const struct diff_summary_row *r,
+enum diff_verdict diff_summary_verdict(const struct diff *df,
+                                       const struct diff_summary_row *r,
                                        double threshold);
 /* gate.c: fills checks and regression; 0, or -1 after a message
  * when the metric to judge is missing from a trace */
@@ -154,9 +160,9 @@ char *diff_fmt_p(char *buf, size_t n, const struct diff_test_result *t);
 char *diff_metric_label(char *buf, size_t n, const struct diff_summary_row *r);
 /* A name for people: templates without their return type and
  * parameters unless --full-names (buffer valid until the next call). */
-const char *diff_display_name(const char *name);
+const char *diff_display_name(const struct diff *df, const char *name);
 /* The same, also cut to 70 columns, for one-line messages. */
-const char *diff_line_name(const char *name);
+const char *diff_line_name(const struct diff *df, const char *name);
 const char *diff_test_name(enum diff_test t);
 extern const char *const diff_table_titles[AGG_NTABLES];
 extern const char *const diff_table_keys[AGG_NTABLES];

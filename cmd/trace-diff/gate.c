@@ -13,15 +13,18 @@
 
 #include "diff.h"
 #include "common/util.h"
+#include "support.h"
 
 static void
 add_check(struct diff *df, const char *type, const char *subject,
           const char *kind, double value, double limit, int pass, int tested)
 {
-	df->checks = realloc(df->checks, (df->nchecks + 1) * sizeof(*df->checks));
+	struct diff_check *checks = tkp_grow(df->checks, &df->capchecks, df->nchecks + 1,
+	                                     sizeof(*checks));
 	char *s = strdup(subject);
-	if (!df->checks || !s)
+	if (!checks || !s)
 		cmd_die(EXIT_USAGE, "out of memory");
+	df->checks = checks;
 	df->checks[df->nchecks++] = (struct diff_check){ type, s, kind, value, limit, pass,
 	                                                 tested };
 	if (!pass)
@@ -33,23 +36,25 @@ add_check(struct diff *df, const char *type, const char *subject,
 static const struct diff_summary_row *
 metric_row(const struct diff *df, const char *option)
 {
-	const struct diff_summary_row *r = diff_summary_find(df, diff_opt.metric);
+	const struct diff_options *o = df->opt;
+	const struct diff_summary_row *r = diff_summary_find(df, o->metric);
 	if (r && r->has[0] && r->has[1])
 		return r;
-	cmd_warn("%s: no %s time in %s", option, diff_metric_keys[diff_opt.metric],
-	         r && r->has[0] ? cmd_display_path(diff_opt.paths[1])
-	         : r && r->has[1] ? cmd_display_path(diff_opt.paths[0]) : "either trace");
+	cmd_warn("%s: no %s time in %s", option, diff_metric_keys[o->metric],
+	         r && r->has[0] ? cmd_display_path(o->paths[1])
+	         : r && r->has[1] ? cmd_display_path(o->paths[0]) : "either trace");
 	return NULL;
 }
 
 int
 diff_gate(struct diff *df)
 {
-	const char *metric = diff_metric_keys[diff_opt.metric];
-	int chosen = diff_opt.fail_if_slower >= 0 || diff_opt.expect_speedup > 0;
-	if (diff_opt.fail_if_slower >= 0) {
-		double limit = 1 + diff_opt.fail_if_slower;
-		if (diff_opt.name_given && !diff_opt.metric_given) {
+	const struct diff_options *o = df->opt;
+	const char *metric = diff_metric_keys[o->metric];
+	int chosen = o->fail_if_slower >= 0 || o->expect_speedup > 0;
+	if (o->fail_if_slower >= 0) {
+		double limit = 1 + o->fail_if_slower;
+		if (o->name_given && !o->metric_given) {
 			for (int t = 0; t < AGG_NTABLES; t++) {
 				size_t shown, all;
 				struct diff_row **v = diff_table_rows(df, (enum agg_table)t, &shown,
@@ -58,7 +63,7 @@ diff_gate(struct diff *df)
 					const struct diff_row *r = v[i];
 					if (!r->side[0].present || !r->side[1].present)
 						continue;
-					enum diff_verdict vd = diff_row_verdict(r, diff_opt.fail_if_slower);
+					enum diff_verdict vd = diff_row_verdict(df, r, o->fail_if_slower);
 					add_check(df, "fail-if-slower", r->name, tk_kind_name(r->kind),
 					          r->ratio, limit, vd != V_SLOWER, 1);
 				}
@@ -68,25 +73,25 @@ diff_gate(struct diff *df)
 			const struct diff_summary_row *r = metric_row(df, "--fail-if-slower");
 			if (!r)
 				return -1;
-			enum diff_verdict v = diff_summary_verdict(r, diff_opt.fail_if_slower);
+			enum diff_verdict v = diff_summary_verdict(df, r, o->fail_if_slower);
 			add_check(df, "fail-if-slower", metric, NULL, diff_summary_ratio(r),
 			          limit, v != V_SLOWER, r->test.test != TEST_NONE);
 		}
 	}
-	if (diff_opt.expect_speedup > 0) {
+	if (o->expect_speedup > 0) {
 		const struct diff_summary_row *r = metric_row(df, "--expect-speedup");
 		if (!r)
 			return -1;
 		double speedup = 1 / diff_summary_ratio(r);
 		add_check(df, "expect-speedup", metric, NULL, speedup,
-		          diff_opt.expect_speedup, speedup >= diff_opt.expect_speedup, 0);
+		          o->expect_speedup, speedup >= o->expect_speedup, 0);
 	}
 	if (chosen)
 		return 0;
-	const struct diff_summary_row *w = diff_summary_find(df, diff_opt.metric);
+	const struct diff_summary_row *w = diff_summary_find(df, o->metric);
 	if (w && w->has_verdict && w->verdict == V_SLOWER)
 		add_check(df, "regression", metric, NULL, diff_summary_ratio(w),
-		          1 + diff_opt.threshold, 0, w->test.test != TEST_NONE);
+		          1 + o->threshold, 0, w->test.test != TEST_NONE);
 	/* in the order of the report: by table, largest change first */
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		size_t shown, all;
@@ -94,7 +99,7 @@ diff_gate(struct diff *df)
 		for (size_t i = 0; i < all; i++)
 			if (v[i]->verdict == V_SLOWER)
 				add_check(df, "regression", v[i]->name, tk_kind_name(v[i]->kind),
-				          v[i]->ratio, 1 + diff_opt.threshold, 0, 1);
+				          v[i]->ratio, 1 + o->threshold, 0, 1);
 		free(v);
 	}
 	return 0;

@@ -16,7 +16,6 @@
 #include "common/json_out.h"
 #include "common/util.h"
 
-
 static json_t *
 jns(double ns)
 {
@@ -30,15 +29,13 @@ jreal(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-
-
 static json_t *
 json_input(struct diff *df, int side)
 {
 	struct agg *a = df->agg[side];
 	const struct agg_run *run = agg_run(a);
 	json_t *o = json_object();
-	cmd_jset(o, "input", cmd_jstr(cmd_display_path(diff_opt.paths[side])));
+	cmd_jset(o, "input", cmd_jstr(cmd_display_path(df->opt->paths[side])));
 	cmd_jset(o, "wall_ns", json_integer(agg_wall(a)));
 	cmd_jset(o, "events", json_integer((json_int_t)run->events));
 	cmd_jset(o, "dropped", json_integer((json_int_t)run->dropped));
@@ -101,7 +98,7 @@ json_summary(struct diff *df)
 }
 
 static json_t *
-json_side(const struct diff_row *r, int side)
+json_side(const struct diff *df, const struct diff_row *r, int side)
 {
 	const struct diff_side *d = &r->side[side];
 	if (!d->present)
@@ -124,7 +121,7 @@ json_side(const struct diff_row *r, int side)
 			cmd_jappend(runs, jns(d->runs[i]));
 		cmd_jset(o, "run_total_ns", runs);
 	}
-	if (diff_opt.normalize) {
+	if (df->opt->normalize) {
 		json_t *names = json_array();
 		for (size_t i = 0; i < d->nnames; i++)
 			cmd_jappend(names, cmd_jstr(d->names[i]));
@@ -148,8 +145,8 @@ json_groups(struct diff *df)
 			cmd_jset(o, "domain", cmd_jstr(r->domain));
 			cmd_jset(o, "name", cmd_jstr(r->name));
 			cmd_jset(o, "verdict", json_string(diff_verdict_names[r->verdict]));
-			cmd_jset(o, "before", json_side(r, 0));
-			cmd_jset(o, "after", json_side(r, 1));
+			cmd_jset(o, "before", json_side(df, r, 0));
+			cmd_jset(o, "after", json_side(df, r, 1));
 			cmd_jset(o, "delta_ns", json_integer(r->delta));
 			cmd_jset(o, "ratio", jreal(r->ratio));
 			cmd_jset(o, "speedup", jreal(1 / r->ratio));
@@ -189,15 +186,16 @@ json_result(struct diff *df)
 void
 diff_json(struct diff *df)
 {
-	unsigned reports = diff_opt.reports ? diff_opt.reports : DR_SUMMARY | DR_GROUPS;
+	const struct diff_options *opt = df->opt;
+	unsigned reports = opt->reports ? opt->reports : DR_SUMMARY | DR_GROUPS;
 	json_t *root = json_object();
 	cmd_jset(root, "schema", json_string("tracekit-diff/1"));
 	cmd_jset(root, "before", json_input(df, 0));
 	cmd_jset(root, "after", json_input(df, 1));
-	cmd_jset(root, "threshold", json_real(diff_opt.threshold));
-	cmd_jset(root, "alpha", json_real(diff_opt.alpha));
-	cmd_jset(root, "normalize", json_boolean(diff_opt.normalize));
-	cmd_jset(root, "metric", json_string(diff_metric_keys[diff_opt.metric]));
+	cmd_jset(root, "threshold", json_real(opt->threshold));
+	cmd_jset(root, "alpha", json_real(opt->alpha));
+	cmd_jset(root, "normalize", json_boolean(opt->normalize));
+	cmd_jset(root, "metric", json_string(diff_metric_keys[opt->metric]));
 	cmd_jset(root, "runs", json_boolean(df->runs));
 	if (reports & DR_SUMMARY)
 		cmd_jset(root, "summary", json_summary(df));

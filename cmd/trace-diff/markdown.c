@@ -53,7 +53,7 @@ md_result(struct diff *df)
 	char b[64];
 	if (!df->nchecks) {
 		printf("**No significant regression** (threshold %g %%, p < %g)\n\n",
-		       diff_opt.threshold * 100, diff_opt.alpha);
+		       df->opt->threshold * 100, df->opt->alpha);
 		return;
 	}
 	size_t failed = 0;
@@ -79,7 +79,7 @@ md_result(struct diff *df)
 			printf("%s %g %% on %s ", strcmp(c->type, "regression") == 0
 			       ? "slower beyond" : "at most slower by",
 			       (c->limit - 1) * 100, c->kind ? c->kind : "metric");
-			code(c->kind ? diff_line_name(c->subject) : c->subject);
+			code(c->kind ? diff_line_name(df, c->subject) : c->subject);
 			printf(": %s", diff_fmt_change(b, sizeof(b), c->value));
 		}
 		putchar('\n');
@@ -123,7 +123,7 @@ md_summary(struct diff *df)
 }
 
 static void
-md_rows(struct diff_row **v, size_t n, int changed)
+md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 {
 	char b[64], c[64];
 	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Name |\n");
@@ -152,7 +152,7 @@ md_rows(struct diff_row **v, size_t n, int changed)
 			cell(r->domain);
 			putchar(' ');
 		}
-		code(diff_display_name(r->name));
+		code(diff_display_name(df, r->name));
 		printf(" |\n");
 	}
 }
@@ -181,12 +181,12 @@ md_table(struct diff *df, enum agg_table t)
 			       diff_verdict_names[order[k]]);
 	printf("\n\n");
 	if (changed) {
-		md_rows(v, shown, 1);
+		md_rows(df, v, shown, 1);
 		putchar('\n');
 	}
 	if (same) {
 		printf("<details><summary>%zu the same</summary>\n\n", same);
-		md_rows(v, shown, 0);
+		md_rows(df, v, shown, 0);
 		printf("\n</details>\n\n");
 	}
 	if (shown < all)
@@ -197,11 +197,11 @@ md_table(struct diff *df, enum agg_table t)
 void
 diff_markdown(struct diff *df)
 {
-	unsigned reports = diff_opt.reports ? diff_opt.reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
 	printf("### trace-diff: ");
-	code(cmd_display_path(diff_opt.paths[0]));
+	code(cmd_display_path(df->opt->paths[0]));
 	printf(" → ");
-	code(cmd_display_path(diff_opt.paths[1]));
+	code(cmd_display_path(df->opt->paths[1]));
 	printf("\n\n");
 	md_result(df);
 	if (reports & DR_SUMMARY)

@@ -14,8 +14,7 @@
 #include "analysis/normalize.h"
 #include "common/strmap.h"
 #include "common/util.h"
-
-
+#include "support.h"
 
 /* The row of this identity, created on first use. */
 static struct diff_row *
@@ -31,7 +30,11 @@ row_for(struct diff *df, struct strmap *map, const struct agg_group *g,
 	long i = strmap_get(map, key, ld + ln + 2);
 	if (i < 0) {
 		i = (long)df->nrows;
-		df->rows = cmd_xrealloc(df->rows, (df->nrows + 1) * sizeof(*df->rows));
+		struct diff_row *rows = tkp_grow(df->rows, &df->caprows, df->nrows + 1,
+		                                 sizeof(*rows));
+		if (!rows)
+			cmd_die(EXIT_USAGE, "out of memory");
+		df->rows = rows;
 		struct diff_row *r = &df->rows[df->nrows++];
 		memset(r, 0, sizeof(*r));
 		r->table = g->table;
@@ -45,9 +48,10 @@ row_for(struct diff *df, struct strmap *map, const struct agg_group *g,
 	return &df->rows[i];
 }
 
-/* Add group g of a trace with `nruns` runs to one side of a row. */
+/* Add group g of a trace with `nruns` runs to one side of a row;
+ * with --normalize (`names`), keep its name. */
 static void
-attach(struct diff_side *s, struct agg_group *g, uint32_t nruns)
+attach(struct diff_side *s, struct agg_group *g, uint32_t nruns, int names)
 {
 	if (!s->present) {
 		s->present = 1;
@@ -74,8 +78,11 @@ attach(struct diff_side *s, struct agg_group *g, uint32_t nruns)
 	s->bytes += g->bytes;
 	for (uint32_t i = 0; i < g->nrun_total && i < s->nruns; i++)
 		s->runs[i] += (double)g->run_total[i];
-	if (diff_opt.normalize) {
-		s->names = cmd_xrealloc(s->names, (s->nnames + 1) * sizeof(*s->names));
+	if (names) {
+		char **v = tkp_grow(s->names, &s->capnames, s->nnames + 1, sizeof(*v));
+		if (!v)
+			cmd_die(EXIT_USAGE, "out of memory");
+		s->names = v;
 		s->names[s->nnames++] = cmd_xstrdup(g->name);
 	}
 }
@@ -96,7 +103,7 @@ compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 	r->ratio = NAN;
 	r->test.p = r->runs_test.p = 1;
 	if (!a->present || !b->present) {
-		r->verdict = diff_row_verdict(r, diff_opt.threshold);
+		r->verdict = diff_row_verdict(df, r, df->opt->threshold);
 		return;
 	}
 	r->ratio = median_ratio(&b->s, &a->s);
@@ -106,17 +113,17 @@ compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 		cmd_die(EXIT_USAGE, "out of memory");
 	if (df->runs)
 		diff_welch_values(b->runs, b->nruns, a->runs, a->nruns, &r->runs_test);
-	r->verdict = diff_row_verdict(r, diff_opt.threshold);
+	r->verdict = diff_row_verdict(df, r, df->opt->threshold);
 }
 
 enum diff_verdict
-diff_row_verdict(const struct diff_row *r, double threshold)
+diff_row_verdict(const struct diff *df, const struct diff_row *r, double threshold)
 {
 	if (!r->side[1].present)
 		return V_GONE;
 	if (!r->side[0].present)
 		return V_NEW;
-	return diff_decide(r->ratio, threshold, diff_opt.alpha, r->test.p,
+	return diff_decide(r->ratio, threshold, df->opt->alpha, r->test.p,
 	                   r->test.direction,
 	                   r->runs_test.test == TEST_WELCH ? r->runs_test.p : -1,
 	                   r->runs_test.direction);
@@ -125,6 +132,7 @@ diff_row_verdict(const struct diff_row *r, double threshold)
 void
 diff_match(struct diff *df)
 {
+	const struct diff_options *o = df->opt;
 	struct strmap map = { 0 };
 	for (int side = 0; side < 2; side++) {
 		struct agg *a = df->agg[side];
@@ -133,16 +141,16 @@ diff_match(struct diff *df)
 			struct agg_group *g = agg_group(a, i);
 			if (!g->s.count)
 				continue;
-			if (diff_opt.kinds && !(diff_opt.kinds & 1u << g->kind))
+			if (o->kinds && !(o->kinds & 1u << g->kind))
 				continue;
 			/* copies and memsets are named by their kinds: nothing
 			 * to normalize */
-			char *norm = diff_opt.normalize && g->table != AGG_MEMOPS
+			char *norm = o->normalize && g->table != AGG_MEMOPS
 			           ? diff_normalize(g->name) : NULL;
-			if (diff_opt.normalize && g->table != AGG_MEMOPS && !norm)
+			if (o->normalize && g->table != AGG_MEMOPS && !norm)
 				cmd_die(EXIT_USAGE, "out of memory");
 			struct diff_row *r = row_for(df, &map, g, norm ? norm : g->name);
-			attach(&r->side[side], g, nruns);
+			attach(&r->side[side], g, nruns, o->normalize);
 			free(norm);
 		}
 	}

@@ -13,6 +13,7 @@
 
 #include "diff.h"
 #include "common/util.h"
+#include "support.h"
 
 const char *const diff_metric_keys[] = {
 	"wall", "gpu", "kernel", "copy", "api", "cpu", "device", "bytes",
@@ -141,15 +142,16 @@ diff_summary_ratio(const struct diff_summary_row *r)
 }
 
 enum diff_verdict
-diff_summary_verdict(const struct diff_summary_row *r, double threshold)
+diff_summary_verdict(const struct diff *df, const struct diff_summary_row *r,
+                     double threshold)
 {
 	double ratio = diff_summary_ratio(r);
 	if (r->test.test == TEST_WELCH)
-		return diff_decide(ratio, threshold, diff_opt.alpha, r->test.p,
+		return diff_decide(ratio, threshold, df->opt->alpha, r->test.p,
 		                   r->test.direction, -1, 0);
 	/* one value each: the threshold alone decides */
 	int dir = r->v[1] > r->v[0] ? 1 : r->v[1] < r->v[0] ? -1 : 0;
-	return diff_decide(ratio, threshold, diff_opt.alpha, 0, dir, -1, 0);
+	return diff_decide(ratio, threshold, df->opt->alpha, 0, dir, -1, 0);
 }
 
 static void
@@ -178,11 +180,13 @@ add_row(struct diff *df, enum diff_metric m, int64_t device)
 	}
 	if (r.time && r.has[0] && r.has[1]) {
 		r.has_verdict = 1;
-		r.verdict = diff_summary_verdict(&r, diff_opt.threshold);
+		r.verdict = diff_summary_verdict(df, &r, df->opt->threshold);
 	}
-	df->summary = realloc(df->summary, (df->nsummary + 1) * sizeof(*df->summary));
-	if (!df->summary)
+	struct diff_summary_row *rows = tkp_grow(df->summary, &df->capsummary,
+	                                         df->nsummary + 1, sizeof(*rows));
+	if (!rows)
 		cmd_die(EXIT_USAGE, "out of memory");
+	df->summary = rows;
 	df->summary[df->nsummary++] = r;
 }
 

@@ -13,12 +13,12 @@
 #include "common/table.h"
 #include "common/util.h"
 
-static int printed_section;
-
+/* A section's title; every section follows the header, after a blank
+ * line. */
 static void
 section(const char *title)
 {
-	printf("%s%s\n", printed_section++ ? "\n" : "", title);
+	printf("\n%s\n", title);
 }
 
 static const char *
@@ -51,7 +51,7 @@ text_input(struct diff *df, int side)
 	const struct agg_run *run = agg_run(a);
 	char b[64];
 	printf("%-8s%s: wall %s, %" PRIu64 " events", side ? "After" : "Before",
-	       cmd_display_path(diff_opt.paths[side]),
+	       cmd_display_path(df->opt->paths[side]),
 	       diff_fmt_time(b, sizeof(b), (double)agg_wall(a), 0), run->events);
 	if (run->runs_seen)
 		printf(", %u runs", run->runs_seen);
@@ -85,12 +85,11 @@ text_header(struct diff *df)
 	}
 	printf("%-8sfaster or slower: the median changes by more than %g%% and "
 	       "Mann-Whitney U over the instances gives p < %g", "Rule",
-	       diff_opt.threshold * 100, diff_opt.alpha);
+	       df->opt->threshold * 100, df->opt->alpha);
 	if (df->runs)
 		printf(", and so does Welch's t over the %u and %u runs",
 		       agg_run(df->agg[0])->runs_seen, agg_run(df->agg[1])->runs_seen);
 	printf("\n");
-	printed_section = 1;
 }
 
 /* ---- summary -------------------------------------------------------------------- */
@@ -209,7 +208,7 @@ text_table(struct diff *df, enum agg_table tb)
 
 	struct table t;
 	table_init(&t, cols, C_NCOLS);
-	t.max_width = diff_opt.line_width;
+	t.max_width = df->opt->line_width;
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *r = v[i];
 		const struct diff_side *s0 = &r->side[0], *s1 = &r->side[1];
@@ -233,7 +232,7 @@ text_table(struct diff *df, enum agg_table tb)
 			table_set(&t, C_KIND, "async");
 		if (*r->domain)
 			table_set(&t, C_DOMAIN, "%s", r->domain);
-		table_set(&t, C_NAME, "%s", diff_display_name(r->name));
+		table_set(&t, C_NAME, "%s", diff_display_name(df, r->name));
 	}
 	table_print(&t, stdout, "  ");
 	table_free(&t);
@@ -249,11 +248,12 @@ text_table(struct diff *df, enum agg_table tb)
 static void
 text_result(struct diff *df)
 {
+	const struct diff_options *o = df->opt;
 	char b[64];
 	section("Result");
 	if (!df->nchecks) {
 		printf("  no significant regression beyond %g%% (p < %g)\n",
-		       diff_opt.threshold * 100, diff_opt.alpha);
+		       o->threshold * 100, o->alpha);
 		return;
 	}
 	size_t regressions = 0;
@@ -265,10 +265,10 @@ text_result(struct diff *df)
 			for (size_t k = i; k < df->nchecks; k++)
 				left += strcmp(df->checks[k].type, "regression") == 0;
 			printf("  ... %zu more slower beyond %g%%\n", left,
-			       diff_opt.threshold * 100);
+			       o->threshold * 100);
 			break;
 		}
-		const char *what = c->kind ? diff_line_name(c->subject) : c->subject;
+		const char *what = c->kind ? diff_line_name(df, c->subject) : c->subject;
 		if (strcmp(c->type, "expect-speedup") == 0) {
 			printf("  %s  expected %gx faster on %s: %s\n",
 			       c->pass ? "pass" : "FAIL", c->limit, what,
@@ -281,7 +281,7 @@ text_result(struct diff *df)
 		} else {
 			char p[32] = "";
 			if (c->tested)
-				snprintf(p, sizeof(p), " (p < %g)", diff_opt.alpha);
+				snprintf(p, sizeof(p), " (p < %g)", o->alpha);
 			printf("  FAIL  slower beyond %g%%%s: %s%s%s %s\n",
 			       (c->limit - 1) * 100, p, c->kind ? c->kind : "",
 			       c->kind ? " " : "", what, diff_fmt_change(b, sizeof(b), c->value));
@@ -292,8 +292,7 @@ text_result(struct diff *df)
 void
 diff_text(struct diff *df)
 {
-	unsigned reports = diff_opt.reports ? diff_opt.reports : DR_SUMMARY | DR_GROUPS;
-	printed_section = 0;
+	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
 	text_header(df);
 	if (reports & DR_SUMMARY)
 		text_summary(df);

@@ -20,8 +20,6 @@
 #include "diff.h"
 #include "common/util.h"
 
-struct diff_options diff_opt;
-
 static void
 usage(void)
 {
@@ -148,12 +146,12 @@ line_width(void)
 
 /* ---- inputs -------------------------------------------------------------------------------- */
 
-/* Aggregate one trace as trace-stats does; NULL after the reader's
- * message when it could not be read completely. */
+/* Aggregate one trace as trace-stats does, with the options `base`;
+ * NULL after the reader's message when it could not be read completely. */
 static struct agg *
-read_trace(const char *path, int by_run)
+read_trace(const struct agg_options *base, const char *path, int by_run)
 {
-	struct agg_options o = diff_opt.agg;
+	struct agg_options o = *base;
 	o.by_run = by_run;
 	struct agg *a = agg_new(&o);
 	if (!a)
@@ -211,8 +209,10 @@ looks_repeated(const char *path)
 	return found;
 }
 
-/* One trace to read, maybe in a thread of its own. */
+/* One trace to read, maybe in a thread of its own: what it reads is
+ * its own, what it shares (the options) is only read. */
 struct read_job {
+	const struct agg_options *opt;
 	const char *path;
 	int by_run;
 	int guess;               /* set by_run from the trace's first chunk */
@@ -233,7 +233,7 @@ read_job(void *arg)
 	 * looks like a repeated recording */
 	if (j->guess)
 		j->by_run = !rereadable(j->path) || looks_repeated(j->path);
-	j->agg = read_trace(j->path, j->by_run);
+	j->agg = read_trace(j->opt, j->path, j->by_run);
 	cmd_warn_to(NULL);
 	return NULL;
 }
@@ -271,7 +271,8 @@ read_both(struct diff *df)
 	struct read_job jobs[2];
 	memset(jobs, 0, sizeof(jobs));
 	for (int s = 0; s < 2; s++) {
-		jobs[s].path = diff_opt.paths[s];
+		jobs[s].opt = &df->opt->agg;
+		jobs[s].path = df->opt->paths[s];
 		jobs[s].guess = 1;
 	}
 	/* both are read, so that every damaged input is reported */
@@ -294,7 +295,8 @@ read_both(struct diff *df)
 			continue;
 		agg_free(df->agg[s]);
 		df->agg[s] = NULL;
-		again[n].path = diff_opt.paths[s];
+		again[n].opt = &df->opt->agg;
+		again[n].path = df->opt->paths[s];
 		again[n].by_run = 1;
 		side[n++] = s;
 	}
@@ -304,145 +306,182 @@ read_both(struct diff *df)
 	return df->agg[0] && df->agg[1] ? 0 : -1;
 }
 
+/* ---- main ---------------------------------------------------------------------------------- */
+
 enum {
 	O_FULL = 256, O_NORMALIZE, O_NAME, O_EXCLUDE, O_FROM, O_TO, O_METRIC,
 	O_FAIL, O_EXPECT,
 };
 
-int
-main(int argc, char **argv)
+static const struct option longopts[] = {
+	{ "csv", no_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "markdown", no_argument, NULL, 'm' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "report", required_argument, NULL, 'r' },
+	{ "top", required_argument, NULL, 'n' },
+	{ "full-names", no_argument, NULL, O_FULL },
+	{ "normalize", no_argument, NULL, O_NORMALIZE },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "exclude", required_argument, NULL, O_EXCLUDE },
+	{ "kind", required_argument, NULL, 'k' },
+	{ "from", required_argument, NULL, O_FROM },
+	{ "to", required_argument, NULL, O_TO },
+	{ "threshold", required_argument, NULL, 't' },
+	{ "alpha", required_argument, NULL, 'a' },
+	{ "metric", required_argument, NULL, O_METRIC },
+	{ "fail-if-slower", required_argument, NULL, O_FAIL },
+	{ "expect-speedup", required_argument, NULL, O_EXPECT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The regular expressions of --name and --exclude: o->agg points to
+ * them once given, so they live as long as the options. */
+struct regexes {
+	regex_t name, exclude;
+};
+
+/* The options into *o; exits on a usage error, --help or --version. */
+static void
+parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 {
-	static const struct option longopts[] = {
-		{ "csv", no_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "markdown", no_argument, NULL, 'm' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "report", required_argument, NULL, 'r' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "full-names", no_argument, NULL, O_FULL },
-		{ "normalize", no_argument, NULL, O_NORMALIZE },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "exclude", required_argument, NULL, O_EXCLUDE },
-		{ "kind", required_argument, NULL, 'k' },
-		{ "from", required_argument, NULL, O_FROM },
-		{ "to", required_argument, NULL, O_TO },
-		{ "threshold", required_argument, NULL, 't' },
-		{ "alpha", required_argument, NULL, 'a' },
-		{ "metric", required_argument, NULL, O_METRIC },
-		{ "fail-if-slower", required_argument, NULL, O_FAIL },
-		{ "expect-speedup", required_argument, NULL, O_EXPECT },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	cmd_init("trace-diff");
 	struct agg_options ao = AGG_OPTIONS_INIT;
-	diff_opt.agg = ao;
-	diff_opt.threshold = 0.05;
-	diff_opt.alpha = 0.01;
-	diff_opt.fail_if_slower = -1;
-	regex_t name_re, exclude_re;
+	memset(o, 0, sizeof(*o));
+	o->agg = ao;
+	o->threshold = 0.05;
+	o->alpha = 0.01;
+	o->fail_if_slower = -1;
 	int c;
 	while ((c = getopt_long(argc, argv, ":cjmqr:n:k:t:a:hV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': diff_opt.format = DF_CSV; break;
-		case 'j': diff_opt.format = DF_JSON; break;
-		case 'm': diff_opt.format = DF_MARKDOWN; break;
-		case 'q': diff_opt.quiet = 1; break;
-		case 'r': diff_opt.reports |= parse_reports(optarg); break;
+		case 'c': o->format = DF_CSV; break;
+		case 'j': o->format = DF_JSON; break;
+		case 'm': o->format = DF_MARKDOWN; break;
+		case 'q': o->quiet = 1; break;
+		case 'r': o->reports |= parse_reports(optarg); break;
 		case 'n':
-			if (cmd_parse_uint(optarg, &diff_opt.top) < 0 || diff_opt.top == 0)
+			if (cmd_parse_uint(optarg, &o->top) < 0 || o->top == 0)
 				cmd_usage_error("invalid --top '%s'", optarg);
 			break;
-		case O_FULL: diff_opt.full_names = 1; break;
-		case O_NORMALIZE: diff_opt.normalize = 1; break;
+		case O_FULL: o->full_names = 1; break;
+		case O_NORMALIZE: o->normalize = 1; break;
 		case O_NAME:
-			if (diff_opt.agg.name)
-				regfree(&name_re);
-			compile_regex(&name_re, optarg, "name");
-			diff_opt.agg.name = &name_re;
-			diff_opt.name_given = 1;
+			if (o->agg.name)
+				regfree(&re->name);
+			compile_regex(&re->name, optarg, "name");
+			o->agg.name = &re->name;
+			o->name_given = 1;
 			break;
 		case O_EXCLUDE:
-			if (diff_opt.agg.exclude)
-				regfree(&exclude_re);
-			compile_regex(&exclude_re, optarg, "exclude");
-			diff_opt.agg.exclude = &exclude_re;
+			if (o->agg.exclude)
+				regfree(&re->exclude);
+			compile_regex(&re->exclude, optarg, "exclude");
+			o->agg.exclude = &re->exclude;
 			break;
-		case 'k': diff_opt.kinds |= parse_kinds(optarg); break;
+		case 'k': o->kinds |= parse_kinds(optarg); break;
 		case O_FROM:
-			if (cmd_parse_duration(optarg, &diff_opt.agg.from) < 0)
+			if (cmd_parse_duration(optarg, &o->agg.from) < 0)
 				cmd_usage_error("invalid --from '%s'", optarg);
 			break;
 		case O_TO:
-			if (cmd_parse_duration(optarg, &diff_opt.agg.to) < 0)
+			if (cmd_parse_duration(optarg, &o->agg.to) < 0)
 				cmd_usage_error("invalid --to '%s'", optarg);
 			break;
 		case 't':
-			if (cmd_parse_percent(optarg, &diff_opt.threshold) < 0)
+			if (cmd_parse_percent(optarg, &o->threshold) < 0)
 				cmd_usage_error("invalid --threshold '%s'", optarg);
 			break;
 		case 'a': {
 			char *end;
-			diff_opt.alpha = strtod(optarg, &end);
-			if (end == optarg || *end || !(diff_opt.alpha > 0 && diff_opt.alpha < 1))
+			o->alpha = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->alpha > 0 && o->alpha < 1))
 				cmd_usage_error("invalid --alpha '%s' (between 0 and 1)", optarg);
 			break;
 		}
 		case O_METRIC:
-			diff_opt.metric = parse_metric(optarg);
-			diff_opt.metric_given = 1;
+			o->metric = parse_metric(optarg);
+			o->metric_given = 1;
 			break;
 		case O_FAIL:
-			if (cmd_parse_percent(optarg, &diff_opt.fail_if_slower) < 0)
+			if (cmd_parse_percent(optarg, &o->fail_if_slower) < 0)
 				cmd_usage_error("invalid --fail-if-slower '%s'", optarg);
 			break;
 		case O_EXPECT:
-			if (cmd_parse_factor(optarg, &diff_opt.expect_speedup) < 0)
+			if (cmd_parse_factor(optarg, &o->expect_speedup) < 0)
 				cmd_usage_error("invalid --expect-speedup '%s'", optarg);
 			break;
-		case 'h': usage(); return cmd_finish(0);
+		case 'h': usage(); exit(cmd_finish(0));
 		case 'V': cmd_version();
 		default: cmd_bad_option(c, argv);
 		}
 	}
-	if (argc - optind != 2)
+}
+
+/* BEFORE and AFTER, and what depends on all the options together. */
+static void
+take_operands(int argc, char **argv, struct diff_options *o)
+{
+	if (argc != 2)
 		cmd_usage_error("%s two traces: BEFORE AFTER",
-		                argc - optind < 2 ? "needs" : "compares exactly");
-	diff_opt.paths[0] = argv[optind];
-	diff_opt.paths[1] = argv[optind + 1];
-	if (strcmp(diff_opt.paths[0], "-") == 0 && strcmp(diff_opt.paths[1], "-") == 0)
+		                argc < 2 ? "needs" : "compares exactly");
+	o->paths[0] = argv[0];
+	o->paths[1] = argv[1];
+	if (strcmp(o->paths[0], "-") == 0 && strcmp(o->paths[1], "-") == 0)
 		cmd_usage_error("only one of BEFORE and AFTER can be standard input");
-	if (diff_opt.agg.to <= diff_opt.agg.from)
+	if (o->agg.to <= o->agg.from)
 		cmd_usage_error("--to must be later than --from");
-	diff_opt.line_width = diff_opt.full_names ? 0 : line_width();
+	o->line_width = o->full_names ? 0 : line_width();
+}
+
+/* Read, match, summarise and judge: the exit status, 0 or 1 (a
+ * regression), or -1 after a message when a trace could not be read
+ * or lacks the figure to judge. */
+static int
+compare(struct diff *df)
+{
+	if (read_both(df) < 0)
+		return -1;
+	diff_match(df);
+	diff_summarise(df);
+	if (diff_gate(df) < 0)
+		return -1;
+	return df->regression ? 1 : 0;
+}
+
+static void
+report(struct diff *df)
+{
+	switch (df->opt->format) {
+	case DF_TEXT: diff_text(df); break;
+	case DF_CSV: diff_csv(df); break;
+	case DF_JSON: diff_json(df); break;
+	case DF_MARKDOWN: diff_markdown(df); break;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct diff_options opt;
+	struct regexes re;
+	cmd_init("trace-diff");
+	parse_options(argc, argv, &opt, &re);
+	take_operands(argc - optind, argv + optind, &opt);
 
 	struct diff df;
 	memset(&df, 0, sizeof(df));
-	int status = 0;
-	if (read_both(&df) < 0) {
+	df.opt = &opt;
+	int status = compare(&df);
+	if (status < 0)
 		status = EXIT_USAGE;
-	} else {
-		diff_match(&df);
-		diff_summarise(&df);
-		if (diff_gate(&df) < 0) {
-			status = EXIT_USAGE;
-		} else {
-			status = df.regression ? 1 : 0;
-			if (!diff_opt.quiet) {
-				switch (diff_opt.format) {
-				case DF_TEXT: diff_text(&df); break;
-				case DF_CSV: diff_csv(&df); break;
-				case DF_JSON: diff_json(&df); break;
-				case DF_MARKDOWN: diff_markdown(&df); break;
-				}
-			}
-		}
-	}
+	else if (!opt.quiet)
+		report(&df);
 	diff_free(&df);
-	if (diff_opt.agg.name)
-		regfree(&name_re);
-	if (diff_opt.agg.exclude)
-		regfree(&exclude_re);
+	if (opt.agg.name)
+		regfree(&re.name);
+	if (opt.agg.exclude)
+		regfree(&re.exclude);
 	return cmd_finish(status);
 }
