@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "short_name.h"
+#include "support.h"
 #include "util.h"
 
 /* Past this many bytes a name loses namespaces, then inner template
@@ -105,12 +106,10 @@ cmd_short_name(const char *name, size_t max)
 	static char *buf;
 	static size_t cap;
 	size_t len = strlen(name);
-	if (cap < len + 4) {
-		cap = len + 4;
-		buf = realloc(buf, cap);
-		if (!buf)
-			cmd_die(EXIT_USAGE, "out of memory");
-	}
+	char *b = tkp_grow(buf, &cap, len + 4, 1);
+	if (!b)
+		cmd_die(EXIT_USAGE, "out of memory");
+	buf = b;
 	const char *s = name;
 	if (strncmp(s, "void ", 5) == 0 && strchr(s, '<'))
 		s += 5;

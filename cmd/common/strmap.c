@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "support.h"
 
 struct strmap_slot {
 	char *key;             /* NULL = empty */
@@ -10,22 +11,6 @@ struct strmap_slot {
 	uint64_t hash;
 	long value;
 };
-
-static uint64_t
-hash_bytes(const void *key, size_t len)
-{
-	/* FNV-1a, then a final mix so that the low bits spread */
-	const unsigned char *p = key;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
-}
 
 static struct strmap_slot *
 find(const struct strmap *m, const void *key, size_t len, uint64_t h)
@@ -44,7 +29,7 @@ strmap_get(const struct strmap *m, const void *key, size_t len)
 {
 	if (!m->cap)
 		return -1;
-	struct strmap_slot *s = find(m, key, len, hash_bytes(key, len));
+	struct strmap_slot *s = find(m, key, len, tkp_hash(key, len, 0));
 	return s->key ? s->value : -1;
 }
 
@@ -72,7 +57,7 @@ strmap_put(struct strmap *m, const void *key, size_t len, long value)
 {
 	if ((m->n + 1) * 4 > m->cap * 3 && grow(m) < 0)
 		return -1;
-	uint64_t h = hash_bytes(key, len);
+	uint64_t h = tkp_hash(key, len, 0);
 	struct strmap_slot *s = find(m, key, len, h);
 	if (!s->key) {
 		char *k = malloc(len + 1);

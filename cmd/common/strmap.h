@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A map from byte strings to non-negative integers (indices into the
- * caller's arrays), open addressing.  The map keeps its own copies of
- * the keys.
+ * caller's arrays), open addressing with support.h's tkp_hash().  The
+ * map keeps its own copies of the keys.  It cannot be walked, so the
+ * hash decides no output order: callers keep their own arrays in the
+ * order of insertion.
  */
 #ifndef TK_CMD_STRMAP_H
 #define TK_CMD_STRMAP_H

@@ -6,6 +6,7 @@
 
 #include <csv.h>
 
+#include "support.h"
 #include "table.h"
 #include "util.h"
 
@@ -20,12 +21,11 @@ table_init(struct table *t, const struct table_col *cols, size_t ncols)
 void
 table_row(struct table *t)
 {
-	if (t->nrows == t->caprows) {
-		t->caprows = t->caprows ? t->caprows * 2 : 16;
-		t->cells = realloc(t->cells, t->caprows * t->ncols * sizeof(*t->cells));
-		if (!t->cells)
-			cmd_die(EXIT_USAGE, "out of memory");
-	}
+	char **cells = tkp_grow(t->cells, &t->capcells, (t->nrows + 1) * t->ncols,
+	                        sizeof(*cells));
+	if (!cells)
+		cmd_die(EXIT_USAGE, "out of memory");
+	t->cells = cells;
 	memset(t->cells + t->nrows * t->ncols, 0, t->ncols * sizeof(*t->cells));
 	t->nrows++;
 }

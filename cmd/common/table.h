@@ -22,7 +22,7 @@ struct table {
 	size_t ncols;
 	size_t max_width;        /* cut the last column to fit; 0 = never */
 	char **cells;            /* row-major; NULL = empty */
-	size_t nrows, caprows;
+	size_t nrows, capcells;
 };
 
 void table_init(struct table *t, const struct table_col *cols, size_t ncols);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support.h"
 #include "util.h"
 
 /* The command's name, for messages: set once by cmd_init(), before any
@@ -480,13 +481,10 @@ cmd_utf8(const char *s, size_t len, size_t *out_len)
 		return s;
 	}
 	/* worst case: every byte becomes the 3-byte U+FFFD */
-	if (cap < len * 3 + 1) {
-		char *b = realloc(buf, len * 3 + 1);
-		if (!b)
-			cmd_die(EXIT_USAGE, "out of memory");
-		buf = b;
-		cap = len * 3 + 1;
-	}
+	char *b = tkp_grow(buf, &cap, len * 3 + 1, 1);
+	if (!b)
+		cmd_die(EXIT_USAGE, "out of memory");
+	buf = b;
 	memcpy(buf, s, i);
 	size_t o = i;
 	while (i < len) {
