@@ -78,6 +78,7 @@ imp_free(struct imp *im)
 	free(im->args);
 	json_decref(im->meta);
 	json_decref(im->categories);
+	imp_parser_free(&im->parse);
 	memset(im, 0, sizeof(*im));
 }
 
@@ -85,7 +86,7 @@ void
 imp_event_warn(struct imp *im, const char *fmt, ...)
 {
 	im->warnings++;
-	if (im->warnings > IMP_MAX_WARNINGS || imp_quiet)
+	if (im->warnings > IMP_MAX_WARNINGS || im->quiet)
 		return;
 	char msg[512];
 	va_list ap;

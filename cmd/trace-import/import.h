@@ -42,9 +42,6 @@
 /* Warnings printed about single events; the rest are counted. */
 #define IMP_MAX_WARNINGS 10
 
-/* Nonzero: no warnings on stderr (the fuzz target). */
-extern int imp_quiet;
-
 /* ---- run.c ----------------------------------------------------------- */
 
 struct imp_input;
@@ -53,6 +50,7 @@ struct imp_options {
 	const char *tmpdir;        /* NULL: $TMPDIR or /tmp */
 	int threads;               /* parse in a second thread */
 	int verbose;               /* the summary on stderr */
+	int quiet;                 /* no warnings on stderr (the fuzz target) */
 };
 
 /* Import `in` into `w` (open; the caller closes it).  Returns 0, 1 if
@@ -148,18 +146,23 @@ int imp_parse_u64(const char *s, size_t len, uint64_t *v);
 
 /* ---- parse.c --------------------------------------------------------- */
 
-struct imp_parse_stats {
+/* One import's parser: what it repaired, and the buffer it repairs in.
+ * Only the converting thread uses it (pipe.c's thread calls
+ * json_loadb() alone); zero it to start. */
+struct imp_parser {
 	uint64_t utf8_repaired;    /* events with invalid UTF-8 made valid */
 	uint64_t big_numbers;      /* numbers beyond 64 bits kept as text */
 	int repaired;              /* the last value parsed was repaired */
+	char *scratch;             /* the text being repaired */
+	size_t scratch_cap;
 };
 
 /* Parse one event's bytes.  Returns the value, or NULL with a message
  * and the error's byte offset within text in *err_at. */
-json_t *imp_parse(const char *text, size_t len, struct imp_parse_stats *st,
+json_t *imp_parse(const char *text, size_t len, struct imp_parser *ps,
                   char *msg, size_t msgsz, size_t *err_at);
-/* Free the scratch buffers. */
-void imp_parse_free(void);
+/* Free the scratch buffer (the counts stay). */
+void imp_parser_free(struct imp_parser *ps);
 
 /* ---- pipe.c ---------------------------------------------------------- */
 
@@ -332,8 +335,9 @@ struct imp {
 	struct imp_tracks *tracks;
 	struct imp_sort *sort;
 	struct imp_summary *sum;
-	struct imp_parse_stats parse;
+	struct imp_parser parse;
 	int verbose;
+	int quiet;                 /* no warnings on stderr */
 
 	/* B/E stacks and open async ranges */
 	struct imp_open **open;    /* hash table of open lists */

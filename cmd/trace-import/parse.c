@@ -13,32 +13,24 @@
 
 #include "import.h"
 #include "common/util.h"
-
-static char *scratch;
-static size_t scratch_cap;
+#include "support.h"
 
 void
-imp_parse_free(void)
+imp_parser_free(struct imp_parser *ps)
 {
-	free(scratch);
-	scratch = NULL;
-	scratch_cap = 0;
+	free(ps->scratch);
+	ps->scratch = NULL;
+	ps->scratch_cap = 0;
 }
 
+/* Room for n bytes of text in ps->scratch; NULL when memory runs out. */
 static char *
-reserve(size_t n)
+reserve(struct imp_parser *ps, size_t n)
 {
-	if (n > scratch_cap) {
-		size_t cap = scratch_cap ? scratch_cap : 4096;
-		while (cap < n)
-			cap *= 2;
-		char *p = realloc(scratch, cap);
-		if (!p)
-			return NULL;
-		scratch = p;
-		scratch_cap = cap;
-	}
-	return scratch;
+	char *p = tkp_grow(ps->scratch, &ps->scratch_cap, n, 1);
+	if (p)
+		ps->scratch = p;
+	return p;
 }
 
 static int
@@ -48,34 +40,35 @@ num_char(char c)
 	       c == 'e' || c == 'E';
 }
 
-/* Quote the number that ends at `end` in scratch[0, *len). */
+/* Quote the number that ends at `end` in ps->scratch[0, *len). */
 static int
-quote_number(size_t *len, size_t end)
+quote_number(struct imp_parser *ps, size_t *len, size_t end)
 {
 	size_t start = end;
-	while (start > 0 && num_char(scratch[start - 1]))
+	while (start > 0 && num_char(ps->scratch[start - 1]))
 		start--;
 	if (start == end || end > *len)
 		return -1;
-	if (!reserve(*len + 3))
+	char *b = reserve(ps, *len + 3);
+	if (!b)
 		return -1;
-	memmove(scratch + end + 2, scratch + end, *len - end);
-	memmove(scratch + start + 1, scratch + start, end - start);
-	scratch[start] = '"';
-	scratch[end + 1] = '"';
+	memmove(b + end + 2, b + end, *len - end);
+	memmove(b + start + 1, b + start, end - start);
+	b[start] = '"';
+	b[end + 1] = '"';
 	*len += 2;
 	return 0;
 }
 
 json_t *
-imp_parse(const char *text, size_t len, struct imp_parse_stats *st,
+imp_parse(const char *text, size_t len, struct imp_parser *ps,
           char *msg, size_t msgsz, size_t *err_at)
 {
 	json_error_t err;
 	/* events are objects, but top-level values may be anything */
 	const size_t flags = JSON_ALLOW_NUL | JSON_DECODE_ANY;
 	json_t *v = json_loadb(text, len, flags, &err);
-	st->repaired = 0;
+	ps->repaired = 0;
 	if (v)
 		return v;
 	const char *cur = text;
@@ -87,30 +80,33 @@ imp_parse(const char *text, size_t len, struct imp_parse_stats *st,
 		if (code == json_error_invalid_utf8 && !repaired_utf8) {
 			size_t n;
 			const char *ok = cmd_utf8(cur, cur_len, &n);
-			if (!reserve(n))
+			char *b = reserve(ps, n);
+			if (!b)
 				break;
-			memmove(scratch, ok, n);
-			cur = scratch;
+			memmove(b, ok, n);
+			cur = b;
 			cur_len = n;
 			repaired_utf8 = 1;
 		} else if (code == json_error_numeric_overflow) {
-			if (cur != scratch) {
-				if (!reserve(cur_len))
+			if (cur != ps->scratch) {
+				char *b = reserve(ps, cur_len);
+				if (!b)
 					break;
-				memcpy(scratch, cur, cur_len);
-				cur = scratch;
+				memcpy(b, cur, cur_len);
+				cur = b;
 			}
-			if (quote_number(&cur_len, (size_t)err.position) < 0)
+			if (quote_number(ps, &cur_len, (size_t)err.position) < 0)
 				break;
+			cur = ps->scratch;   /* quoting may have moved it */
 			quoted++;
 		} else {
 			break;
 		}
 		v = json_loadb(cur, cur_len, flags, &err);
 		if (v) {
-			st->utf8_repaired += repaired_utf8;
-			st->big_numbers += (uint64_t)quoted;
-			st->repaired = 1;
+			ps->utf8_repaired += repaired_utf8;
+			ps->big_numbers += (uint64_t)quoted;
+			ps->repaired = 1;
 			return v;
 		}
 	}

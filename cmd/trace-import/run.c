@@ -15,8 +15,6 @@
 #include "import.h"
 #include "common/util.h"
 
-int imp_quiet;
-
 struct run {
 	struct imp im;
 	struct imp_tracks *tracks;
@@ -26,10 +24,10 @@ struct run {
 };
 
 static void
-warn(const char *name, const char *what)
+warn(const struct run *r, const char *what)
 {
-	if (!imp_quiet)
-		cmd_warn("%s: %s", name, what);
+	if (!r->im.quiet)
+		cmd_warn("%s: %s", r->im.name, what);
 }
 
 static int
@@ -109,7 +107,7 @@ convert(struct run *r, const struct imp_item *it, json_t *v)
 				imp_summary_add(im->sum, "?", "(invalid JSON)", IMP_OUT_BAD);
 				imp_event_warn(im, "invalid JSON at byte %" PRIu64 ": %s",
 				               it->offset + at, msg);
-			} else if (!imp_quiet) {
+			} else if (!im->quiet) {
 				cmd_warn("%s: invalid JSON at byte %" PRIu64 " (top-level "
 				         "key '%s'): %s", im->name, it->offset + at, it->key, msg);
 			}
@@ -165,11 +163,11 @@ read_input(struct run *r, struct imp_input *in, int threads)
 	if (im->fatal) {
 		rc = 0;    /* the writing failed, not the reading: imp_run says */
 	} else if (rc < 0) {
-		warn(in->name, sc.errmsg);
+		warn(r, sc.errmsg);
 		r->error = strdup(sc.errmsg);
 		status = 1;
 	} else if (!sc.events_arrays) {
-		warn(in->name, "no traceEvents array: not a Chrome trace");
+		warn(r, "no traceEvents array: not a Chrome trace");
 		r->error = strdup("no traceEvents array");
 		status = 1;
 	}
@@ -188,9 +186,10 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	r.sort = imp_sort_new(r.tracks, o->memory, o->tmpdir);
 	r.sum = imp_summary_new();
 	imp_init(&r.im, in->name, r.tracks, r.sort, r.sum);
+	r.im.quiet = o->quiet;
 	int status = read_input(&r, in, o->threads);
 	if (r.im.fatal) {
-		warn(in->name, imp_sort_error(r.sort));
+		warn(&r, imp_sort_error(r.sort));
 		status = EXIT_USAGE;
 		goto out;
 	}
@@ -209,12 +208,12 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 		/* the reader of the output went away (| head): quietly */
 		if (tk_writer_errno(w) == EPIPE)
 			goto out;
-		warn(in->name, imp_sort_error(r.sort));
+		warn(&r, imp_sort_error(r.sort));
 		status = EXIT_USAGE;
 	}
 	imp_summary_note(r.sum, "samples of Kineto's memory totals that repeat "
 	                 "the value before (not written)", imp_sort_repeats(r.sort));
-	if (r.im.warnings > IMP_MAX_WARNINGS && !imp_quiet)
+	if (r.im.warnings > IMP_MAX_WARNINGS && !r.im.quiet)
 		cmd_warn("%s: %" PRIu64 " more events could not be read", in->name,
 		         r.im.warnings - IMP_MAX_WARNINGS);
 	if (o->verbose)
@@ -224,7 +223,6 @@ out:
 	imp_summary_free(r.sum);
 	imp_sort_free(r.sort);
 	imp_tracks_free(r.tracks);
-	imp_parse_free();
 	free(r.error);
 	return status;
 }

@@ -259,13 +259,12 @@ full(const struct imp_sort *s)
 
 /* ---- sorting and writing ------------------------------------------------------- */
 
-static const struct rec *cmp_recs;
-
+/* qsort_r: `recs` is the array the indexes point into. */
 static int
-cmp_idx(const void *a, const void *b)
+cmp_idx(const void *a, const void *b, void *recs)
 {
-	const struct rec *x = &cmp_recs[*(const uint32_t *)a];
-	const struct rec *y = &cmp_recs[*(const uint32_t *)b];
+	const struct rec *x = (const struct rec *)recs + *(const uint32_t *)a;
+	const struct rec *y = (const struct rec *)recs + *(const uint32_t *)b;
 	if (x->ev.ts != y->ev.ts)
 		return x->ev.ts < y->ev.ts ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -278,8 +277,7 @@ sort_recs(struct imp_sort *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		s->idx[i] = (uint32_t)i;
-	cmp_recs = s->recs;
-	qsort(s->idx, s->n, sizeof(*s->idx), cmp_idx);
+	qsort_r(s->idx, s->n, sizeof(*s->idx), cmp_idx, s->recs);
 }
 
 /* Fresh id maps for a new writer. */

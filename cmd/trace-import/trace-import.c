@@ -117,7 +117,10 @@ main(int argc, char **argv)
 		return quiet ? 0 : EXIT_USAGE;
 	}
 
-	struct imp_options io = { opt.memory, opt.tmpdir, 1, opt.verbose };
+	struct imp_options io = {
+		.memory = opt.memory, .tmpdir = opt.tmpdir, .threads = 1,
+		.verbose = opt.verbose,
+	};
 	/* a second thread parses while this one converts: on unless
 	 * TK_IMPORT_THREADS=0 */
 	const char *th = getenv("TK_IMPORT_THREADS");

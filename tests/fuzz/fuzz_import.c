@@ -22,7 +22,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	if (!ready) {
 		imp_alloc_init();
-		imp_quiet = 1;
 		ready = 1;
 	}
 	struct imp_input in;
@@ -34,7 +33,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tk_writer *w = tk_writer_new();
 	if (!f || !w || tk_writer_open_fd(w, fileno(f), "fuzz", NULL) != TK_OK)
 		abort();
-	struct imp_options o = { 16u << 10, NULL, 0, 0 };
+	struct imp_options o = { .memory = 16u << 10, .quiet = 1 };
 	int status = imp_run(&in, w, &o);
 	imp_input_close(&in);
 	if (status == 2) {

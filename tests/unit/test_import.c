@@ -236,7 +236,7 @@ TEST(splitter_large_input)
 
 TEST(parse_repairs)
 {
-	struct imp_parse_stats st = { 0 };
+	struct imp_parser st = { 0 };
 	char msg[256];
 	size_t at;
 	const char *bad = "{\"name\":\"a\xff\",\"id\":18446744073709551615,"
@@ -257,7 +257,7 @@ TEST(parse_repairs)
 	CHECK(v == NULL);
 	CHECK_EQ_INT(at, 8);
 	CHECK_STR(msg, "string or '}' expected near ','");
-	imp_parse_free();
+	imp_parser_free(&st);
 }
 
 /* ---- the input ---------------------------------------------------------------------- */
