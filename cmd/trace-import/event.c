@@ -24,6 +24,7 @@
 
 #include "import.h"
 #include "common/util.h"
+#include "support.h"
 
 /* An open B slice, or an open async range. */
 struct imp_open {
@@ -132,14 +133,10 @@ real_digits(json_t *v, int have)
 static char *
 args_buf(struct imp *im, size_t n)
 {
-	if (n > im->args_cap) {
-		char *p = realloc(im->args, n);
-		if (!p)
-			cmd_die(EXIT_USAGE, "out of memory");
-		im->args = p;
-		im->args_cap = n;
-	}
-	return im->args;
+	char *p = tkp_grow(im->args, &im->args_cap, n, 1);
+	if (!p)
+		cmd_die(EXIT_USAGE, "out of memory");
+	return im->args = p;
 }
 
 /* JSON text validated by jansson, without the white space between its

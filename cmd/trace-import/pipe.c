@@ -26,6 +26,7 @@
 
 #include "import.h"
 #include "common/util.h"
+#include "support.h"
 
 #define BATCH_TEXT (64u * 1024u)
 #define ARENA_BLOCK (128u * 1024u)
@@ -270,15 +271,9 @@ submit(struct imp_pipe *p)
 static void *
 grow(void *ptr, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return ptr;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(ptr, n * size);
+	void *q = tkp_grow(ptr, cap, need, size);
 	if (!q)
 		cmd_die(EXIT_USAGE, "out of memory");
-	*cap = n;
 	return q;
 }
 

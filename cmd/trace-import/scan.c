@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "support.h"
 
 #define READ_SIZE (1u << 20)
 
@@ -301,15 +302,12 @@ read_key(struct imp_scan *s)
 		k = json_string_value(dec);
 		n = strlen(k);
 	}
-	if (n + 1 > s->key_cap) {
-		char *p = realloc(s->key, n + 1);
-		if (!p) {
-			json_decref(dec);
-			return fail(s, "out of memory", s->pos);
-		}
-		s->key = p;
-		s->key_cap = n + 1;
+	char *p = tkp_grow(s->key, &s->key_cap, n + 1, 1);
+	if (!p) {
+		json_decref(dec);
+		return fail(s, "out of memory", s->pos);
 	}
+	s->key = p;
 	memcpy(s->key, k, n);
 	s->key[n] = 0;
 	json_decref(dec);

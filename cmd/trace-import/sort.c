@@ -28,6 +28,7 @@
 
 #include "import.h"
 #include "common/util.h"
+#include "support.h"
 
 #define BLOCK_SIZE (64u * 1024u)
 #define MAX_RUNS 48
@@ -73,6 +74,7 @@ struct imp_sort {
 	size_t nstrs, capstrs;
 	uint64_t seq;
 	struct run *runs;        /* sorted runs in temporary files */
+	size_t capruns;
 	uint32_t nruns, total_runs;
 	uint32_t *map, *dmap;    /* track and device ids in a writer */
 	uint32_t nmap;
@@ -203,15 +205,6 @@ arena_alloc(struct imp_sort *s, size_t n)
 	return p;
 }
 
-static uint64_t
-hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-	return h | 1;            /* 0 marks an empty slot */
-}
-
 /* The copy of s in this run's arena (one per distinct string). */
 static const char *
 intern(struct imp_sort *s, const char *str)
@@ -236,7 +229,7 @@ intern(struct imp_sort *s, const char *str)
 		s->strs = t;
 		s->capstrs = cap;
 	}
-	uint64_t h = hash_bytes(str, n);
+	uint64_t h = tkp_hash(str, n, 0) | 1;   /* 0 marks an empty slot */
 	size_t j = h & (s->capstrs - 1);
 	for (; s->strs[j].hash; j = (j + 1) & (s->capstrs - 1))
 		if (s->strs[j].hash == h && strcmp(s->strs[j].s, str) == 0)
@@ -398,7 +391,7 @@ end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
 		close(fd);
 		return -1;
 	}
-	struct run *r = realloc(s->runs, (s->nruns + 1) * sizeof(*r));
+	struct run *r = tkp_grow(s->runs, &s->capruns, s->nruns + 1, sizeof(*r));
 	if (!r)
 		cmd_die(EXIT_USAGE, "out of memory");
 	s->runs = r;

@@ -11,6 +11,7 @@
 
 #include "import.h"
 #include "common/util.h"
+#include "support.h"
 
 /* Distinct (phase, category) rows kept; the rest share one row. */
 #define MAX_ROWS 200
@@ -27,10 +28,10 @@ struct note {
 
 struct imp_summary {
 	struct row *rows;
-	size_t nrows;
+	size_t nrows, caprows;
 	size_t last;             /* the row found last time */
 	struct note *notes;
-	size_t nnotes;
+	size_t nnotes, capnotes;
 };
 
 struct imp_summary *
@@ -98,7 +99,8 @@ imp_summary_add(struct imp_summary *s, const char *ph, const char *cat,
 				r = &s->rows[i];
 	}
 	if (!r) {
-		struct row *rows = realloc(s->rows, (s->nrows + 1) * sizeof(*rows));
+		struct row *rows = tkp_grow(s->rows, &s->caprows, s->nrows + 1,
+		                            sizeof(*rows));
 		if (!rows)
 			cmd_die(EXIT_USAGE, "out of memory");
 		s->rows = rows;
@@ -120,7 +122,8 @@ imp_summary_note(struct imp_summary *s, const char *what, uint64_t n)
 			s->notes[i].n += n;
 			return;
 		}
-	struct note *nt = realloc(s->notes, (s->nnotes + 1) * sizeof(*nt));
+	struct note *nt = tkp_grow(s->notes, &s->capnotes, s->nnotes + 1,
+	                           sizeof(*nt));
 	if (!nt)
 		cmd_die(EXIT_USAGE, "out of memory");
 	s->notes = nt;

@@ -21,6 +21,7 @@
 
 #include "import.h"
 #include "common/util.h"
+#include "support.h"
 
 /* Ids for pids and tids given as strings that are not numbers: above
  * any OS pid (2^22) and trace-to-chrome's made-up ids, so they cannot
@@ -66,20 +67,30 @@ struct slot {
 
 struct imp_tracks {
 	struct imp_trk *trk;     /* index 0 unused */
-	uint32_t ntrk, captrk;
+	uint32_t ntrk;
+	size_t captrk;
 	struct tk_device *dev;   /* index 0 unused */
-	uint32_t ndev, capdev;
+	uint32_t ndev;
+	size_t capdev;
 	struct slot *map;
 	size_t mapcap, mapn;
 	char **names;            /* index 0 unused */
-	uint32_t nnames, capnames;
+	uint32_t nnames;
+	size_t capnames;
 	char *host;
 	uint32_t cpu_owner;      /* first process with a thread */
 	uint32_t api_owner;      /* first process that called CUDA */
 	uint32_t nstrids;        /* string ids handed out */
 };
 
-
+static void *
+grow(void *items, size_t *cap, size_t need, size_t size)
+{
+	void *p = tkp_grow(items, cap, need, size);
+	if (!p)
+		cmd_die(EXIT_USAGE, "out of memory");
+	return p;
+}
 
 struct imp_tracks *
 imp_tracks_new(void)
@@ -171,10 +182,7 @@ put(struct imp_tracks *t, uint32_t tag, uint64_t a, uint64_t b, uint32_t val)
 static uint32_t
 add_name(struct imp_tracks *t, const char *s)
 {
-	if (t->nnames >= t->capnames) {
-		t->capnames = t->capnames ? t->capnames * 2 : 64;
-		t->names = cmd_xrealloc(t->names, t->capnames * sizeof(*t->names));
-	}
+	t->names = grow(t->names, &t->capnames, t->nnames + 1, sizeof(*t->names));
 	t->names[t->nnames] = cmd_xstrdup(s);
 	return t->nnames++;
 }
@@ -275,10 +283,7 @@ imp_tracks_set_host(struct imp_tracks *t, const char *host)
 static uint32_t
 new_track(struct imp_tracks *t, uint8_t type)
 {
-	if (t->ntrk >= t->captrk) {
-		t->captrk = t->captrk ? t->captrk * 2 : 64;
-		t->trk = cmd_xrealloc(t->trk, t->captrk * sizeof(*t->trk));
-	}
+	t->trk = grow(t->trk, &t->captrk, (size_t)t->ntrk + 1, sizeof(*t->trk));
 	uint32_t i = t->ntrk++;
 	memset(&t->trk[i], 0, sizeof(t->trk[i]));
 	t->trk[i].type = type;
@@ -320,10 +325,7 @@ imp_device(struct imp_tracks *t, uint32_t index)
 	uint32_t d = get(t, K_DEVICE, index, 0);
 	if (d)
 		return d;
-	if (t->ndev >= t->capdev) {
-		t->capdev = t->capdev ? t->capdev * 2 : 16;
-		t->dev = cmd_xrealloc(t->dev, t->capdev * sizeof(*t->dev));
-	}
+	t->dev = grow(t->dev, &t->capdev, (size_t)t->ndev + 1, sizeof(*t->dev));
 	d = t->ndev++;
 	memset(&t->dev[d], 0, sizeof(t->dev[d]));
 	t->dev[d].id = d;
