@@ -854,6 +854,271 @@ field_slot(struct fields *f, const char *k)
 	return NULL;
 }
 
+/* A Chrome event being converted: the parsed value (which owns what x
+ * points to), its bytes, its fields, and what they say. */
+struct chrome_event {
+	json_t *v;
+	const struct imp_item *it;
+	struct fields f;
+	struct imp_x x;
+};
+
+/* Every top-level key into its field; the others, as chrome.<key>, into
+ * f->extra (the caller releases it). */
+static void
+read_fields(json_t *ev, struct fields *f)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(ev, key, v) {
+		json_t **slot = field_slot(f, key);
+		if (slot) {
+			*slot = v;
+			continue;
+		}
+		if (!f->extra && !(f->extra = json_object()))
+			cmd_die(EXIT_USAGE, "out of memory");
+		size_t kn = strlen(key) + 8;
+		char *k = malloc(kn);
+		if (!k)
+			cmd_die(EXIT_USAGE, "out of memory");
+		snprintf(k, kn, "chrome.%s", key);
+		json_object_set(f->extra, k, v);
+		free(k);
+	}
+}
+
+/* What every phase needs: the phase, category, name, pid and tid into
+ * e->x.  0, or -1 for an event that cannot be read (warned, counted). */
+static int
+read_identity(struct imp *im, struct chrome_event *e)
+{
+	const struct fields *f = &e->f;
+	struct imp_x *x = &e->x;
+	x->phs = str_or(f->ph, NULL);
+	x->cat = str_or(f->cat, "");
+	x->name = str_or(f->name, "");
+	if (!x->phs || !*x->phs) {
+		imp_event_warn(im, f->ph ? "'ph' is not a phase" : "no 'ph'");
+		return bad(im, "?", x->cat);
+	}
+	if (f->cat && !json_is_string(f->cat) && !json_is_null(f->cat)) {
+		imp_event_warn(im, "'cat' is not a string");
+		return bad(im, x->phs, "");
+	}
+	if (f->name && !json_is_string(f->name) && !json_is_null(f->name)) {
+		imp_event_warn(im, "'name' is not a string");
+		return bad(im, x->phs, x->cat);
+	}
+	char msg[128];
+	if (imp_tracks_id(im->tracks, f->pid, &x->pid, msg, sizeof(msg)) < 0) {
+		imp_event_warn(im, "'pid' %s", msg);
+		return bad(im, x->phs, x->cat);
+	}
+	if (imp_tracks_id(im->tracks, f->tid, &x->tid, msg, sizeof(msg)) < 0) {
+		imp_event_warn(im, "'tid' %s", msg);
+		return bad(im, x->phs, x->cat);
+	}
+	x->ph = x->phs[1] ? '?' : x->phs[0];
+	return 0;
+}
+
+/* Then its time (metadata has none) and args, extra keys included.
+ * 0, or -1 for an event that cannot be read (warned, counted). */
+static int
+read_time_args(struct imp *im, struct chrome_event *e)
+{
+	const struct fields *f = &e->f;
+	const struct imp_item *it = e->it;
+	struct imp_x *x = &e->x;
+	if (x->ph != 'M') {
+		if (!f->ts && !it->span[IMP_SPAN_TS].len) {
+			imp_event_warn(im, "no 'ts'");
+			return bad(im, x->phs, x->cat);
+		}
+		if (time_of(im, it, IMP_SPAN_TS, f->ts, "ts", &x->ts) < 0)
+			return bad(im, x->phs, x->cat);
+	}
+	if (f->args && !json_is_null(f->args) && !json_is_object(f->args)) {
+		imp_event_warn(im, "'args' is not an object");
+		return bad(im, x->phs, x->cat);
+	}
+	x->args = json_is_object(f->args) ? f->args : NULL;
+	if (x->args && it->span[IMP_SPAN_ARGS].len && !im->parse.repaired) {
+		x->args_text = it->text + it->span[IMP_SPAN_ARGS].off;
+		x->args_len = it->span[IMP_SPAN_ARGS].len;
+		x->args_keys = json_object_size(x->args);
+	}
+	if (f->extra)
+		json_object_update(ensure_args(e->v, x), f->extra);
+	x->scope = 't';
+	return 0;
+}
+
+/* X: a complete slice. */
+static int
+phase_complete(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	x->dur = 0;
+	if (e->f.dur || e->it->span[IMP_SPAN_DUR].len) {
+		if (time_of(im, e->it, IMP_SPAN_DUR, e->f.dur, "dur", &x->dur) < 0)
+			return bad(im, x->phs, x->cat);
+		if (x->dur < 0) {
+			imp_summary_note(im->sum, "negative 'dur' set to 0", 1);
+			x->dur = 0;
+		}
+	} else {
+		imp_summary_note(im->sum, "X without 'dur': duration 0", 1);
+	}
+	return complete(im, x);
+}
+
+/* B and E pair on their track: the open slices' hash. */
+static uint64_t
+slice_hash(uint32_t track)
+{
+	return track * 0x9e3779b97f4a7c15ull | 1;
+}
+
+/* B: a slice open until its E. */
+static int
+phase_begin(struct imp *im, struct chrome_event *e)
+{
+	struct imp_open *o = new_open(e->v, &e->x, 'B');
+	o->track = imp_x_track(im, &e->x);
+	o->hash = slice_hash(o->track);
+	o->offset = e->it->offset;
+	push_open(im, o);
+	return 0;
+}
+
+/* An end that found its begin o: the range is written as of the begin
+ * (warnings name the begin's byte offset), and o is done. */
+static int
+close_open(struct imp *im, struct imp_open *o, const struct imp_x *end,
+           uint32_t end_track)
+{
+	imp_summary_add(im->sum, end->phs, end->cat, IMP_OUT_PAIRED);
+	uint64_t off = im->offset;
+	im->offset = o->offset;
+	int rc = o->kind == 'B' ? end_slice(im, o, end->ts, end->args, end->name)
+	                        : end_async(im, o, end->ts, end_track, end->args);
+	im->offset = off;
+	free_open(o);
+	return rc;
+}
+
+/* E: ends the newest open B on its track. */
+static int
+phase_end(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	uint32_t track = imp_x_track(im, x);
+	struct imp_open *o = pop_open(im, 'B', slice_hash(track), track, NULL);
+	if (!o) {
+		imp_summary_add(im->sum, x->phs, x->cat, IMP_OUT_UNMATCHED_END);
+		return 0;
+	}
+	return close_open(im, o, x, 0);
+}
+
+/* i, I, R: an instant; its scope s says thread, process or global. */
+static int
+phase_instant(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	if (json_is_string(e->f.s)) {
+		const char *s = json_string_value(e->f.s);
+		if (strcmp(s, "t") == 0 || strcmp(s, "p") == 0) {
+			x->scope = s[0];
+		} else {
+			json_object_set(ensure_args(e->v, x), "chrome.s", e->f.s);
+			x->scope = s[0] == 'g' ? 'g' : 't';
+		}
+	}
+	x->ph = 'i';
+	return complete(im, x);
+}
+
+/* b, S: an async range open until its end with the same key. */
+static int
+phase_async_begin(struct imp *im, struct chrome_event *e)
+{
+	uint64_t idv, h;
+	char *k = async_key(&e->x, e->f.id, e->f.id2, e->f.scope, &idv, &h);
+	struct imp_open *o = new_open(e->v, &e->x, e->x.ph);
+	o->key = k;
+	o->hash = h;
+	o->id = idv;
+	o->offset = e->it->offset;
+	push_open(im, o);
+	return 0;
+}
+
+/* e, F: ends the newest open b (or S) with the same key. */
+static int
+phase_async_end(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	uint64_t idv, h;
+	char *k = async_key(x, e->f.id, e->f.id2, e->f.scope, &idv, &h);
+	struct imp_open *o = pop_open(im, x->ph == 'e' ? 'b' : 'S', h, 0, k);
+	free(k);
+	if (!o) {
+		imp_summary_add(im->sum, x->phs, x->cat, IMP_OUT_UNMATCHED_END);
+		return 0;
+	}
+	return close_open(im, o, x, imp_x_track(im, x));
+}
+
+/* n, T, p: an instant of an async operation, a mark with its id. */
+static int
+phase_async_instant(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	struct tk_event ev = { 0 };
+	ev.kind = TK_MARK;
+	ev.ts = x->ts;
+	ev.name = x->name;
+	ev.track = imp_x_track(im, x);
+	ev.u.range.domain = domain_of(x->cat);
+	ev.u.range.id = id_value(e->f.id ? e->f.id : e->f.id2);
+	if (x->ph != 'n')
+		json_object_set_new(ensure_args(e->v, x), "chrome.ph", json_string(x->phs));
+	range_attrs(im, x, &ev.u.range);
+	return imp_emit(im, &ev, x);
+}
+
+/* s, t, f: one end of a flow arrow. */
+static int
+phase_flow(struct imp *im, struct chrome_event *e)
+{
+	if (!e->f.id && !e->f.id2) {
+		imp_event_warn(im, "flow event without 'id'");
+		return bad(im, e->x.phs, e->x.cat);
+	}
+	return flow(im, &e->x, e->f.id ? e->f.id : e->f.id2, e->f.bp);
+}
+
+/* Samples, object snapshots, memory dumps, clock syncs, ...: kept as
+ * marks with their phase. */
+static int
+phase_other(struct imp *im, struct chrome_event *e)
+{
+	struct imp_x *x = &e->x;
+	struct tk_event ev = { 0 };
+	ev.kind = TK_MARK;
+	ev.ts = x->ts;
+	ev.name = x->name;
+	ev.track = imp_x_track(im, x);
+	ev.u.range.domain = domain_of(x->cat);
+	json_object_set_new(ensure_args(e->v, x), "chrome.ph", json_string(x->phs));
+	if (e->f.id)
+		json_object_set(x->args, "chrome.id", e->f.id);
+	return imp_emit(im, &ev, x);
+}
+
 int
 imp_event(struct imp *im, json_t *ev, const struct imp_item *it)
 {
@@ -864,224 +1129,26 @@ imp_event(struct imp *im, json_t *ev, const struct imp_item *it)
 		imp_event_warn(im, "not an object");
 		return bad(im, "?", "");
 	}
-	struct fields f = { 0 };
-	const char *key;
-	json_t *v;
-	json_object_foreach(ev, key, v) {
-		json_t **slot = field_slot(&f, key);
-		if (slot) {
-			*slot = v;
-			continue;
-		}
-		if (!f.extra && !(f.extra = json_object()))
-			cmd_die(EXIT_USAGE, "out of memory");
-		size_t kn = strlen(key) + 8;
-		char *k = malloc(kn);
-		if (!k)
-			cmd_die(EXIT_USAGE, "out of memory");
-		snprintf(k, kn, "chrome.%s", key);
-		json_object_set(f.extra, k, v);
-		free(k);
-	}
-	int rc = -1;
-	struct imp_x x = { 0 };
-	x.phs = str_or(f.ph, NULL);
-	x.cat = str_or(f.cat, "");
-	x.name = str_or(f.name, "");
-	if (!x.phs || !*x.phs) {
-		imp_event_warn(im, f.ph ? "'ph' is not a phase" : "no 'ph'");
-		rc = bad(im, "?", x.cat);
-		goto out;
-	}
-	if (f.cat && !json_is_string(f.cat) && !json_is_null(f.cat)) {
-		imp_event_warn(im, "'cat' is not a string");
-		rc = bad(im, x.phs, "");
-		goto out;
-	}
-	if (f.name && !json_is_string(f.name) && !json_is_null(f.name)) {
-		imp_event_warn(im, "'name' is not a string");
-		rc = bad(im, x.phs, x.cat);
-		goto out;
-	}
-	char msg[128];
-	if (imp_tracks_id(im->tracks, f.pid, &x.pid, msg, sizeof(msg)) < 0) {
-		imp_event_warn(im, "'pid' %s", msg);
-		rc = bad(im, x.phs, x.cat);
-		goto out;
-	}
-	if (imp_tracks_id(im->tracks, f.tid, &x.tid, msg, sizeof(msg)) < 0) {
-		imp_event_warn(im, "'tid' %s", msg);
-		rc = bad(im, x.phs, x.cat);
-		goto out;
-	}
-	x.ph = x.phs[1] ? '?' : x.phs[0];
-	if (x.ph != 'M') {
-		if (!f.ts && !it->span[IMP_SPAN_TS].len) {
-			imp_event_warn(im, "no 'ts'");
-			rc = bad(im, x.phs, x.cat);
-			goto out;
-		}
-		if (time_of(im, it, IMP_SPAN_TS, f.ts, "ts", &x.ts) < 0) {
-			rc = bad(im, x.phs, x.cat);
-			goto out;
+	struct chrome_event e = { .v = ev, .it = it };
+	read_fields(ev, &e.f);
+	int rc = read_identity(im, &e);
+	if (rc == 0)
+		rc = read_time_args(im, &e);
+	if (rc == 0) {
+		switch (e.x.ph) {
+		case 'X': rc = phase_complete(im, &e); break;
+		case 'B': rc = phase_begin(im, &e); break;
+		case 'E': rc = phase_end(im, &e); break;
+		case 'i': case 'I': case 'R': rc = phase_instant(im, &e); break;
+		case 'C': rc = counter(im, &e.x, e.f.id); break;
+		case 'b': case 'S': rc = phase_async_begin(im, &e); break;
+		case 'e': case 'F': rc = phase_async_end(im, &e); break;
+		case 'n': case 'T': case 'p': rc = phase_async_instant(im, &e); break;
+		case 's': case 't': case 'f': rc = phase_flow(im, &e); break;
+		case 'M': rc = metadata(im, &e.x); break;
+		default: rc = phase_other(im, &e); break;
 		}
 	}
-	if (f.args && !json_is_null(f.args) && !json_is_object(f.args)) {
-		imp_event_warn(im, "'args' is not an object");
-		rc = bad(im, x.phs, x.cat);
-		goto out;
-	}
-	x.args = json_is_object(f.args) ? f.args : NULL;
-	if (x.args && it->span[IMP_SPAN_ARGS].len && !im->parse.repaired) {
-		x.args_text = it->text + it->span[IMP_SPAN_ARGS].off;
-		x.args_len = it->span[IMP_SPAN_ARGS].len;
-		x.args_keys = json_object_size(x.args);
-	}
-	if (f.extra)
-		json_object_update(ensure_args(ev, &x), f.extra);
-	x.scope = 't';
-
-	switch (x.ph) {
-	case 'X':
-		x.dur = 0;
-		if (f.dur || it->span[IMP_SPAN_DUR].len) {
-			if (time_of(im, it, IMP_SPAN_DUR, f.dur, "dur", &x.dur) < 0) {
-				rc = bad(im, x.phs, x.cat);
-				goto out;
-			}
-			if (x.dur < 0) {
-				imp_summary_note(im->sum, "negative 'dur' set to 0", 1);
-				x.dur = 0;
-			}
-		} else {
-			imp_summary_note(im->sum, "X without 'dur': duration 0", 1);
-		}
-		rc = complete(im, &x);
-		break;
-	case 'B': {
-		struct imp_open *o = new_open(ev, &x, 'B');
-		o->track = imp_x_track(im, &x);
-		o->hash = o->track * 0x9e3779b97f4a7c15ull | 1;
-		o->offset = it->offset;
-		push_open(im, o);
-		rc = 0;
-		break;
-	}
-	case 'E': {
-		uint32_t track = imp_x_track(im, &x);
-		struct imp_open *o = pop_open(im, 'B', track * 0x9e3779b97f4a7c15ull | 1,
-		                              track, NULL);
-		if (!o) {
-			imp_summary_add(im->sum, x.phs, x.cat, IMP_OUT_UNMATCHED_END);
-			rc = 0;
-			break;
-		}
-		imp_summary_add(im->sum, x.phs, x.cat, IMP_OUT_PAIRED);
-		uint64_t off = im->offset;
-		im->offset = o->offset;
-		rc = end_slice(im, o, x.ts, x.args, x.name);
-		im->offset = off;
-		free_open(o);
-		break;
-	}
-	case 'i':
-	case 'I':
-	case 'R':
-		if (json_is_string(f.s)) {
-			const char *s = json_string_value(f.s);
-			if (strcmp(s, "t") == 0 || strcmp(s, "p") == 0) {
-				x.scope = s[0];
-			} else {
-				json_object_set(ensure_args(ev, &x), "chrome.s", f.s);
-				x.scope = s[0] == 'g' ? 'g' : 't';
-			}
-		}
-		x.ph = 'i';
-		rc = complete(im, &x);
-		break;
-	case 'C':
-		rc = counter(im, &x, f.id);
-		break;
-	case 'b':
-	case 'S': {
-		uint64_t idv, h;
-		char *k = async_key(&x, f.id, f.id2, f.scope, &idv, &h);
-		struct imp_open *o = new_open(ev, &x, x.ph);
-		o->key = k;
-		o->hash = h;
-		o->id = idv;
-		o->offset = it->offset;
-		push_open(im, o);
-		rc = 0;
-		break;
-	}
-	case 'e':
-	case 'F': {
-		uint64_t idv, h;
-		char *k = async_key(&x, f.id, f.id2, f.scope, &idv, &h);
-		struct imp_open *o = pop_open(im, x.ph == 'e' ? 'b' : 'S', h, 0, k);
-		free(k);
-		if (!o) {
-			imp_summary_add(im->sum, x.phs, x.cat, IMP_OUT_UNMATCHED_END);
-			rc = 0;
-			break;
-		}
-		imp_summary_add(im->sum, x.phs, x.cat, IMP_OUT_PAIRED);
-		uint32_t end_track = imp_x_track(im, &x);
-		uint64_t off = im->offset;
-		im->offset = o->offset;
-		rc = end_async(im, o, x.ts, end_track, x.args);
-		im->offset = off;
-		free_open(o);
-		break;
-	}
-	case 'n':
-	case 'T':
-	case 'p': {
-		/* an instant of an async operation: a mark with its id */
-		struct tk_event e = { 0 };
-		e.kind = TK_MARK;
-		e.ts = x.ts;
-		e.name = x.name;
-		e.track = imp_x_track(im, &x);
-		e.u.range.domain = domain_of(x.cat);
-		e.u.range.id = id_value(f.id ? f.id : f.id2);
-		if (x.ph != 'n')
-			json_object_set_new(ensure_args(ev, &x), "chrome.ph", json_string(x.phs));
-		range_attrs(im, &x, &e.u.range);
-		rc = imp_emit(im, &e, &x);
-		break;
-	}
-	case 's':
-	case 't':
-	case 'f':
-		if (!f.id && !f.id2) {
-			imp_event_warn(im, "flow event without 'id'");
-			rc = bad(im, x.phs, x.cat);
-			break;
-		}
-		rc = flow(im, &x, f.id ? f.id : f.id2, f.bp);
-		break;
-	case 'M':
-		rc = metadata(im, &x);
-		break;
-	default: {
-		/* samples, object snapshots, memory dumps, clock syncs, ...:
-		 * kept as marks with their phase */
-		struct tk_event e = { 0 };
-		e.kind = TK_MARK;
-		e.ts = x.ts;
-		e.name = x.name;
-		e.track = imp_x_track(im, &x);
-		e.u.range.domain = domain_of(x.cat);
-		json_object_set_new(ensure_args(ev, &x), "chrome.ph", json_string(x.phs));
-		if (f.id)
-			json_object_set(x.args, "chrome.id", f.id);
-		rc = imp_emit(im, &e, &x);
-		break;
-	}
-	}
-out:
-	json_decref(f.extra);
+	json_decref(e.f.extra);
 	return rc;
 }

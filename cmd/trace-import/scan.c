@@ -364,136 +364,181 @@ expected(struct imp_scan *s, int c, const char *what)
 	return fail(s, what, s->pos);
 }
 
+/* The steps of imp_scan_next(), one per state: each returns 1 with an
+ * item, 0 at the clean end, -1 on an error, or NEXT when it only moved
+ * on to another state. */
+#define NEXT 2
+
+/* The start: '{' or '[', after a UTF-8 byte order mark if any. */
+static int
+scan_start(struct imp_scan *s)
+{
+	int c = peek(s);
+	/* a UTF-8 byte order mark is allowed before the text */
+	if (c == 0xef && s->base == 0 && s->pos == 0) {
+		while (s->end < 3 && !s->eof && more(s) > 0)
+			;
+		if (s->end >= 3 && memcmp(s->buf, "\xef\xbb\xbf", 3) == 0) {
+			s->pos = 3;
+			return NEXT;
+		}
+	}
+	if (c == '{') {
+		s->pos++;
+		s->state = S_OBJ_FIRST;
+	} else if (c == '[') {
+		s->pos++;
+		s->top_array = 1;
+		s->events_arrays++;
+		s->state = S_ARR_FIRST;
+	} else if (c == -1) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "the input is empty");
+		s->state = S_FAILED;
+		return -1;
+	} else {
+		return expected(s, c, "not JSON: expected '{' or '['");
+	}
+	return NEXT;
+}
+
+/* In the top-level object: a key, or the end of an empty object. */
+static int
+scan_key(struct imp_scan *s)
+{
+	int c = peek(s);
+	if (c == '}' && s->state == S_OBJ_FIRST) {
+		s->pos++;
+		s->state = S_END;
+		return NEXT;
+	}
+	if (c != '"')
+		return expected(s, c, s->state == S_OBJ_FIRST
+		                ? "expected a key or '}'" : "expected a key");
+	if (read_key(s) < 0)
+		return -1;
+	s->state = S_OBJ_COLON;
+	return NEXT;
+}
+
+/* After a key: its value, an item, or for traceEvents the array whose
+ * elements are the events. */
+static int
+scan_key_value(struct imp_scan *s, struct imp_item *it)
+{
+	int c = peek(s);
+	if (c != ':')
+		return expected(s, c, "expected ':'");
+	s->pos++;
+	c = peek(s);
+	if (c < 0)
+		return expected(s, c, "expected a value");
+	if (strcmp(s->key, "traceEvents") == 0) {
+		if (c != '[')
+			return fail(s, "'traceEvents' is not an array", s->pos);
+		s->pos++;
+		s->events_arrays++;
+		s->state = S_ARR_FIRST;
+		return NEXT;
+	}
+	if (read_value(s, it, IMP_TOPKEY) < 0)
+		return -1;
+	s->state = S_OBJ_NEXT;
+	return 1;
+}
+
+/* After a top-level value: ',' and another key, or the end. */
+static int
+scan_after_value(struct imp_scan *s)
+{
+	int c = peek(s);
+	if (c == ',') {
+		s->pos++;
+		s->state = S_OBJ_KEY;
+	} else if (c == '}') {
+		s->pos++;
+		s->state = S_END;
+	} else {
+		return expected(s, c, "expected ',' or '}'");
+	}
+	return NEXT;
+}
+
+/* In an events array: an event, or the end of an empty array. */
+static int
+scan_event(struct imp_scan *s, struct imp_item *it)
+{
+	int c = peek(s);
+	if (c == -1 && s->top_array) {
+		/* the Chrome format lets a bare array stop anywhere
+		 * between events, as a crashed program leaves it */
+		s->unclosed_array = 1;
+		s->state = S_DONE;
+		return 0;
+	}
+	if (c == ']' && s->state == S_ARR_FIRST) {
+		s->pos++;
+		s->state = s->top_array ? S_END : S_OBJ_NEXT;
+		return NEXT;
+	}
+	if (c < 0)
+		return expected(s, c, "expected an event");
+	if (read_value(s, it, IMP_EVENT) < 0)
+		return -1;
+	s->events++;
+	s->state = S_ARR_NEXT;
+	return 1;
+}
+
+/* After an event: ',' and another, or the end of the array. */
+static int
+scan_after_event(struct imp_scan *s)
+{
+	int c = peek(s);
+	if (c == ',') {
+		s->pos++;
+		s->state = S_ARR_ELEM;
+	} else if (c == ']') {
+		s->pos++;
+		s->state = s->top_array ? S_END : S_OBJ_NEXT;
+	} else if (c == -1 && s->top_array) {
+		s->unclosed_array = 1;
+		s->state = S_DONE;
+		return 0;
+	} else {
+		return expected(s, c, "expected ',' or ']'");
+	}
+	return NEXT;
+}
+
+/* After the top-level value: only white space. */
+static int
+scan_end(struct imp_scan *s)
+{
+	int c = peek(s);
+	if (c == -2)
+		return -1;
+	if (c != -1)
+		return fail(s, "unexpected data after the end of the JSON", s->pos);
+	s->state = S_DONE;
+	return 0;
+}
+
 int
 imp_scan_next(struct imp_scan *s, struct imp_item *it)
 {
-	int c;
-	for (;;) {
+	int rc;
+	do {
 		switch (s->state) {
-		case S_START:
-			c = peek(s);
-			/* a UTF-8 byte order mark is allowed before the text */
-			if (c == 0xef && s->base == 0 && s->pos == 0) {
-				while (s->end < 3 && !s->eof && more(s) > 0)
-					;
-				if (s->end >= 3 && memcmp(s->buf, "\xef\xbb\xbf", 3) == 0) {
-					s->pos = 3;
-					continue;
-				}
-			}
-			if (c == '{') {
-				s->pos++;
-				s->state = S_OBJ_FIRST;
-			} else if (c == '[') {
-				s->pos++;
-				s->top_array = 1;
-				s->events_arrays++;
-				s->state = S_ARR_FIRST;
-			} else if (c == -1) {
-				snprintf(s->errmsg, sizeof(s->errmsg), "the input is empty");
-				s->state = S_FAILED;
-				return -1;
-			} else {
-				return expected(s, c, "not JSON: expected '{' or '['");
-			}
-			break;
-		case S_OBJ_FIRST:
-		case S_OBJ_KEY:
-			c = peek(s);
-			if (c == '}' && s->state == S_OBJ_FIRST) {
-				s->pos++;
-				s->state = S_END;
-				break;
-			}
-			if (c != '"')
-				return expected(s, c, s->state == S_OBJ_FIRST
-				                ? "expected a key or '}'" : "expected a key");
-			if (read_key(s) < 0)
-				return -1;
-			s->state = S_OBJ_COLON;
-			break;
-		case S_OBJ_COLON:
-			c = peek(s);
-			if (c != ':')
-				return expected(s, c, "expected ':'");
-			s->pos++;
-			c = peek(s);
-			if (c < 0)
-				return expected(s, c, "expected a value");
-			if (strcmp(s->key, "traceEvents") == 0) {
-				if (c != '[')
-					return fail(s, "'traceEvents' is not an array", s->pos);
-				s->pos++;
-				s->events_arrays++;
-				s->state = S_ARR_FIRST;
-				break;
-			}
-			if (read_value(s, it, IMP_TOPKEY) < 0)
-				return -1;
-			s->state = S_OBJ_NEXT;
-			return 1;
-		case S_OBJ_NEXT:
-			c = peek(s);
-			if (c == ',') {
-				s->pos++;
-				s->state = S_OBJ_KEY;
-			} else if (c == '}') {
-				s->pos++;
-				s->state = S_END;
-			} else {
-				return expected(s, c, "expected ',' or '}'");
-			}
-			break;
-		case S_ARR_FIRST:
-		case S_ARR_ELEM:
-			c = peek(s);
-			if (c == -1 && s->top_array) {
-				/* the Chrome format lets a bare array stop anywhere
-				 * between events, as a crashed program leaves it */
-				s->unclosed_array = 1;
-				s->state = S_DONE;
-				return 0;
-			}
-			if (c == ']' && s->state == S_ARR_FIRST) {
-				s->pos++;
-				s->state = s->top_array ? S_END : S_OBJ_NEXT;
-				break;
-			}
-			if (c < 0)
-				return expected(s, c, "expected an event");
-			if (read_value(s, it, IMP_EVENT) < 0)
-				return -1;
-			s->events++;
-			s->state = S_ARR_NEXT;
-			return 1;
-		case S_ARR_NEXT:
-			c = peek(s);
-			if (c == ',') {
-				s->pos++;
-				s->state = S_ARR_ELEM;
-			} else if (c == ']') {
-				s->pos++;
-				s->state = s->top_array ? S_END : S_OBJ_NEXT;
-			} else if (c == -1 && s->top_array) {
-				s->unclosed_array = 1;
-				s->state = S_DONE;
-				return 0;
-			} else {
-				return expected(s, c, "expected ',' or ']'");
-			}
-			break;
-		case S_END:
-			c = peek(s);
-			if (c == -2)
-				return -1;
-			if (c != -1)
-				return fail(s, "unexpected data after the end of the JSON", s->pos);
-			s->state = S_DONE;
-			return 0;
-		case S_DONE:
-			return 0;
-		default:
-			return -1;
+		case S_START: rc = scan_start(s); break;
+		case S_OBJ_FIRST: case S_OBJ_KEY: rc = scan_key(s); break;
+		case S_OBJ_COLON: rc = scan_key_value(s, it); break;
+		case S_OBJ_NEXT: rc = scan_after_value(s); break;
+		case S_ARR_FIRST: case S_ARR_ELEM: rc = scan_event(s, it); break;
+		case S_ARR_NEXT: rc = scan_after_event(s); break;
+		case S_END: rc = scan_end(s); break;
+		case S_DONE: return 0;
+		default: return -1;
 		}
-	}
+	} while (rc == NEXT);
+	return rc;
 }
