@@ -76,3 +76,13 @@ tk_sync_type_name(unsigned type)
 		return "Unknown";
 	return sync_names[type];
 }
+
+TK_PUBLIC const char *
+tk_api_domain_name(unsigned domain)
+{
+	switch (domain) {
+	case TK_API_RUNTIME: return "runtime";
+	case TK_API_DRIVER: return "driver";
+	default: return "other";
+	}
+}

@@ -6,6 +6,7 @@
  * place.  Column numbers are part of the file format: never reuse one.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "tk_private.h"
 
@@ -141,3 +142,221 @@ const struct tkp_kind_schema tkp_schema[TK_KIND_MAX + 1] = {
 	[TK_DROPPED] = S(dropped_attrs, dropped, 1),
 	[TK_FLOW] = S(flow_attrs, flow, 2),
 };
+
+/*
+ * The same kinds as the public sees them (tk_kind_field()): the members
+ * of each kind's struct, named, in struct order, with what a generic
+ * program needs to print them.  The table above is the file's view
+ * (columns and encodings; the launch configuration is one column), this
+ * one the struct's: tests/unit/test_schema.c checks that every column
+ * lands in a listed field.
+ */
+#define FLD(field, name, type, count, flags, namer) \
+	{ name, TK_FIELD_##type, count, F(field), flags, namer }
+#define OPT TK_FIELD_OPTIONAL
+#define CORR(field) FLD(field, "correlation", U64, 1, \
+                        TK_FIELD_OPTIONAL | TK_FIELD_CORRELATION, NULL)
+
+static const struct tk_field range_fields[] = {
+	FLD(range.domain, "domain", STRING, 1, OPT, NULL),
+	FLD(range.category, "category", U32, 1, OPT, NULL),
+	FLD(range.color, "color", U32, 1, OPT, NULL),
+	FLD(range.payload_type, "payload_type", U32, 1, OPT, NULL),
+	FLD(range.payload, "payload", PAYLOAD, 1, 0, NULL),
+	FLD(range.id, "id", U64, 1, OPT, NULL),
+	FLD(range.end_track, "end_track", U32, 1, OPT, NULL),
+};
+
+static const struct tk_field api_fields[] = {
+	FLD(api.domain, "domain", U32, 1, 0, tk_api_domain_name),
+	FLD(api.cbid, "cbid", U32, 1, OPT, NULL),
+	CORR(api.correlation),
+	FLD(api.result, "result", I32, 1, 0, NULL),
+};
+
+static const struct tk_field kernel_fields[] = {
+	CORR(kernel.correlation),
+	FLD(kernel.grid, "grid", U32, 3, 0, NULL),
+	FLD(kernel.block, "block", U32, 3, 0, NULL),
+	FLD(kernel.cluster, "cluster", U32, 3, OPT, NULL),
+	FLD(kernel.static_smem, "static_smem", U32, 1, 0, NULL),
+	FLD(kernel.dynamic_smem, "dynamic_smem", U32, 1, 0, NULL),
+	FLD(kernel.registers, "registers", U32, 1, 0, NULL),
+	FLD(kernel.graph_id, "graph_id", U32, 1, OPT, NULL),
+	FLD(kernel.graph_node, "graph_node", U64, 1, 0, NULL),
+	FLD(kernel.mangled, "mangled", STRING, 1, OPT, NULL),
+};
+
+static const struct tk_field memcpy_fields[] = {
+	CORR(memcpy.correlation),
+	FLD(memcpy.bytes, "bytes", U64, 1, 0, NULL),
+	FLD(memcpy.copy_kind, "copy_kind", U32, 1, 0, tk_copy_kind_name),
+	FLD(memcpy.src_kind, "src_kind", U32, 1, 0, tk_mem_kind_name),
+	FLD(memcpy.dst_kind, "dst_kind", U32, 1, 0, tk_mem_kind_name),
+	FLD(memcpy.src_device, "src_device", U32, 1, 0, NULL),
+	FLD(memcpy.dst_device, "dst_device", U32, 1, 0, NULL),
+	FLD(memcpy.flags, "flags", U32, 1, 0, NULL),
+};
+
+static const struct tk_field memset_fields[] = {
+	CORR(memset.correlation),
+	FLD(memset.bytes, "bytes", U64, 1, 0, NULL),
+	FLD(memset.value, "value", U32, 1, 0, NULL),
+	FLD(memset.mem_kind, "mem_kind", U32, 1, 0, tk_mem_kind_name),
+	FLD(memset.flags, "flags", U32, 1, 0, NULL),
+};
+
+static const struct tk_field sync_fields[] = {
+	CORR(sync.correlation),
+	FLD(sync.type, "type", U32, 1, 0, tk_sync_type_name),
+};
+
+static const struct tk_field overhead_fields[] = {
+	FLD(overhead.type, "type", U32, 1, 0, NULL),
+};
+
+static const struct tk_field counter_fields[] = {
+	FLD(counter.value, "value", F64, 1, 0, NULL),
+};
+
+static const struct tk_field memory_fields[] = {
+	CORR(memory.correlation),
+	FLD(memory.op, "op", U32, 1, 0, NULL),
+	FLD(memory.mem_kind, "mem_kind", U32, 1, 0, tk_mem_kind_name),
+	FLD(memory.address, "address", U64, 1, 0, NULL),
+	FLD(memory.bytes, "bytes", U64, 1, 0, NULL),
+};
+
+static const struct tk_field process_fields[] = {
+	FLD(process.exit, "exit", U32, 1, 0, NULL),
+	FLD(process.exit_code, "exit_code", I32, 1, 0, NULL),
+	FLD(process.signal, "signal", U32, 1, 0, NULL),
+	FLD(process.utime, "utime", I64, 1, 0, NULL),
+	FLD(process.stime, "stime", I64, 1, 0, NULL),
+	FLD(process.max_rss, "max_rss", U64, 1, 0, NULL),
+	FLD(process.minflt, "minflt", U64, 1, 0, NULL),
+	FLD(process.majflt, "majflt", U64, 1, 0, NULL),
+	FLD(process.nvcsw, "nvcsw", U64, 1, 0, NULL),
+	FLD(process.nivcsw, "nivcsw", U64, 1, 0, NULL),
+};
+
+static const struct tk_field run_fields[] = {
+	FLD(run.index, "index", U32, 1, 0, NULL),
+	FLD(run.exit, "exit", U32, 1, 0, NULL),
+	FLD(run.exit_code, "exit_code", I32, 1, 0, NULL),
+	FLD(run.signal, "signal", U32, 1, 0, NULL),
+};
+
+static const struct tk_field dropped_fields[] = {
+	FLD(dropped.count, "count", U64, 1, 0, NULL),
+	FLD(dropped.reason, "reason", STRING, 1, 0, NULL),
+};
+
+static const struct tk_field flow_fields[] = {
+	FLD(flow.id, "id", U64, 1, 0, NULL),
+	FLD(flow.phase, "phase", U32, 1, 0, NULL),
+	FLD(flow.category, "category", STRING, 1, OPT, NULL),
+};
+
+/* Each kind's fields, and the offset of its correlation (0: none), so
+ * that tk_event_correlation() is one load. */
+struct kind_fields {
+	const struct tk_field *f;
+	size_t n;
+	size_t corr;
+};
+
+#define KF(arr) { arr, sizeof(arr) / sizeof(arr[0]), 0 }
+#define KFC(arr, member) \
+	{ arr, sizeof(arr) / sizeof(arr[0]), F(member.correlation) }
+
+static const struct kind_fields kind_fields[TK_KIND_MAX + 1] = {
+	[TK_RANGE] = KF(range_fields),
+	[TK_ASYNC_RANGE] = KF(range_fields),
+	[TK_MARK] = KF(range_fields),
+	[TK_API] = KFC(api_fields, api),
+	[TK_KERNEL] = KFC(kernel_fields, kernel),
+	[TK_MEMCPY] = KFC(memcpy_fields, memcpy),
+	[TK_MEMSET] = KFC(memset_fields, memset),
+	[TK_SYNC] = KFC(sync_fields, sync),
+	[TK_OVERHEAD] = KF(overhead_fields),
+	[TK_COUNTER] = KF(counter_fields),
+	[TK_MEMORY] = KFC(memory_fields, memory),
+	[TK_PROCESS] = KF(process_fields),
+	[TK_RUN] = KF(run_fields),
+	[TK_DROPPED] = KF(dropped_fields),
+	[TK_FLOW] = KF(flow_fields),
+};
+
+TK_PUBLIC const struct tk_field *
+tk_kind_field(unsigned kind, size_t i)
+{
+	if (kind > TK_KIND_MAX || i >= kind_fields[kind].n)
+		return NULL;
+	return &kind_fields[kind].f[i];
+}
+
+TK_PUBLIC const struct tk_field *
+tk_kind_field_named(unsigned kind, const char *name)
+{
+	const struct tk_field *f;
+	for (size_t i = 0; name && (f = tk_kind_field(kind, i)); i++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+TK_PUBLIC union tk_value
+tk_field_value(const struct tk_event *e, const struct tk_field *f, unsigned i)
+{
+	union tk_value v = { 0 };
+	if (!e || !f || i >= f->count)
+		return v;
+	const char *p = (const char *)e + f->offset;
+	switch (f->type) {
+	case TK_FIELD_U32: {
+		uint32_t x;
+		memcpy(&x, p + (size_t)i * sizeof(x), sizeof(x));
+		v.u = x;
+		break;
+	}
+	case TK_FIELD_I32: {
+		int32_t x;
+		memcpy(&x, p + (size_t)i * sizeof(x), sizeof(x));
+		v.i = x;
+		break;
+	}
+	case TK_FIELD_U64:
+		memcpy(&v.u, p + (size_t)i * sizeof(v.u), sizeof(v.u));
+		break;
+	case TK_FIELD_I64:
+		memcpy(&v.i, p + (size_t)i * sizeof(v.i), sizeof(v.i));
+		break;
+	case TK_FIELD_F64:
+		memcpy(&v.d, p + (size_t)i * sizeof(v.d), sizeof(v.d));
+		break;
+	case TK_FIELD_PAYLOAD:
+		memcpy(&v, p, sizeof(v));
+		break;
+	}
+	return v;
+}
+
+TK_PUBLIC const char *
+tk_field_string(const struct tk_event *e, const struct tk_field *f)
+{
+	const char *s = NULL;
+	if (e && f && f->type == TK_FIELD_STRING)
+		memcpy(&s, (const char *)e + f->offset, sizeof(s));
+	return s ? s : "";
+}
+
+TK_PUBLIC uint64_t
+tk_event_correlation(const struct tk_event *e)
+{
+	if (e->kind > TK_KIND_MAX || !kind_fields[e->kind].corr)
+		return 0;
+	uint64_t c;
+	memcpy(&c, (const char *)e + kind_fields[e->kind].corr, sizeof(c));
+	return c;
+}

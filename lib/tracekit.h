@@ -103,6 +103,9 @@ enum tk_api_domain {
 	TK_API_DRIVER = 2,
 	TK_API_OTHER = 3,
 };
+/* "runtime", "driver"; "other" for TK_API_OTHER and values this library
+ * does not know. */
+TK_PUBLIC const char *tk_api_domain_name(unsigned domain);
 
 /* Memory copy kinds (TK_MEMCPY), as CUPTI counts them. */
 enum tk_copy_kind {
@@ -377,6 +380,62 @@ struct tk_event {
 		struct tk_flow_attrs flow;
 	} u;
 };
+
+/* ---- Schema: the fields of each kind ----------------------------------- */
+
+/* The attributes of each event kind, described for programs that handle
+ * every kind alike (a dumper, a converter, a binding): one struct
+ * tk_field per member of the kind's struct in tk_event.u, in that
+ * order.  String ids (domain_id, ...) are not listed: the string is. */
+enum tk_field_type {
+	TK_FIELD_U32 = 1,
+	TK_FIELD_I32 = 2,
+	TK_FIELD_U64 = 3,
+	TK_FIELD_I64 = 4,
+	TK_FIELD_F64 = 5,
+	TK_FIELD_STRING = 6,  /* const char *, never NULL from a reader */
+	TK_FIELD_PAYLOAD = 7, /* union tk_value, typed by the kind's
+	                         payload_type (enum tk_payload) */
+};
+
+#define TK_FIELD_OPTIONAL 0x1u    /* 0 (or "") means none or unknown */
+#define TK_FIELD_CORRELATION 0x2u /* the correlation id: equal in an API
+                                     call and in the GPU work it started */
+
+/* Made only by the library: members may be added at the end, so step
+ * through the fields with tk_kind_field(), never by pointer arithmetic. */
+struct tk_field {
+	const char *name;      /* the member's name: "bytes", "copy_kind" */
+	unsigned type;         /* enum tk_field_type */
+	unsigned count;        /* values: 3 for grid, block and cluster, else 1 */
+	size_t offset;         /* of the (first) value in struct tk_event */
+	unsigned flags;        /* TK_FIELD_* */
+	/* names of an enumeration's values (tk_copy_kind_name, ...), or
+	 * NULL when the field is a number */
+	const char *(*value_name)(unsigned value);
+};
+
+/* Field `i` (0, 1, ...) of `kind`: borrowed, static, valid forever.
+ * NULL past the last field and for a kind this library does not know. */
+TK_PUBLIC const struct tk_field *tk_kind_field(unsigned kind, size_t i);
+/* The field of `kind` called `name`, or NULL. */
+TK_PUBLIC const struct tk_field *tk_kind_field_named(unsigned kind,
+                                                     const char *name);
+/* Value `i` (< f->count) of field `f` of `e`, a field of e->kind: .u
+ * for TK_FIELD_U32 and U64, .i for I32 and I64, .d for F64, the union
+ * as it is for TK_FIELD_PAYLOAD; zero for a string or a bad `i`. */
+TK_PUBLIC union tk_value tk_field_value(const struct tk_event *e,
+                                        const struct tk_field *f, unsigned i);
+/* The text of string field `f` of `e` ("" for a field of another type
+ * or a NULL pointer); borrowed from the event. */
+TK_PUBLIC const char *tk_field_string(const struct tk_event *e,
+                                      const struct tk_field *f);
+/* The correlation id of `e` (the field flagged TK_FIELD_CORRELATION),
+ * which links a CUDA API call (TK_API) to the GPU work it started
+ * (TK_KERNEL, TK_MEMCPY, TK_MEMSET) and to the synchronisations and
+ * allocations it made (TK_SYNC, TK_MEMORY); 0 for none, and for kinds
+ * that have none. */
+TK_PUBLIC uint64_t tk_event_correlation(const struct tk_event *e);
 
 /* ---- Reading ----------------------------------------------------------- */
 
