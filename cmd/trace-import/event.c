@@ -323,6 +323,9 @@ complete(struct imp *im, struct imp_x *x)
 
 /* ---- ids and keys ---------------------------------------------------------------- */
 
+/* FNV-1a, not tkp_hash(): what it gives is written.  A string id's
+ * number is this hash of it, and the open slices' table, walked by
+ * imp_event_finish(), orders the unclosed ones of equal begin time. */
 static uint64_t
 hash_bytes(const char *p, size_t n, uint64_t h)
 {
@@ -974,7 +977,8 @@ phase_complete(struct imp *im, struct chrome_event *e)
 	return complete(im, x);
 }
 
-/* B and E pair on their track: the open slices' hash. */
+/* B and E pair on their track: the open slices' hash (its order is seen,
+ * as hash_bytes() says). */
 static uint64_t
 slice_hash(uint32_t track)
 {

@@ -128,6 +128,10 @@ imp_tracks_free(struct imp_tracks *t)
 
 /* ---- the map ---------------------------------------------------------------- */
 
+/* Not tkp_hash_u64() nor tkp_hash() (hash_str): the slots' order is
+ * seen outside.  imp_name_thread() walks the map for the base of an
+ * overlap track, and when two threads of a process share its name the
+ * first slot wins; other hashes would move some such tracks. */
 static uint64_t
 mix(uint64_t x)
 {
