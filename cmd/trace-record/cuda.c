@@ -135,12 +135,13 @@ rec_cuda_meta_end(struct tk_writer *w, const struct rec_options *o)
  * whose GPU activity could not be recorded is worth a line on stderr
  * (the trace has the rest). */
 void
-rec_cuda_process(pid_t pid, int state, const char *note)
+rec_cuda_process(const struct recorder *rc, pid_t pid, int state,
+                 const char *note)
 {
-	if (state == TKI_CUDA_STATE_NONE || !rec.opt->cuda)
+	if (state == TKI_CUDA_STATE_NONE || !rc->opt.cuda)
 		return;
 	processes_said = 1;
-	if (state != TKI_CUDA_STATE_FAILED || warned || !rec.recording)
+	if (state != TKI_CUDA_STATE_FAILED || warned || !rc->recording)
 		return;
 	warned = 1;
 	struct rec_proc *p = rec_proc_find(pid);

@@ -148,9 +148,9 @@ env_i64(const char *key, int64_t v)
 }
 
 char **
-rec_env(const struct rec_options *o, const char *spool, const char *inject,
-        int64_t win_begin, int64_t win_end)
+rec_env(const struct recorder *rc, const char *inject)
 {
+	const struct rec_options *o = &rc->opt;
 	char **env = NULL;
 	size_t n = 0, cap = 0;
 	for (char **e = environ; *e; e++) {
@@ -169,13 +169,14 @@ rec_env(const struct rec_options *o, const char *spool, const char *inject,
 	char kinds[128];
 	tki_cuda_format(o->cuda, kinds, sizeof(kinds));
 	push_env(&env, &n, &cap, env_pair(TKI_ENV_CUDA, kinds));
-	push_env(&env, &n, &cap, env_pair(TKI_ENV_SPOOL, spool));
+	push_env(&env, &n, &cap, env_pair(TKI_ENV_SPOOL, rc->spool));
 	push_env(&env, &n, &cap, env_i64(TKI_ENV_RECORDER, getpid()));
 	push_env(&env, &n, &cap, env_i64(TKI_ENV_FLUSH, o->flush_ns));
-	push_env(&env, &n, &cap, env_i64(TKI_ENV_BOOT, rec.boot));
-	if (win_begin != INT64_MIN || win_end != INT64_MAX) {
+	push_env(&env, &n, &cap, env_i64(TKI_ENV_BOOT, rc->boot));
+	if (rc->win_begin != INT64_MIN || rc->win_end != INT64_MAX) {
 		char b[64];
-		snprintf(b, sizeof(b), "%" PRId64 ":%" PRId64, win_begin, win_end);
+		snprintf(b, sizeof(b), "%" PRId64 ":%" PRId64, rc->win_begin,
+		         rc->win_end);
 		push_env(&env, &n, &cap, env_pair(TKI_ENV_WINDOW, b));
 	}
 	if (o->label)

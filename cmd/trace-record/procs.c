@@ -244,7 +244,7 @@ rec_proc_same(const struct rec_proc *p)
 /* ---- the table ------------------------------------------------------------------------ */
 
 struct rec_proc *
-rec_proc_add(pid_t pid, pid_t ppid, int64_t start, uint32_t run)
+rec_proc_add(const struct recorder *rc, pid_t pid, pid_t ppid, int64_t start)
 {
 	if (!tick_ns) {
 		long hz = sysconf(_SC_CLK_TCK);
@@ -259,16 +259,16 @@ rec_proc_add(pid_t pid, pid_t ppid, int64_t start, uint32_t run)
 		rec_die("out of memory");
 	p->pid = pid;
 	p->ppid = ppid;
-	p->run = run;
-	p->win_begin = rec.win_begin;
-	p->win_end = rec.win_end;
+	p->run = rc->run;
+	p->win_begin = rc->win_begin;
+	p->win_end = rc->win_end;
 	struct stat_fields f;
 	if (read_stat(pid, &f) == 0) {
 		p->start_ticks = f.start_ticks;
 		if (!ppid)
 			p->ppid = f.ppid;
 	}
-	p->start = start ? start : tki_proc_start(pid, rec.boot);
+	p->start = start ? start : tki_proc_start(pid, rc->boot);
 	if (!p->start)
 		p->start = rec_now();
 	read_name(p);
@@ -298,7 +298,7 @@ rec_proc_refresh(struct rec_proc *p)
 }
 
 uint32_t
-rec_proc_track(struct rec_proc *p)
+rec_proc_track(const struct recorder *rc, struct rec_proc *p)
 {
 	if (p->track && p->defined_argv)
 		return p->track;
@@ -312,7 +312,7 @@ rec_proc_track(struct rec_proc *p)
 	if (!argc && p->name)
 		argv[argc++] = p->name;
 	struct tk_process d = { host, p->pid, p->ppid, p->start, argc, argv,
-	                        rec.opt->label ? rec.opt->label : "" };
+	                        rc->opt.label ? rc->opt.label : "" };
 	uint32_t id = tk_writer_process(rec_self(), p->track, &d);
 	if (id) {
 		p->track = id;
@@ -335,15 +335,15 @@ tv_ns(struct timeval tv)
 
 /* The process event: its life from start to `end`. */
 static void
-write_process(struct rec_proc *p, int64_t end, const int *status,
-              const struct rusage *ru)
+write_process(const struct recorder *rc, struct rec_proc *p, int64_t end,
+              const int *status, const struct rusage *ru)
 {
 	p->written = 1;
-	if (!rec.recording || !in_window(p, end))
+	if (!rc->recording || !in_window(p, end))
 		return;
 	struct tk_event e = { 0 };
 	e.kind = TK_PROCESS;
-	e.track = rec_proc_track(p);
+	e.track = rec_proc_track(rc, p);
 	e.ts = p->start;
 	e.dur = end > p->start ? end - p->start : 0;
 	e.name = p->name ? p->name : "";
@@ -378,8 +378,8 @@ write_process(struct rec_proc *p, int64_t end, const int *status,
 }
 
 void
-rec_proc_ended(struct rec_proc *p, int64_t when, const int *status,
-               const struct rusage *ru)
+rec_proc_ended(const struct recorder *rc, struct rec_proc *p, int64_t when,
+               const int *status, const struct rusage *ru)
 {
 	if (p->end)
 		return;
@@ -391,12 +391,12 @@ rec_proc_ended(struct rec_proc *p, int64_t when, const int *status,
 			p->exit_signal = WTERMSIG(*status);
 	}
 	if (!p->written)
-		write_process(p, p->end, status, ru);
+		write_process(rc, p, p->end, status, ru);
 }
 
 /* A process still running when the recording ends. */
 static void
-still_running(struct rec_proc *p, int64_t now)
+still_running(const struct recorder *rc, struct rec_proc *p, int64_t now)
 {
 	struct stat_fields f;
 	if (read_stat(p->pid, &f) == 0 && f.start_ticks == p->start_ticks) {
@@ -405,26 +405,26 @@ still_running(struct rec_proc *p, int64_t now)
 		p->majflt = f.majflt;
 		read_status_totals(p);
 	}
-	write_process(p, now, NULL, NULL);
+	write_process(rc, p, now, NULL, NULL);
 }
 
 void
-rec_procs_finish(int64_t now)
+rec_procs_finish(const struct recorder *rc, int64_t now)
 {
 	for (size_t i = 0; i < nprocs; i++)
 		if (!procs[i]->written && !procs[i]->end)
-			still_running(procs[i], now);
+			still_running(rc, procs[i], now);
 }
 
 /* ---- counters ----------------------------------------------------------------------- */
 
 static void
-counter(uint32_t *track, struct rec_proc *p, const char *name,
-        const char *unit, int64_t ts, double v)
+counter(const struct recorder *rc, uint32_t *track, struct rec_proc *p,
+        const char *name, const char *unit, int64_t ts, double v)
 {
 	struct tk_writer *w = rec_self();
 	if (!*track) {
-		struct tk_counter c = { name, unit, rec_proc_track(p), 0 };
+		struct tk_counter c = { name, unit, rec_proc_track(rc, p), 0 };
 		*track = tk_writer_counter(w, 0, &c);
 		if (!*track)
 			return;
@@ -439,7 +439,7 @@ counter(uint32_t *track, struct rec_proc *p, const char *name,
 }
 
 void
-rec_procs_sample_counters(int64_t now)
+rec_procs_sample_counters(const struct recorder *rc, int64_t now)
 {
 	for (size_t i = 0; i < nprocs; i++) {
 		struct rec_proc *p = procs[i];
@@ -450,13 +450,13 @@ rec_procs_sample_counters(int64_t now)
 		if (rec_proc_sample(p, now) < 0 || p->rss == 0 ||
 		    now < p->win_begin || now >= p->win_end)
 			continue;
-		counter(&p->rss_track, p, "rss", "bytes", now, (double)p->rss);
+		counter(rc, &p->rss_track, p, "rss", "bytes", now, (double)p->rss);
 		if (now > since) {
 			/* the first sample covers the process's life so far */
 			uint64_t used = p->cpu_ticks - (fresh ? 0 : before);
 			double pct = 100.0 * (double)used * (double)tick_ns /
 			             (double)(now - since);
-			counter(&p->cpu_track, p, "cpu", "%", now, pct);
+			counter(rc, &p->cpu_track, p, "cpu", "%", now, pct);
 		}
 	}
 }

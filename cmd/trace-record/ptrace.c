@@ -152,7 +152,7 @@ task_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
 
 /* A task we have not seen: a new process or a new thread. */
 static void
-new_task(pid_t tid)
+new_task(const struct recorder *rc, pid_t tid)
 {
 	struct rec_proc *p = rec_proc_find(tid);
 	if ((p && !p->end) || thread_group(tid))
@@ -166,7 +166,7 @@ new_task(pid_t tid)
 	}
 	/* it has not run yet: its start is now, and its spool will say
 	 * the same (rec_proc_add writes it down before we resume it) */
-	rec_proc_add(tid, ppid, rec_now(), rec.run);
+	rec_proc_add(rc, tid, ppid, rec_now());
 }
 
 static struct rec_proc *
@@ -181,13 +181,14 @@ process_of(pid_t tid)
 }
 
 void
-rec_ptrace_event(pid_t pid, int status, const struct rusage *ru)
+rec_ptrace_event(const struct recorder *rc, pid_t pid, int status,
+                 const struct rusage *ru)
 {
 	int64_t now = rec_now();
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		struct rec_proc *p = rec_proc_find(pid);
 		if (p && !p->end) {
-			rec_proc_ended(p, now, &status, ru);
+			rec_proc_ended(rc, p, now, &status, ru);
 			rec_spools_process_gone(pid, now, 0);
 			rec_spool_remove_pid(pid);
 		} else {
@@ -197,7 +198,7 @@ rec_ptrace_event(pid_t pid, int status, const struct rusage *ru)
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	new_task(pid);
+	new_task(rc, pid);
 	int sig = WSTOPSIG(status);
 	unsigned event = (unsigned)status >> 16;
 	unsigned long msg = 0;
@@ -206,7 +207,7 @@ rec_ptrace_event(pid_t pid, int status, const struct rusage *ru)
 	case PTRACE_EVENT_VFORK:
 	case PTRACE_EVENT_CLONE:
 		if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) == 0)
-			new_task((pid_t)msg);
+			new_task(rc, (pid_t)msg);
 		resume(pid, 0);
 		break;
 	case PTRACE_EVENT_EXEC: {

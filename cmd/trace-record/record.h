@@ -10,6 +10,13 @@
  *   output.c     trace-record's own events, the merge, the output
  *   meta.c       run metadata
  *   cuda.c       CUDA: the driver, --cuda, processes not recorded
+ *   die.c        trace-record's own failure (exit 125)
+ *
+ * trace-record.c (main) owns one struct recorder: the options and the
+ * state of the run.  It changes it; the parts get it as a const pointer
+ * and never call back up into main's file.  What a part owns alone (the
+ * process table, the spools, the output, the ptrace thread table) stays
+ * behind its functions.
  *
  * Exit statuses: the command's own, 128+N when a signal N killed it,
  * 126/127 when it cannot be run, 125 when trace-record fails.
@@ -37,7 +44,7 @@ rec_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* trace-record's own failure: one line, exit 125. */
+/* trace-record's own failure: one line, exit 125 (die.c). */
 _Noreturn void rec_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- options --------------------------------------------------------- */
@@ -51,7 +58,7 @@ struct rec_options {
 	int64_t delay, duration;  /* ns; duration 0 = no limit */
 	int64_t sample_ns;        /* 0 = no sampling */
 	int64_t flush_ns;
-	const char *capture;      /* NVTX range name, NULL = none */
+	char *capture;            /* NVTX range name (malloc'd), NULL = none */
 	const char *capture_domain;
 	uint64_t skip, warmup, active, cycles;
 	int no_ptrace;
@@ -59,6 +66,24 @@ struct rec_options {
 	int cuda_given;           /* --cuda was given */
 	char **argv;              /* the command */
 	int argc;
+};
+
+/* ---- the recorder ---------------------------------------------------- */
+
+struct rec_proc;
+
+/* One recording: made and changed by main(), read by the parts. */
+struct recorder {
+	struct rec_options opt;
+	char *spool;              /* spool directory */
+	int64_t boot;             /* wall-clock time of boot, for /proc starts */
+	int ptrace;               /* following with ptrace */
+	char tracking[160];       /* how processes are followed, for metadata */
+	uint32_t run;             /* current run, from 1 */
+	struct rec_proc *root;    /* the current run's command */
+	int64_t run_start;
+	int64_t win_begin, win_end; /* the current run's recording window */
+	int recording;            /* the output is still being written */
 };
 
 /* ---- metadata (meta.c) ----------------------------------------------- */
@@ -86,7 +111,8 @@ void rec_cuda_meta_start(struct tk_writer *w, const struct rec_options *o);
 /* Metadata at the end: why not, when no process said anything. */
 void rec_cuda_meta_end(struct tk_writer *w, const struct rec_options *o);
 /* What a process's status page says about CUDA (TKI_CUDA_STATE_*). */
-void rec_cuda_process(pid_t pid, int state, const char *note);
+void rec_cuda_process(const struct recorder *rc, pid_t pid, int state,
+                      const char *note);
 
 /* ---- starting the command (exec.c) ----------------------------------- */
 
@@ -108,9 +134,9 @@ struct rec_spawn {
 	int err_fd;               /* read: exec's errno, or EOF when it worked */
 };
 
-/* Environment for the command: ours plus the TRACEKIT_ variables. */
-char **rec_env(const struct rec_options *o, const char *spool,
-               const char *inject, int64_t win_begin, int64_t win_end);
+/* Environment for the command: ours plus the TRACEKIT_ variables (the
+ * spool, the current run's window). */
+char **rec_env(const struct recorder *rc, const char *inject);
 void rec_env_free(char **envp);
 /* Fork the child, stopped before exec until rec_spawn_go(). */
 int rec_spawn_start(struct rec_spawn *s);
@@ -149,10 +175,11 @@ struct rec_proc {
 
 /* Table of processes by pid (those alive and those that ended). */
 struct rec_proc *rec_proc_find(pid_t pid);
-/* A process seen for the first time: `start` 0 derives it from /proc.
- * Writes the p<pid> file so the process's spool names it the same. */
-struct rec_proc *rec_proc_add(pid_t pid, pid_t ppid, int64_t start,
-                              uint32_t run);
+/* A process of the current run seen for the first time: `start` 0
+ * derives it from /proc.  Writes the p<pid> file so the process's spool
+ * names it the same. */
+struct rec_proc *rec_proc_add(const struct recorder *rc, pid_t pid,
+                              pid_t ppid, int64_t start);
 /* Read argv and name again (after exec). */
 void rec_proc_refresh(struct rec_proc *p);
 /* Whether the process under its pid in /proc is still this one. */
@@ -161,18 +188,18 @@ int rec_proc_same(const struct rec_proc *p);
 int rec_proc_sample(struct rec_proc *p, int64_t now);
 /* The process ended: write its process event.  `status` and `ru` from
  * wait4, or NULL when only its disappearance is known. */
-void rec_proc_ended(struct rec_proc *p, int64_t when, const int *status,
-                    const struct rusage *ru);
+void rec_proc_ended(const struct recorder *rc, struct rec_proc *p,
+                    int64_t when, const int *status, const struct rusage *ru);
 /* Write the processes still running as such (exit unknown). */
-void rec_procs_finish(int64_t now);
+void rec_procs_finish(const struct recorder *rc, int64_t now);
 /* Counters of every live process (--sample-interval). */
-void rec_procs_sample_counters(int64_t now);
+void rec_procs_sample_counters(const struct recorder *rc, int64_t now);
 /* Earliest start of a live process whose event is still to come. */
 int64_t rec_procs_hold(void);
 /* Iterate: index from 0; NULL past the end. */
 struct rec_proc *rec_proc_at(size_t i);
 /* The process track in our own writer (defined on first use). */
-uint32_t rec_proc_track(struct rec_proc *p);
+uint32_t rec_proc_track(const struct recorder *rc, struct rec_proc *p);
 void rec_procs_free(void);
 
 /* ---- following processes (ptrace.c, scan.c) -------------------------- */
@@ -181,12 +208,14 @@ void rec_procs_free(void);
  * not permitted (the caller falls back to scanning). */
 int rec_ptrace_attach(pid_t pid);
 /* Handle one wait status of a traced task. */
-void rec_ptrace_event(pid_t pid, int status, const struct rusage *ru);
+void rec_ptrace_event(const struct recorder *rc, pid_t pid, int status,
+                      const struct rusage *ru);
 void rec_ptrace_free(void);
 /* Scanning: find new descendants and notice those gone. */
-void rec_scan_tick(int64_t now);
+void rec_scan_tick(const struct recorder *rc, int64_t now);
 /* Handle one wait status without ptrace (our children and orphans). */
-void rec_scan_reaped(pid_t pid, int status, const struct rusage *ru);
+void rec_scan_reaped(const struct recorder *rc, pid_t pid, int status,
+                     const struct rusage *ru);
 
 /* ---- spools (spool.c) ------------------------------------------------ */
 
@@ -198,7 +227,7 @@ void rec_spool_write_pid(pid_t pid, int64_t start);
 void rec_spool_remove_pid(pid_t pid);
 /* Find new spools, read what the spools have, finish those whose
  * process is gone.  `final`: finish every one. */
-void rec_spools_pump(int final);
+void rec_spools_pump(const struct recorder *rc, int final);
 /* A process exec'd or ended: its spools up to `when` are complete. */
 void rec_spools_process_gone(pid_t pid, int64_t when, int exec);
 /* Earliest begin of a range open in a live spool. */
@@ -226,20 +255,5 @@ int rec_out_finish(void);
 /* The output reader went away (EPIPE), or writing failed: the command
  * runs on without output. */
 int rec_out_gone(void);
-
-/* ---- the run (trace-record.c) ---------------------------------------- */
-
-extern struct rec_state {
-	const struct rec_options *opt;
-	char *spool;              /* spool directory */
-	int ptrace;               /* following with ptrace */
-	char tracking[160];       /* how processes are followed, for metadata */
-	uint32_t run;             /* current run, from 1 */
-	struct rec_proc *root;    /* the current run's command */
-	int64_t run_start;
-	int64_t win_begin, win_end;
-	int recording;            /* the output is still being written */
-	int64_t boot;             /* wall-clock time of boot, for /proc starts */
-} rec;
 
 #endif

@@ -23,17 +23,17 @@
 static int children_files = -1;   /* /proc/.../children exists */
 
 static void
-found(pid_t pid, pid_t ppid)
+found(const struct recorder *rc, pid_t pid, pid_t ppid)
 {
 	struct rec_proc *p = rec_proc_find(pid);
 	if (p && (!p->end || rec_proc_same(p)))
 		return; /* known; or ended, and a zombie its parent still lists */
 	/* start 0: derived from /proc, as the process's spool does */
-	rec_proc_add(pid, ppid, 0, rec.run);
+	rec_proc_add(rc, pid, ppid, 0);
 }
 
 static void
-children_of(pid_t pid)
+children_of(const struct recorder *rc, pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -51,7 +51,7 @@ children_of(pid_t pid)
 			continue;
 		int child;
 		while (fscanf(f, "%d", &child) == 1)
-			found(child, pid);
+			found(rc, child, pid);
 		fclose(f);
 	}
 	closedir(d);
@@ -59,7 +59,7 @@ children_of(pid_t pid)
 
 /* Without children files: every process whose parent we know. */
 static void
-scan_all(void)
+scan_all(const struct recorder *rc)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -89,7 +89,7 @@ scan_all(void)
 				continue;
 			struct rec_proc *parent = rec_proc_find(ppid);
 			if ((parent && !parent->end) || ppid == getpid()) {
-				found((pid_t)pid, ppid);
+				found(rc, (pid_t)pid, ppid);
 				added = 1;
 			}
 		}
@@ -98,7 +98,7 @@ scan_all(void)
 }
 
 void
-rec_scan_tick(int64_t now)
+rec_scan_tick(const struct recorder *rc, int64_t now)
 {
 	pid_t self = getpid();
 	if (children_files < 0) {
@@ -118,30 +118,31 @@ rec_scan_tick(int64_t now)
 		if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == p->pid)
 			continue;
-		rec_proc_ended(p, now, NULL, NULL);
+		rec_proc_ended(rc, p, now, NULL, NULL);
 		rec_spools_process_gone(p->pid, now, 0);
 		rec_spool_remove_pid(p->pid);
 	}
 	if (!children_files) {
-		scan_all();
+		scan_all(rc);
 		return;
 	}
-	children_of(self);
+	children_of(rc, self);
 	for (size_t i = 0; rec_proc_at(i); i++) {
 		struct rec_proc *p = rec_proc_at(i);
 		if (!p->end)
-			children_of(p->pid);
+			children_of(rc, p->pid);
 	}
 }
 
 void
-rec_scan_reaped(pid_t pid, int status, const struct rusage *ru)
+rec_scan_reaped(const struct recorder *rc, pid_t pid, int status,
+                const struct rusage *ru)
 {
 	struct rec_proc *p = rec_proc_find(pid);
 	if (!p || p->end)
 		return; /* an orphan that lived and died between two ticks */
 	int64_t now = rec_now();
-	rec_proc_ended(p, now, &status, ru);
+	rec_proc_ended(rc, p, now, &status, ru);
 	rec_spools_process_gone(pid, now, 0);
 	rec_spool_remove_pid(pid);
 }

@@ -302,7 +302,7 @@ scan_directory(void)
 
 /* The process attached to CUDA, or said why it could not. */
 static void
-cuda_state(struct spool *s)
+cuda_state(const struct recorder *rc, struct spool *s)
 {
 	if (!s->st || s->cuda_seen)
 		return;
@@ -315,14 +315,14 @@ cuda_state(struct spool *s)
 	note[sizeof(note) - 1] = 0;
 	s->cuda_seen = 1;
 	s->cuda_on = c == TKI_CUDA_STATE_ON;
-	rec_cuda_process(s->pid, (int)c, note);
+	rec_cuda_process(rc, s->pid, (int)c, note);
 }
 
 static void
-pump(struct spool *s)
+pump(const struct recorder *rc, struct spool *s)
 {
 	static uint8_t buf[READ_PIECE];
-	cuda_state(s);
+	cuda_state(rc, s);
 	if (s->fd < 0)
 		return;
 	for (int i = 0; i < 256; i++) {
@@ -366,22 +366,22 @@ loss_reason(char *b, size_t n, const struct spool *s, const struct rec_proc *p)
 }
 
 static void
-finish(struct spool *s)
+finish(const struct recorder *rc, struct spool *s)
 {
 	if (s->finished)
 		return;
-	pump(s);
+	pump(rc, s);
 	tk_reader_feed_end(s->r);
 	s->finished = 1;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	cuda_state(s);
+	cuda_state(rc, s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
 	if (s->st)
 		munmap((void *)s->st, sizeof(struct tki_status));
 	s->st = NULL;
-	if (produced <= s->events || !rec.recording)
+	if (produced <= s->events || !rc->recording)
 		return;
 	/* the lost events began after the last watermark the spool gave */
 	struct rec_proc *p = rec_proc_find(s->pid);
@@ -390,7 +390,7 @@ finish(struct spool *s)
 	int64_t end = s->gone ? s->gone_ts : rec_now();
 	struct tk_event e = { 0 };
 	e.kind = TK_DROPPED;
-	e.track = p ? rec_proc_track(p) : 0;
+	e.track = p ? rec_proc_track(rc, p) : 0;
 	e.ts = s->last_wm;
 	if (p && e.ts < p->start)
 		e.ts = p->start;
@@ -416,16 +416,16 @@ rec_spools_process_gone(pid_t pid, int64_t when, int exec)
 }
 
 void
-rec_spools_pump(int final)
+rec_spools_pump(const struct recorder *rc, int final)
 {
 	scan_directory();
 	for (size_t i = 0; i < nspools; i++) {
 		struct spool *s = spools[i];
 		if (s->finished)
 			continue;
-		pump(s);
+		pump(rc, s);
 		if (final || s->gone || s->ended)
-			finish(s);
+			finish(rc, s);
 	}
 }
 

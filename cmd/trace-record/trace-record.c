@@ -7,7 +7,11 @@
  *
  * The parts are listed in record.h.  This file holds the options and
  * the run: start the command, serve ptrace and signals, tail the spools
- * every tick, and write everything out at the end.
+ * every tick, and write everything out at the end.  main() owns the
+ * struct recorder and passes it down; no part calls back up here.
+ *
+ * Signals are blocked and read from a signalfd in the loop: no handler
+ * runs, so no state here needs to be async-signal-safe.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,9 +31,8 @@
 #include "record.h"
 #include "inject/protocol.h"
 
-struct rec_state rec;
-static struct rec_options opt;
-static int sigfd = -1;
+/* The spool directory, for the atexit handler: a failure anywhere
+ * (rec_die) removes it. */
 static char *spool_dir;
 
 /* Signals for the command: received by trace-record, passed on. */
@@ -76,18 +79,6 @@ usage(void)
 	       "Exit status: COMMAND's, 128+N if signal N killed it, 126 or 127 if it\n"
 	       "cannot be run, 125 if trace-record fails.\n",
 	       cmd_name());
-}
-
-void
-rec_die(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	cmd_warn("%s", buf);
-	exit(REC_EXIT_FAIL);
 }
 
 static _Noreturn void __attribute__((format(printf, 1, 2)))
@@ -161,17 +152,17 @@ count_arg(const char *name, const char *v)
 /* --cuda=LIST: the kinds (protocol.h); refused when the injection
  * library records no CUDA (built without CUPTI 13.0). */
 static void
-cuda_arg(const char *list)
+cuda_arg(struct rec_options *opt, const char *list)
 {
 	const char *bad;
 	size_t len;
-	if (tki_cuda_parse(list, &opt.cuda, &bad, &len) < 0)
+	if (tki_cuda_parse(list, &opt->cuda, &bad, &len) < 0)
 		usage_error("--cuda: unknown activity '%.*s' (kernel, memcpy, "
 		            "memset, memory, runtime, driver, api, sync, "
 		            "overhead, all, none)", (int)len, bad);
-	opt.cuda_given = 1;
+	opt->cuda_given = 1;
 #ifndef TK_HAVE_CUPTI
-	if (opt.cuda)
+	if (opt->cuda)
 		rec_die("--cuda: GPU recording is not built into this trace-record "
 		        "(no CUPTI 13.0 under CUDA_HOME when it was built); record "
 		        "without --cuda");
@@ -179,7 +170,7 @@ cuda_arg(const char *list)
 }
 
 static void
-capture_arg(const char *v)
+capture_arg(struct rec_options *opt, const char *v)
 {
 	if (strncmp(v, "nvtx:", 5) != 0 || !v[5])
 		usage_error("--capture-range: expected nvtx:NAME[@DOMAIN], not '%s'", v);
@@ -189,60 +180,60 @@ capture_arg(const char *v)
 	char *at = strrchr(name, '@');
 	if (at) {
 		*at = 0;
-		opt.capture_domain = at[1] ? at + 1 : NULL;
+		opt->capture_domain = at[1] ? at + 1 : NULL;
 	}
 	if (!*name)
 		usage_error("--capture-range: the range has no name");
-	opt.capture = name;
+	opt->capture = name;
 }
 
 static void
-parse_options(int argc, char **argv)
+parse_options(struct rec_options *opt, int argc, char **argv)
 {
 	int schedule = 0, c;
-	opt.repeat = 1;
-	opt.flush_ns = 1000000000;
-	opt.active = 1;
-	opt.cycles = 1;
+	opt->repeat = 1;
+	opt->flush_ns = 1000000000;
+	opt->active = 1;
+	opt->cycles = 1;
 #ifdef TK_HAVE_CUPTI
-	opt.cuda = TKI_CUDA_ALL;
+	opt->cuda = TKI_CUDA_ALL;
 #endif
 	while ((c = getopt_long(argc, argv, "+:o:l:m:r:s:hV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o': opt.output = optarg; break;
-		case 'l': opt.label = optarg; break;
+		case 'o': opt->output = optarg; break;
+		case 'l': opt->label = optarg; break;
 		case 'm': {
 			const char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
 				usage_error("--meta: expected KEY=VALUE, not '%s'", optarg);
-			const char **m = realloc(opt.meta, (opt.nmeta + 1) * sizeof(*m));
+			const char **m = realloc(opt->meta, (opt->nmeta + 1) * sizeof(*m));
 			if (!m)
 				rec_die("out of memory");
-			m[opt.nmeta++] = optarg;
-			opt.meta = m;
+			m[opt->nmeta++] = optarg;
+			opt->meta = m;
 			break;
 		}
 		case 'r':
-			opt.repeat = count_arg("--repeat", optarg);
-			if (!opt.repeat)
+			opt->repeat = count_arg("--repeat", optarg);
+			if (!opt->repeat)
 				usage_error("--repeat: at least 1");
 			break;
-		case 's': opt.sample_ns = duration_arg("--sample-interval", optarg, 1000000); break;
-		case OPT_DELAY: opt.delay = duration_arg("--delay", optarg, 0); break;
-		case OPT_DURATION: opt.duration = duration_arg("--duration", optarg, 1); break;
-		case OPT_CAPTURE: capture_arg(optarg); break;
-		case OPT_SKIP: opt.skip = count_arg("--skip", optarg); schedule = 1; break;
-		case OPT_WARMUP: opt.warmup = count_arg("--warmup", optarg); schedule = 1; break;
+		case 's': opt->sample_ns = duration_arg("--sample-interval", optarg, 1000000); break;
+		case OPT_DELAY: opt->delay = duration_arg("--delay", optarg, 0); break;
+		case OPT_DURATION: opt->duration = duration_arg("--duration", optarg, 1); break;
+		case OPT_CAPTURE: capture_arg(opt, optarg); break;
+		case OPT_SKIP: opt->skip = count_arg("--skip", optarg); schedule = 1; break;
+		case OPT_WARMUP: opt->warmup = count_arg("--warmup", optarg); schedule = 1; break;
 		case OPT_ACTIVE:
-			opt.active = count_arg("--active", optarg);
-			if (!opt.active)
+			opt->active = count_arg("--active", optarg);
+			if (!opt->active)
 				usage_error("--active: at least 1");
 			schedule = 1;
 			break;
-		case OPT_CYCLES: opt.cycles = count_arg("--repeat-cycles", optarg); schedule = 1; break;
-		case OPT_FLUSH: opt.flush_ns = duration_arg("--flush-interval", optarg, 1000000); break;
-		case OPT_NO_PTRACE: opt.no_ptrace = 1; break;
-		case OPT_CUDA: cuda_arg(optarg); break;
+		case OPT_CYCLES: opt->cycles = count_arg("--repeat-cycles", optarg); schedule = 1; break;
+		case OPT_FLUSH: opt->flush_ns = duration_arg("--flush-interval", optarg, 1000000); break;
+		case OPT_NO_PTRACE: opt->no_ptrace = 1; break;
+		case OPT_CUDA: cuda_arg(opt, optarg); break;
 		case 'h': usage(); exit(cmd_finish(0));
 		case 'V': cmd_version();
 		case ':':
@@ -253,15 +244,15 @@ parse_options(int argc, char **argv)
 			usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (schedule && !opt.capture)
+	if (schedule && !opt->capture)
 		usage_error("--skip, --warmup, --active and --repeat-cycles need "
 		            "--capture-range");
 	if (optind >= argc)
 		usage_error("no command to record");
-	opt.argv = argv + optind;
-	opt.argc = argc - optind;
+	opt->argv = argv + optind;
+	opt->argc = argc - optind;
 #ifndef TK_HAVE_NVTX
-	if (opt.capture)
+	if (opt->capture)
 		rec_die("--capture-range: this trace-record was built without the "
 		        "NVTX headers");
 #endif
@@ -290,61 +281,65 @@ pending(pid_t pid, int sig)
 	return found;
 }
 
-/* Signals to pass on, each once its grace period is over. */
+/* The signals of the run: the signalfd, and the signals received that
+ * are to be passed on to the command, each once its grace period is
+ * over. */
 #define FORWARD_GRACE 30000000
-static struct {
-	int sig;
-	int64_t at;
-} queued[32];
-static size_t nqueued;
+struct signals {
+	int fd;
+	struct {
+		int sig;
+		int64_t at;
+	} queued[32];
+	size_t nqueued;
+};
 
 /* Pass a signal on to the command, unless it got it already: a
  * terminal's ^C goes to the whole foreground group, and so does
  * `kill -INT -PGID`.  Under ptrace we see the command receive it: we
  * give it a moment to arrive before deciding. */
 static void
-queue_forward(const struct signalfd_siginfo *si)
+queue_forward(struct signals *sg, const struct rec_proc *r,
+              const struct signalfd_siginfo *si)
 {
-	struct rec_proc *r = rec.root;
-	if (!r || r->end || si->ssi_code == SI_KERNEL || nqueued == 32)
+	if (!r || r->end || si->ssi_code == SI_KERNEL || sg->nqueued == 32)
 		return;
-	queued[nqueued].sig = (int)si->ssi_signo;
-	queued[nqueued].at = rec_now();
-	nqueued++;
+	sg->queued[sg->nqueued].sig = (int)si->ssi_signo;
+	sg->queued[sg->nqueued].at = rec_now();
+	sg->nqueued++;
 }
 
 static int64_t
-forward_deadline(void)
+forward_deadline(const struct signals *sg)
 {
 	int64_t t = INT64_MAX;
-	for (size_t i = 0; i < nqueued; i++)
-		if (queued[i].at + FORWARD_GRACE < t)
-			t = queued[i].at + FORWARD_GRACE;
+	for (size_t i = 0; i < sg->nqueued; i++)
+		if (sg->queued[i].at + FORWARD_GRACE < t)
+			t = sg->queued[i].at + FORWARD_GRACE;
 	return t;
 }
 
 static void
-forward_due(int64_t now)
+forward_due(struct signals *sg, const struct rec_proc *r, int64_t now)
 {
-	struct rec_proc *r = rec.root;
 	size_t k = 0;
-	for (size_t i = 0; i < nqueued; i++) {
-		int sig = queued[i].sig;
-		int64_t at = queued[i].at;
+	for (size_t i = 0; i < sg->nqueued; i++) {
+		int sig = sg->queued[i].sig;
+		int64_t at = sg->queued[i].at;
 		if (!r || r->end || r->last_signal_ts[sig] >= at - FORWARD_GRACE)
 			continue; /* it got it */
 		if (now < at + FORWARD_GRACE) {
-			queued[k++] = queued[i];
+			sg->queued[k++] = sg->queued[i];
 			continue;
 		}
 		if (!pending(r->pid, sig))
 			kill(r->pid, sig);
 	}
-	nqueued = k;
+	sg->nqueued = k;
 }
 
 static void
-reap(void)
+reap(const struct recorder *rc)
 {
 	for (;;) {
 		int st;
@@ -352,34 +347,36 @@ reap(void)
 		pid_t pid = wait4(-1, &st, WNOHANG | __WALL, &ru);
 		if (pid <= 0)
 			break;
-		if (rec.ptrace)
-			rec_ptrace_event(pid, st, &ru);
+		if (rc->ptrace)
+			rec_ptrace_event(rc, pid, st, &ru);
 		else
-			rec_scan_reaped(pid, st, &ru);
+			rec_scan_reaped(rc, pid, st, &ru);
 	}
 }
 
 static void
-serve_signals(void)
+serve_signals(const struct recorder *rc, struct signals *sg)
 {
 	struct signalfd_siginfo si[32];
 	struct signalfd_siginfo fwd[32];
 	size_t nfwd = 0;
 	ssize_t k;
-	while ((k = read(sigfd, si, sizeof(si))) > 0) {
+	while ((k = read(sg->fd, si, sizeof(si))) > 0) {
 		for (size_t i = 0; i < (size_t)k / sizeof(si[0]); i++)
 			if (si[i].ssi_signo != SIGCHLD && nfwd < 32)
 				fwd[nfwd++] = si[i];
 	}
 	/* first what the processes did: a signal they got shows there */
-	reap();
+	reap(rc);
 	for (size_t i = 0; i < nfwd; i++)
-		queue_forward(&fwd[i]);
-	forward_due(rec_now());
+		queue_forward(sg, rc->root, &fwd[i]);
+	forward_due(sg, rc->root, rec_now());
 }
 
+/* The signals are blocked and read from a signalfd in the loop (no
+ * handler runs); `old` is the mask to give back to the command. */
 static void
-setup_signals(sigset_t *old)
+setup_signals(struct signals *sg, sigset_t *old)
 {
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -387,8 +384,8 @@ setup_signals(sigset_t *old)
 	for (size_t i = 0; i < NFORWARDED; i++)
 		sigaddset(&mask, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &mask, old);
-	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sigfd < 0)
+	sg->fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sg->fd < 0)
 		rec_die("signalfd: %s", strerror(errno));
 }
 
@@ -406,40 +403,40 @@ min64(int64_t a, int64_t b)
 
 /* Tail the spools and merge what can be merged. */
 static void
-tick(void)
+tick(const struct recorder *rc)
 {
-	if (!rec.recording)
+	if (!rc->recording)
 		return;
 	/* before looking for spools: one made later begins later */
 	int64_t t = rec_now();
-	if (!rec.ptrace)
-		rec_scan_tick(t);
+	if (!rc->ptrace)
+		rec_scan_tick(rc, t);
 	if (rec_out_gone())
 		return;
-	rec_spools_pump(0);
+	rec_spools_pump(rc, 0);
 	int64_t hold = min64(rec_spools_hold(), rec_procs_hold());
-	if (opt.repeat > 1 && rec.root && !rec.root->end)
-		hold = min64(hold, rec.run_start);
+	if (rc->opt.repeat > 1 && rc->root && !rc->root->end)
+		hold = min64(hold, rc->run_start);
 	/* What begins before `hold` is still to come (lifetimes of live
 	 * processes, ranges still open).  Wait for it a while, so that a
 	 * short run comes out in begin order; past that, write on and let
 	 * it come late (the output's watermarks stay held). */
-	int64_t w = t - LAG_INTERVALS * opt.flush_ns;
+	int64_t w = t - LAG_INTERVALS * rc->opt.flush_ns;
 	rec_out_step(min64(t, hold > w ? hold : w), hold);
 }
 
 static void
-write_run(const struct rec_proc *root, int64_t end)
+write_run(const struct recorder *rc, struct rec_proc *root, int64_t end)
 {
-	if (opt.repeat <= 1 || !rec.recording)
+	if (rc->opt.repeat <= 1 || !rc->recording)
 		return;
 	struct tk_event e = { 0 };
 	e.kind = TK_RUN;
-	e.track = rec_proc_track((struct rec_proc *)root);
-	e.ts = rec.run_start;
-	e.dur = end > rec.run_start ? end - rec.run_start : 0;
+	e.track = rec_proc_track(rc, root);
+	e.ts = rc->run_start;
+	e.dur = end > rc->run_start ? end - rc->run_start : 0;
 	e.name = "run";
-	e.u.run.index = rec.run;
+	e.u.run.index = rc->run;
 	if (root->has_status && WIFEXITED(root->status)) {
 		e.u.run.exit = TK_EXIT_NORMAL;
 		e.u.run.exit_code = WEXITSTATUS(root->status);
@@ -453,68 +450,69 @@ write_run(const struct rec_proc *root, int64_t end)
 /* Write out everything recorded; the command may still run.  Returns
  * -1 when the output could not be written. */
 static int
-finish_output(int64_t now)
+finish_output(struct recorder *rc, int64_t now)
 {
-	if (!rec.recording)
+	if (!rc->recording)
 		return 0;
-	rec_spools_pump(0);
-	rec_procs_finish(now);
-	rec_spools_pump(1);
-	if (rec.root && !rec.root->end)
-		write_run(rec.root, now);
-	rec_cuda_meta_end(rec_self(), &opt);
-	rec.recording = 0;
+	rec_spools_pump(rc, 0);
+	rec_procs_finish(rc, now);
+	rec_spools_pump(rc, 1);
+	if (rc->root && !rc->root->end)
+		write_run(rc, rc->root, now);
+	rec_cuda_meta_end(rec_self(), &rc->opt);
+	rc->recording = 0;
 	return rec_out_finish();
 }
 
 static int64_t
-tick_ns(void)
+tick_ns(const struct rec_options *o)
 {
-	int64_t t = opt.flush_ns / 4;
+	int64_t t = o->flush_ns / 4;
 	return t < 10000000 ? 10000000 : t > 100000000 ? 100000000 : t;
 }
 
 /* Until the run's command exits. */
 static int
-serve(void)
+serve(struct recorder *rc, struct signals *sg)
 {
+	const struct rec_options *o = &rc->opt;
 	int out_failed = 0;
 	int64_t now = rec_now();
-	int64_t next_tick = now + tick_ns(), next_flush = now + opt.flush_ns;
-	int64_t next_sample = opt.sample_ns ? now + opt.sample_ns : INT64_MAX;
-	int last_run = rec.run == opt.repeat;
-	while (!rec.root->end) {
+	int64_t next_tick = now + tick_ns(o), next_flush = now + o->flush_ns;
+	int64_t next_sample = o->sample_ns ? now + o->sample_ns : INT64_MAX;
+	int last_run = rc->run == o->repeat;
+	while (!rc->root->end) {
 		int64_t next = min64(next_tick, min64(next_flush, next_sample));
-		next = min64(next, forward_deadline());
-		if (opt.duration && rec.recording && last_run)
-			next = min64(next, rec.win_end + 2 * opt.flush_ns);
+		next = min64(next, forward_deadline(sg));
+		if (o->duration && rc->recording && last_run)
+			next = min64(next, rc->win_end + 2 * o->flush_ns);
 		int64_t wait = next - rec_now();
 		int ms = wait <= 0 ? 0 : (int)((wait + 999999) / 1000000);
-		struct pollfd pfd = { sigfd, POLLIN, 0 };
+		struct pollfd pfd = { sg->fd, POLLIN, 0 };
 		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 			rec_die("poll: %s", strerror(errno));
-		serve_signals();
+		serve_signals(rc, sg);
 		now = rec_now();
-		if (rec.recording && now >= next_sample) {
-			rec_procs_sample_counters(now);
-			next_sample += opt.sample_ns;
+		if (rc->recording && now >= next_sample) {
+			rec_procs_sample_counters(rc, now);
+			next_sample += o->sample_ns;
 			if (next_sample <= now)
-				next_sample = now + opt.sample_ns;
+				next_sample = now + o->sample_ns;
 		}
 		if (now >= next_tick) {
-			tick();
-			next_tick = now + tick_ns();
+			tick(rc);
+			next_tick = now + tick_ns(o);
 		}
 		if (now >= next_flush) {
-			if (rec.recording)
+			if (rc->recording)
 				rec_out_flush();
-			next_flush = now + opt.flush_ns;
+			next_flush = now + o->flush_ns;
 		}
 		/* --duration: the trace is complete once the programs have
 		 * flushed what they recorded before the end */
-		if (opt.duration && rec.recording && last_run &&
-		    now >= rec.win_end + 2 * opt.flush_ns &&
-		    finish_output(now) < 0)
+		if (o->duration && rc->recording && last_run &&
+		    now >= rc->win_end + 2 * o->flush_ns &&
+		    finish_output(rc, now) < 0)
 			out_failed = 1;
 	}
 	return out_failed;
@@ -532,6 +530,97 @@ exit_status(const struct rec_proc *p)
 	return REC_EXIT_FAIL;
 }
 
+/* The first run decides how processes are followed: with ptrace when
+ * it is permitted; and the run's metadata is written then. */
+static void
+choose_tracking(struct recorder *rc, pid_t pid)
+{
+	int err = rc->opt.no_ptrace ? -1 : rec_ptrace_attach(pid);
+	rc->ptrace = err == 0;
+	if (rc->opt.no_ptrace) {
+		snprintf(rc->tracking, sizeof(rc->tracking), "scan (--no-ptrace)");
+	} else if (err) {
+		cmd_warn("cannot trace processes (ptrace: %s); following them "
+		         "through /proc: the exit status of their children is "
+		         "not recorded", strerror(err));
+		snprintf(rc->tracking, sizeof(rc->tracking),
+		         "scan (ptrace not permitted: %s)", strerror(err));
+	} else {
+		snprintf(rc->tracking, sizeof(rc->tracking), "ptrace");
+	}
+	rec_meta_write(rec_self(), &rc->opt, rc->run_start, rc->tracking);
+}
+
+/* The child could not exec the command (error `err`): nothing of it to
+ * record; wait for it to go.  Returns the shell's status, 126 or 127. */
+static int
+exec_failed(struct rec_proc *root, int err)
+{
+	root->written = 1;
+	while (!root->end) {
+		int st;
+		pid_t pid = waitpid(root->pid, &st, __WALL);
+		if (pid == root->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
+			root->end = rec_now();
+		else if (pid == root->pid && WIFSTOPPED(st))
+			ptrace(PTRACE_CONT, root->pid, 0, 0);
+		else if (pid < 0 && errno != EINTR)
+			break;
+	}
+	return err == ENOENT ? REC_EXIT_NOTFOUND : REC_EXIT_NOEXEC;
+}
+
+/* Run number rc->run of the command, from its start to its exit, as `sp`
+ * says; returns its exit status.  *out_failed is set when the output
+ * could not be written. */
+static int
+run_once(struct recorder *rc, struct signals *sg, struct rec_spawn *sp,
+         const char *inject, int *out_failed)
+{
+	const struct rec_options *o = &rc->opt;
+	rc->run_start = rec_now();
+	rc->win_begin = o->delay ? rc->run_start + o->delay : INT64_MIN;
+	rc->win_end = o->duration
+	              ? (o->delay ? rc->win_begin : rc->run_start) + o->duration
+	              : INT64_MAX;
+	sp->envp = rec_env(rc, inject);
+	rec_spawn_start(sp);
+	if (rc->run == 1)
+		choose_tracking(rc, sp->pid);
+	else if (rc->ptrace && rec_ptrace_attach(sp->pid) != 0)
+		rec_die("ptrace: %s", strerror(errno));
+	rc->root = rec_proc_add(rc, sp->pid, getpid(), rec_now());
+	rc->root->root = 1;
+	int err = rec_spawn_go(sp);
+	rec_env_free(sp->envp);
+	sp->envp = NULL;
+	if (err)
+		return exec_failed(rc->root, err);
+	/* it runs the command now (ptrace saw the exec already) */
+	if (!rc->ptrace)
+		rec_proc_refresh(rc->root);
+	*out_failed |= serve(rc, sg);
+	write_run(rc, rc->root, rc->root->end);
+	return exit_status(rc->root);
+}
+
+/* The injection library for the programs; NULL when built without the
+ * NVTX headers (there is none). */
+static char *
+inject_library(void)
+{
+#ifdef TK_HAVE_NVTX
+	char tried[PATH_MAX];
+	char *inject = rec_inject_path(tried, sizeof(tried));
+	if (!inject)
+		rec_die("injection library not found: %s (run 'make', or "
+		        "'make install')", tried);
+	return inject;
+#else
+	return NULL;
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -539,108 +628,51 @@ main(int argc, char **argv)
 	struct sigaction sigpipe;
 	sigaction(SIGPIPE, NULL, &sigpipe);
 	cmd_init("trace-record");
-	parse_options(argc, argv);
-	rec.opt = &opt;
-	rec.recording = 1;
-	rec.boot = tki_boot_ns();
+	struct recorder rc = { 0 };
+	parse_options(&rc.opt, argc, argv);
+	rc.recording = 1;
+	rc.boot = tki_boot_ns();
 
 	int status;
-	char *path = rec_find_command(opt.argv[0], &status);
+	char *path = rec_find_command(rc.opt.argv[0], &status);
 	if (!path)
 		return status;
-	char *inject = NULL;
-#ifdef TK_HAVE_NVTX
-	char tried[PATH_MAX];
-	if (!(inject = rec_inject_path(tried, sizeof(tried))))
-		rec_die("injection library not found: %s (run 'make', or "
-		        "'make install')", tried);
-#endif
+	char *inject = inject_library();
 	rec_meta_collect();
-	if (opt.cuda) {
+	if (rc.opt.cuda) {
 		rec_cuda_probe();
-		rec_cuda_check(&opt);
+		rec_cuda_check(&rc.opt);
 	}
-	spool_dir = rec.spool = rec_spool_create();
+	spool_dir = rc.spool = rec_spool_create();
 	atexit(cleanup);
-	rec_out_open(opt.output, spool_dir);
+	rec_out_open(rc.opt.output, rc.spool);
 
-	sigset_t old;
-	setup_signals(&old);
+	struct signals sg = { .fd = -1 };
+	struct rec_spawn sp = { 0 };
+	sp.path = path;
+	sp.argv = rc.opt.argv;
+	sp.stdout_to_stderr = !rc.opt.output;
+	sp.sigpipe = sigpipe;
+	setup_signals(&sg, &sp.sigmask);
 	/* orphans come back to us: their status and resource use too */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	int out_failed = 0;
 	status = 0;
-	for (rec.run = 1; rec.run <= opt.repeat; rec.run++) {
-		rec.run_start = rec_now();
-		rec.win_begin = opt.delay ? rec.run_start + opt.delay : INT64_MIN;
-		rec.win_end = opt.duration
-		              ? (opt.delay ? rec.win_begin : rec.run_start) + opt.duration
-		              : INT64_MAX;
-		struct rec_spawn sp = { 0 };
-		sp.path = path;
-		sp.argv = opt.argv;
-		sp.envp = rec_env(&opt, spool_dir, inject, rec.win_begin, rec.win_end);
-		sp.stdout_to_stderr = !opt.output;
-		sp.sigmask = old;
-		sp.sigpipe = sigpipe;
-		rec_spawn_start(&sp);
-		if (rec.run == 1) {
-			int err = opt.no_ptrace ? -1 : rec_ptrace_attach(sp.pid);
-			rec.ptrace = err == 0;
-			if (opt.no_ptrace) {
-				snprintf(rec.tracking, sizeof(rec.tracking),
-				         "scan (--no-ptrace)");
-			} else if (err) {
-				cmd_warn("cannot trace processes (ptrace: %s); "
-				         "following them through /proc: the exit "
-				         "status of their children is not recorded",
-				         strerror(err));
-				snprintf(rec.tracking, sizeof(rec.tracking),
-				         "scan (ptrace not permitted: %s)", strerror(err));
-			} else {
-				snprintf(rec.tracking, sizeof(rec.tracking), "ptrace");
-			}
-			rec_meta_write(rec_self(), &opt, rec.run_start, rec.tracking);
-		} else if (rec.ptrace && rec_ptrace_attach(sp.pid) != 0) {
-			rec_die("ptrace: %s", strerror(errno));
-		}
-		rec.root = rec_proc_add(sp.pid, getpid(), rec_now(), rec.run);
-		rec.root->root = 1;
-		int err = rec_spawn_go(&sp);
-		rec_env_free(sp.envp);
-		/* it runs the command now (ptrace saw the exec already) */
-		if (!err && !rec.ptrace)
-			rec_proc_refresh(rec.root);
-		if (err) {
-			/* nothing of it to record: the child never ran the command */
-			rec.root->written = 1;
-			while (!rec.root->end) {
-				int st;
-				pid_t pid = waitpid(sp.pid, &st, __WALL);
-				if (pid == sp.pid && (WIFEXITED(st) || WIFSIGNALED(st)))
-					rec.root->end = rec_now();
-				else if (pid == sp.pid && WIFSTOPPED(st))
-					ptrace(PTRACE_CONT, sp.pid, 0, 0);
-				else if (pid < 0 && errno != EINTR)
-					break;
-			}
-			status = err == ENOENT ? REC_EXIT_NOTFOUND : REC_EXIT_NOEXEC;
-			break;
-		}
-		out_failed |= serve();
-		write_run(rec.root, rec.root->end);
-		status = exit_status(rec.root);
+	for (rc.run = 1; rc.run <= rc.opt.repeat; rc.run++) {
+		status = run_once(&rc, &sg, &sp, inject, &out_failed);
 		if (status != 0)
 			break; /* like a benchmark tool: a failed run ends the series */
 	}
-	if (finish_output(rec_now()) < 0 || out_failed)
+	if (finish_output(&rc, rec_now()) < 0 || out_failed)
 		status = REC_EXIT_FAIL;
 	cleanup();
 	spool_dir = NULL;
 	rec_procs_free();
 	rec_spools_free();
 	rec_ptrace_free();
+	free(rc.opt.meta);
+	free(rc.opt.capture);
 	free(path);
 	free(inject);
 	return cmd_finish(status);

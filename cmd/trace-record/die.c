@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace-record's own failure, for every part: one line on stderr and
+ * exit 125, the status that tells it from the command's own.  The spool
+ * directory goes with it (main's atexit handler).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "record.h"
+
+void
+rec_die(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	cmd_warn("%s", buf);
+	exit(REC_EXIT_FAIL);
+}
