@@ -415,7 +415,7 @@ PY
 	run verdicts "$d/n.json" kernels
 	[[ "$output" == *$'same\ttriton_poi_fused_add_N'* ]]
 	[[ "$output" == *$'same\tfused<...>(int)'* ]]
-	! grep -Eq '^(new|gone)' <<< "$output"
+	run -1 grep -E '^(new|gone)' <<< "$output"
 	jq -e '.groups[] | select(.name == "triton_poi_fused_add_N") |
 	       .before.names == ["triton_poi_fused_add_0"] and .after.names == ["triton_poi_fused_add_7"]' "$d/n.json"
 	# two names of one trace that normalize alike are one row: counts add up
