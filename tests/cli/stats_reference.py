@@ -302,82 +302,105 @@ def check(what, ours, ref, tol=0.0):
 ROUNDED = ("mean_ns", "std_ns", "median_ns", "p95_ns", "p99_ns")
 
 
-def check_stats(what, ours, ref):
-    for k in ("count", "total_ns", "min_ns", "max_ns"):
-        if k in ref and k in ours:
-            check("%s %s" % (what, k), ours[k], ref[k])
+def check_stats(what, ours, ref, exact=("count", "total_ns", "min_ns", "max_ns")):
+    # every field asked for must be there: a missing one fails
+    for k in exact:
+            check("%s %s" % (what, k), ours.get(k), ref[k])
     for k in ROUNDED:
         # trace-stats rounds to integer ns
         check("%s %s" % (what, k), ours.get(k), ref[k], 0.5 + 1e-6)
 
 
+def member(obj, key, what, ref=None):
+    """obj[key], or None and a failure: a member that is not there is
+    never taken for one that need not be checked.  trace-stats leaves
+    out a report without data (by default): that is no failure when the
+    reference's is empty too."""
+    if not isinstance(obj, dict) or key not in obj:
+        if ref is not None and not ref:
+            return None
+        failures.append("%s: missing" % what)
+        return None
+    return obj[key]
+
+
 def compare(ref_path, ours_path, top):
     ref = json.load(open(ref_path))
     ours = json.load(open(ours_path))
-    r, o = ref["run"], ours["run"]
-    check("run wall_ns", o["wall_ns"], r["wall_ns"])
-    check("run events", o["events"], r["events"])
-    check("run events_read", o["events_read"], r["events_read"])
-    check("run kinds", o["kinds"], r["kinds"])
-    check("run dropped", o["dropped"], r["dropped"])
+    r, o = ref["run"], member(ours, "run", "run") or {}
+    for k in ("wall_ns", "events", "events_read", "kinds", "dropped"):
+        check("run " + k, o.get(k), r[k])
     for table in ("kernels", "memops", "api", "ranges"):
         refrows = {(x["kind"], x["domain"], x["name"]): x for x in ref[table]}
-        rows = ours.get(table, [])
+        rows = member(ours, table, table, ref[table])
+        if rows is None:
+            continue
         if not top:
             check("%s rows" % table, len(rows), len(refrows))
         for row in rows:
-            key = (row["kind"], row.get("domain", ""), row["name"])
+            key = (row.get("kind"), row.get("domain", ""), row.get("name"))
             x = refrows.get(key)
             if x is None:
                 failures.append("%s: unexpected row %r" % (table, key))
                 continue
             what = "%s %s" % (table, key[2][:40])
             check_stats(what, row, x)
-            check(what + " time_pct", row["time_pct"], x["time_pct"], 1e-6)
+            check(what + " time_pct", row.get("time_pct"), x["time_pct"], 1e-6)
             if table == "memops":
-                check(what + " bytes", row["bytes"], x["bytes"])
-                check(what + " bytes_per_s", row["bytes_per_s"], x["bytes_per_s"], 0.5 + 1e-9 * x["bytes_per_s"])
-                check(what + " mean_bytes_per_s", row["mean_bytes_per_s"], x["mean_bytes_per_s"],
+                check(what + " bytes", row.get("bytes"), x["bytes"])
+                check(what + " bytes_per_s", row.get("bytes_per_s"), x["bytes_per_s"],
+                      0.5 + 1e-9 * x["bytes_per_s"])
+                check(what + " mean_bytes_per_s", row.get("mean_bytes_per_s"), x["mean_bytes_per_s"],
                       0.5 + 1e-9 * x["mean_bytes_per_s"])
         # the rows shown are the largest by total time, in order
-        totals = [row["total_ns"] for row in rows]
+        totals = [row.get("total_ns") for row in rows]
+        if None in totals:
+            continue
         if totals != sorted(totals, reverse=True) and not top:
             failures.append("%s: not sorted by total" % table)
         if top:
             expect = sorted((x["total_ns"] for x in refrows.values()), reverse=True)[:top]
             check("%s top totals" % table, totals, expect)
+    refg = {g["device"]: g for g in ref["gpus"]}
+    for g in member(ours, "gpus", "gpus", ref["gpus"]) or []:
+        dev = g.get("device")
+        x = refg.get(dev if dev is not None else -1)
+        if x is None:
+            failures.append("gpu %r unexpected" % dev)
+            continue
+        for k in ("busy_ns", "kernel_ns", "copy_ns", "overlap_ns", "idle_ns", "ops",
+                  "first_ns", "last_ns"):
+            check("gpu %s %s" % (dev, k), g.get(k), x[k])
+        check("gpu %s busy_pct" % dev, g.get("busy_pct"), x["busy_pct"], 1e-6)
+        check("gpu %s exact" % dev, g.get("exact"), True)
     if "gpus" in ours:
-        refg = {g["device"]: g for g in ref["gpus"]}
         check("gpu count", len(ours["gpus"]), len(refg))
-        for g in ours["gpus"]:
-            x = refg.get(g["device"] if g["device"] is not None else -1)
-            if x is None:
-                failures.append("gpu %r unexpected" % g["device"])
-                continue
-            for k in ("busy_ns", "kernel_ns", "copy_ns", "overlap_ns", "idle_ns", "ops",
-                      "first_ns", "last_ns"):
-                check("gpu %s %s" % (g["device"], k), g[k], x[k])
-            check("gpu busy_pct", g["busy_pct"], x["busy_pct"], 1e-6)
-            check("gpu exact", g["exact"], True)
-    if "processes" in ours:
-        mine = {p["pid"]: p for p in ours["processes"] if "wall_ns" in p}
+    procs = member(ours, "processes", "processes", ref["processes"])
+    if procs is not None:
+        mine = {p.get("pid"): p for p in procs if "wall_ns" in p}
         check("processes with rusage", sorted(mine), sorted(p["pid"] for p in ref["processes"]))
         for p in ref["processes"]:
             for k in ("wall_ns", "user_ns", "system_ns", "max_rss_bytes", "exit_code"):
                 check("process %s %s" % (p["pid"], k), mine.get(p["pid"], {}).get(k), p[k])
-    if "memory" in ours:
-        mp = {p["pid"]: p for p in ours["memory"]["processes"]}
+    mem = member(ours, "memory", "memory",
+                 ref["memory"]["processes"] + ref["memory"]["devices"])
+    if mem is not None:
+        mp = {p.get("pid"): p for p in member(mem, "processes", "memory processes") or []}
+        check("memory processes", sorted(mp), [p["pid"] for p in ref["memory"]["processes"]])
         for p in ref["memory"]["processes"]:
             check("rss peak pid %s" % p["pid"], mp.get(p["pid"], {}).get("rss_peak_bytes"),
                   p["rss_peak_bytes"])
-        md = {d["device"]: d for d in ours["memory"]["devices"]}
+        md = {d.get("device"): d for d in member(mem, "devices", "memory devices") or []}
+        check("memory devices", sorted(md), [d["device"] for d in ref["memory"]["devices"]])
         for d in ref["memory"]["devices"]:
             for k, v in d.items():
                 check("device memory %s %s" % (d["device"], k), md.get(d["device"], {}).get(k), v)
-    if "per" in ref:
-        p, x = ours["per"], ref["per"]
+    p, x = ours.get("per"), ref.get("per")
+    if x is not None and member(ours, "per", "per") is not None:
         check("per instances", p["instances"], x["instances"])
-        check_stats("per duration", p["duration"], x["duration"])
+        # per.instances is the count: the durations have none
+        per_exact = ("total_ns", "min_ns", "max_ns")
+        check_stats("per duration", p["duration"], x["duration"], per_exact)
         check("per gpu_outside", p["gpu_outside"]["count"], x["gpu_outside"])
         check("per gpu_no_launch", p["gpu_no_launch"]["count"], x["gpu_no_launch"])
         refc = {(c["kind"], c["domain"], c["name"]): c for c in x["children"]}
@@ -394,7 +417,7 @@ def compare(ref_path, ours_path, top):
                 check(what + " count " + k, c["count_per_instance"][k], rc["count_per_instance"][k])
             for k in ("mean", "median"):
                 check(what + " count " + k, c["count_per_instance"][k], rc["count_per_instance"][k], 1e-9)
-            check_stats(what + " time", c["time_per_instance"], rc["time_per_instance"])
+            check_stats(what + " time", c["time_per_instance"], rc["time_per_instance"], per_exact)
             check(what + " share", c["share_pct"], rc["share_pct"], 1e-6)
     if failures:
         for f in failures[:40]:

@@ -36,6 +36,15 @@ check_figures() {
 	run python3 "$REF" --compare "$d/ref.json" "$d/bad.json"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"kernels "*"total_ns: "* ]]
+	# and so can a member or a field that is not there at all
+	for cut in '.memory' '.gpus' '.processes' '.kernels' '.per' '.run.dropped' \
+	           '.kernels[0].p95_ns' '.kernels[0].min_ns' '.memops[0].bytes' \
+	           '.gpus[0].busy_ns' '.memory.devices' '.memory.devices[0].allocs' \
+	           '.memory.processes[0].rss_peak_bytes' '.processes[0].exit_code'; do
+		jq "del($cut)" "$d/ours.json" > "$d/bad.json"
+		run python3 "$REF" --compare "$d/ref.json" "$d/bad.json"
+		[ "$status" -eq 1 ] || { echo "del($cut) not caught: $output" >&2; false; }
+	done
 }
 
 @test "unsorted traces give the same figures (by end time, shuffled, reversed)" {
