@@ -377,6 +377,21 @@ EOF
 	fi
 }
 
+@test "dur: ts + dur as JavaScript adds them is the exact end (checked without npm)" {
+	# chrome_js_dur.py: the rule in doubles, as DevTools computes it
+	python3 "$CHECKS/chrome-nested.py" --spans 400 --order end | mktrace > "$BATS_TEST_TMPDIR/n.tkt"
+	for args in "$T" "--buffer 0 $BATS_TEST_TMPDIR/n.tkt"; do
+		trace-to-chrome -o "$J" $args
+		run -0 python3 "$CHECKS/chrome_js_dur.py" "$J"
+		# some slices need the longer dur, or the check proves nothing
+		[[ "${lines[0]}" =~ ^[0-9]+\ slices,\ [1-9][0-9]*\ with\ a\ longer\ dur$ ]]
+		# the same slices with exact decimals break the rule
+		python3 "$CHECKS/chrome_js_dur.py" --naive "$J" "$BATS_TEST_TMPDIR/naive.json"
+		run -1 python3 "$CHECKS/chrome_js_dur.py" "$BATS_TEST_TMPDIR/naive.json"
+		[[ "$output" == *" slices break the rule" ]]
+	done
+}
+
 @test "Chrome DevTools' trace engine reads every slice, on the tracks we named" {
 	mods=${TK_NODE_MODULES:-$CHECKS/chrome-parser/node_modules}
 	command -v node > /dev/null || skip "node not installed"
