@@ -497,6 +497,29 @@ PY
 	assert_eq "${stderr%%$'\n'*}" "trace-diff: invalid --alpha '2' (between 0 and 1)"
 }
 
+@test "--alpha: the Mann-Whitney p-value a change must be below" {
+	d=$BATS_TEST_TMPDIR
+	# 4 instances before, 4 after, every one slower: the exact two-sided
+	# p-value is 2 / C(8, 4), 0.0286; the medians double
+	python3 "$BATS_TEST_DIRNAME/findings_trace.py" kernel:k:1000,1010,1020,1030 | mktrace > "$d/b.tkt"
+	python3 "$BATS_TEST_DIRNAME/findings_trace.py" kernel:k:2000,2010,2020,2030 | mktrace > "$d/a.tkt"
+	p=$(python3 -c 'import math; print(2 / math.comb(8, 4))')
+	kernel() { jq -r --argjson p "$p" '.alpha as $a | .groups[] | select(.report == "kernels")
+		| "\($a) \(.verdict) \((.p_value - $p | fabs) < 1e-9)"' "$d/o.json"; }
+	trace-diff --json "$d/b.tkt" "$d/a.tkt" > "$d/o.json" || [ $? -eq 1 ]
+	assert_eq "$(kernel)" "0.01 unsure true"
+	trace-diff --json --alpha 0.05 "$d/b.tkt" "$d/a.tkt" > "$d/o.json" || [ $? -eq 1 ]
+	assert_eq "$(kernel)" "0.05 slower true"
+	# either side of p
+	trace-diff --json --alpha 0.0286 "$d/b.tkt" "$d/a.tkt" > "$d/o.json" || [ $? -eq 1 ]
+	assert_eq "$(kernel)" "0.0286 slower true"
+	trace-diff --json --alpha 0.0285 "$d/b.tkt" "$d/a.tkt" > "$d/o.json" || [ $? -eq 1 ]
+	assert_eq "$(kernel)" "0.0285 unsure true"
+	# the text says the rule
+	run -1 trace-diff --alpha 0.05 "$d/b.tkt" "$d/a.tkt"
+	[[ "$output" == *"Rule    faster or slower: the median changes by more than 5% and Mann-Whitney U over the instances gives p < 0.05"* ]]
+}
+
 @test "bad input: one line naming the file, exit 2 (1 means a regression), nothing printed" {
 	d=$BATS_TEST_TMPDIR
 	B=$(synth_trace before.tkt $SMALL)
