@@ -18,6 +18,7 @@
 
 #include "record.h"
 #include "inject/protocol.h"
+#include "support.h"
 
 extern char **environ;
 
@@ -119,13 +120,10 @@ push_env(char ***env, size_t *n, size_t *cap, char *s)
 {
 	if (!s)
 		rec_die("out of memory");
-	if (*n + 2 > *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		char **e = realloc(*env, *cap * sizeof(*e));
-		if (!e)
-			rec_die("out of memory");
-		*env = e;
-	}
+	char **e = tkp_grow(*env, cap, *n + 2, sizeof(*e));
+	if (!e)
+		rec_die("out of memory");
+	*env = e;
 	(*env)[(*n)++] = s;
 	(*env)[*n] = NULL;
 }

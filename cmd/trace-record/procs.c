@@ -21,6 +21,7 @@
 
 #include "record.h"
 #include "inject/protocol.h"
+#include "support.h"
 
 static struct rec_proc **procs;
 static size_t nprocs, procs_cap;
@@ -34,7 +35,7 @@ static char host[256];
 static size_t
 hash_pid(pid_t pid)
 {
-	return ((uint32_t)pid * 2654435761u) & (nslots - 1);
+	return (size_t)tkp_hash_u64((uint64_t)(uint32_t)pid) & (nslots - 1);
 }
 
 static void
@@ -273,13 +274,10 @@ rec_proc_add(const struct recorder *rc, pid_t pid, pid_t ppid, int64_t start)
 		p->start = rec_now();
 	read_name(p);
 	read_cmdline(p);
-	if (nprocs == procs_cap) {
-		procs_cap = procs_cap ? procs_cap * 2 : 256;
-		struct rec_proc **a = realloc(procs, procs_cap * sizeof(*a));
-		if (!a)
-			rec_die("out of memory");
-		procs = a;
-	}
+	struct rec_proc **a = tkp_grow(procs, &procs_cap, nprocs + 1, sizeof(*a));
+	if (!a)
+		rec_die("out of memory");
+	procs = a;
 	procs[nprocs++] = p;
 	map_put(pid, (uint32_t)nprocs);
 	rec_spool_write_pid(pid, p->start);

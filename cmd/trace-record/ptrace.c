@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "record.h"
+#include "support.h"
 
 #define OPTIONS (PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | \
                  PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
@@ -43,7 +44,7 @@ static size_t nthreads, threads_cap;
 static size_t
 thread_home(pid_t tid)
 {
-	return ((uint32_t)tid * 2654435761u) & (threads_cap - 1);
+	return (size_t)tkp_hash_u64((uint64_t)(uint32_t)tid) & (threads_cap - 1);
 }
 
 static void

@@ -53,7 +53,7 @@ struct rec_options {
 	const char *output;       /* NULL = stdout */
 	const char *label;
 	const char **meta;        /* "KEY=VALUE" */
-	size_t nmeta;
+	size_t nmeta, meta_cap;
 	uint64_t repeat;
 	int64_t delay, duration;  /* ns; duration 0 = no limit */
 	int64_t sample_ns;        /* 0 = no sampling */

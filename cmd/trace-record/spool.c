@@ -25,6 +25,7 @@
 
 #include "record.h"
 #include "inject/protocol.h"
+#include "support.h"
 
 #define READ_PIECE (256u * 1024u)
 #define PUNCH_AFTER (4u << 20)
@@ -277,13 +278,10 @@ add_spool(const char *name)
 			s->gone_exec = 1;
 		}
 	}
-	if (nspools == spools_cap) {
-		spools_cap = spools_cap ? spools_cap * 2 : 64;
-		struct spool **a = realloc(spools, spools_cap * sizeof(*a));
-		if (!a)
-			rec_die("out of memory");
-		spools = a;
-	}
+	struct spool **a = tkp_grow(spools, &spools_cap, nspools + 1, sizeof(*a));
+	if (!a)
+		rec_die("out of memory");
+	spools = a;
 	spools[nspools++] = s;
 }
 

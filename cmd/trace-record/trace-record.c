@@ -30,6 +30,7 @@
 
 #include "record.h"
 #include "inject/protocol.h"
+#include "support.h"
 
 /* The spool directory, for the atexit handler: a failure anywhere
  * (rec_die) removes it. */
@@ -206,7 +207,8 @@ parse_options(struct rec_options *opt, int argc, char **argv)
 			const char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
 				usage_error("--meta: expected KEY=VALUE, not '%s'", optarg);
-			const char **m = realloc(opt->meta, (opt->nmeta + 1) * sizeof(*m));
+			const char **m = tkp_grow(opt->meta, &opt->meta_cap,
+			                          opt->nmeta + 1, sizeof(*m));
 			if (!m)
 				rec_die("out of memory");
 			m[opt->nmeta++] = optarg;
