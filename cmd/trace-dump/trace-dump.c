@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/util.h"
+#include "support.h"
 
 enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
 
@@ -22,7 +23,11 @@ struct options {
 	uint64_t limit;          /* 0 = no limit */
 };
 
-static uint64_t printed;
+/* One run: its options and the events printed so far, over all inputs. */
+struct dump {
+	struct options opt;
+	uint64_t printed;
+};
 
 static void
 usage(void)
@@ -87,26 +92,6 @@ locate(const struct tk_reader *r, const struct tk_track *t)
 	return w;
 }
 
-static uint64_t
-correlation_of(const struct tk_event *e)
-{
-	switch (e->kind) {
-	case TK_API: return e->u.api.correlation;
-	case TK_KERNEL: return e->u.kernel.correlation;
-	case TK_MEMCPY: return e->u.memcpy.correlation;
-	case TK_MEMSET: return e->u.memset.correlation;
-	case TK_SYNC: return e->u.sync.correlation;
-	case TK_MEMORY: return e->u.memory.correlation;
-	}
-	return 0;
-}
-
-static const char *
-api_domain_name(unsigned d)
-{
-	return d == TK_API_RUNTIME ? "runtime" : d == TK_API_DRIVER ? "driver" : "other";
-}
-
 static const char *
 exit_desc(char *buf, size_t n, unsigned how, int32_t code, uint32_t sig)
 {
@@ -140,62 +125,88 @@ payload_text(char *buf, size_t n, const struct tk_range_attrs *a)
 /* ---- text ------------------------------------------------------------------ */
 
 static void
+text_range(FILE *f, const struct tk_range_attrs *a)
+{
+	char b[64];
+	if (*a->domain)
+		fprintf(f, " domain=%s", a->domain);
+	if (a->category)
+		fprintf(f, " category=%u", a->category);
+	if (a->color)
+		fprintf(f, " color=#%08x", a->color);
+	if (a->payload_type) {
+		payload_text(b, sizeof(b), a);
+		fprintf(f, " payload=%s", b);
+	}
+	if (a->id)
+		fprintf(f, " id=%" PRIu64, a->id);
+	if (a->end_track)
+		fprintf(f, " end_track=%u", a->end_track);
+}
+
+static void
+text_kernel(FILE *f, const struct tk_kernel_attrs *k)
+{
+	fprintf(f, " grid=%ux%ux%u block=%ux%ux%u", k->grid[0], k->grid[1],
+	        k->grid[2], k->block[0], k->block[1], k->block[2]);
+	if (k->cluster[0] || k->cluster[1] || k->cluster[2])
+		fprintf(f, " cluster=%ux%ux%u", k->cluster[0], k->cluster[1],
+		        k->cluster[2]);
+	fprintf(f, " regs=%u smem=%u+%u", k->registers, k->static_smem,
+	        k->dynamic_smem);
+	if (k->graph_id)
+		fprintf(f, " graph=%u node=%" PRIu64, k->graph_id, k->graph_node);
+}
+
+static void
+text_memcpy(FILE *f, const struct tk_memcpy_attrs *m)
+{
+	fprintf(f, " %s %s->%s bytes=%" PRIu64, tk_copy_kind_name(m->copy_kind),
+	        tk_mem_kind_name(m->src_kind), tk_mem_kind_name(m->dst_kind),
+	        m->bytes);
+	if (m->copy_kind == TK_COPY_PTOP)
+		fprintf(f, " devices=%u->%u", m->src_device, m->dst_device);
+	if (m->flags & TK_FLAG_ASYNC)
+		fputs(" async", f);
+}
+
+static void
+text_process(FILE *f, const struct tk_process_attrs *p)
+{
+	char b[64];
+	fprintf(f, " %s", exit_desc(b, sizeof(b), p->exit, p->exit_code,
+	        p->signal));
+	fprintf(f, " user=%s", cmd_fmt_duration(b, sizeof(b), p->utime));
+	fprintf(f, " sys=%s maxrss=%" PRIu64 " minflt=%" PRIu64
+	        " majflt=%" PRIu64 " nvcsw=%" PRIu64 " nivcsw=%" PRIu64,
+	        cmd_fmt_duration(b, sizeof(b), p->stime), p->max_rss,
+	        p->minflt, p->majflt, p->nvcsw, p->nivcsw);
+}
+
+static void
 text_attrs(FILE *f, const struct tk_event *e)
 {
 	char b[64];
-	uint64_t corr = correlation_of(e);
+	uint64_t corr = tk_event_correlation(e);
 	switch (e->kind) {
 	case TK_RANGE:
 	case TK_ASYNC_RANGE:
-	case TK_MARK: {
-		const struct tk_range_attrs *a = &e->u.range;
-		if (*a->domain)
-			fprintf(f, " domain=%s", a->domain);
-		if (a->category)
-			fprintf(f, " category=%u", a->category);
-		if (a->color)
-			fprintf(f, " color=#%08x", a->color);
-		if (a->payload_type) {
-			payload_text(b, sizeof(b), a);
-			fprintf(f, " payload=%s", b);
-		}
-		if (a->id)
-			fprintf(f, " id=%" PRIu64, a->id);
-		if (a->end_track)
-			fprintf(f, " end_track=%u", a->end_track);
+	case TK_MARK:
+		text_range(f, &e->u.range);
 		break;
-	}
 	case TK_API:
-		fprintf(f, " %s", api_domain_name(e->u.api.domain));
+		fprintf(f, " %s", tk_api_domain_name(e->u.api.domain));
 		if (e->u.api.cbid)
 			fprintf(f, " cbid=%u", e->u.api.cbid);
 		if (e->u.api.result)
 			fprintf(f, " result=%d", e->u.api.result);
 		break;
-	case TK_KERNEL: {
-		const struct tk_kernel_attrs *k = &e->u.kernel;
-		fprintf(f, " grid=%ux%ux%u block=%ux%ux%u", k->grid[0], k->grid[1],
-		        k->grid[2], k->block[0], k->block[1], k->block[2]);
-		if (k->cluster[0] || k->cluster[1] || k->cluster[2])
-			fprintf(f, " cluster=%ux%ux%u", k->cluster[0], k->cluster[1],
-			        k->cluster[2]);
-		fprintf(f, " regs=%u smem=%u+%u", k->registers, k->static_smem,
-		        k->dynamic_smem);
-		if (k->graph_id)
-			fprintf(f, " graph=%u node=%" PRIu64, k->graph_id, k->graph_node);
+	case TK_KERNEL:
+		text_kernel(f, &e->u.kernel);
 		break;
-	}
-	case TK_MEMCPY: {
-		const struct tk_memcpy_attrs *m = &e->u.memcpy;
-		fprintf(f, " %s %s->%s bytes=%" PRIu64, tk_copy_kind_name(m->copy_kind),
-		        tk_mem_kind_name(m->src_kind), tk_mem_kind_name(m->dst_kind),
-		        m->bytes);
-		if (m->copy_kind == TK_COPY_PTOP)
-			fprintf(f, " devices=%u->%u", m->src_device, m->dst_device);
-		if (m->flags & TK_FLAG_ASYNC)
-			fputs(" async", f);
+	case TK_MEMCPY:
+		text_memcpy(f, &e->u.memcpy);
 		break;
-	}
 	case TK_MEMSET:
 		fprintf(f, " %s bytes=%" PRIu64 " value=%u",
 		        tk_mem_kind_name(e->u.memset.mem_kind), e->u.memset.bytes,
@@ -218,17 +229,9 @@ text_attrs(FILE *f, const struct tk_event *e)
 		        tk_mem_kind_name(e->u.memory.mem_kind), e->u.memory.address,
 		        e->u.memory.bytes);
 		break;
-	case TK_PROCESS: {
-		const struct tk_process_attrs *p = &e->u.process;
-		fprintf(f, " %s", exit_desc(b, sizeof(b), p->exit, p->exit_code,
-		        p->signal));
-		fprintf(f, " user=%s", cmd_fmt_duration(b, sizeof(b), p->utime));
-		fprintf(f, " sys=%s maxrss=%" PRIu64 " minflt=%" PRIu64
-		        " majflt=%" PRIu64 " nvcsw=%" PRIu64 " nivcsw=%" PRIu64,
-		        cmd_fmt_duration(b, sizeof(b), p->stime), p->max_rss,
-		        p->minflt, p->majflt, p->nvcsw, p->nivcsw);
+	case TK_PROCESS:
+		text_process(f, &e->u.process);
 		break;
-	}
 	case TK_RUN:
 		fprintf(f, " run=%u %s", e->u.run.index, exit_desc(b, sizeof(b),
 		        e->u.run.exit, e->u.run.exit_code, e->u.run.signal));
@@ -323,7 +326,7 @@ csv_event(const struct tk_reader *r, const struct tk_event *e)
 	fld[6] = (char *)w.thread;
 	if (w.device >= 0) SETF(7, "%" PRId64, w.device);
 	if (w.stream >= 0) SETF(8, "%" PRId64, w.stream);
-	uint64_t corr = correlation_of(e);
+	uint64_t corr = tk_event_correlation(e);
 	if (corr) SETF(9, "%" PRIu64, corr);
 	switch (e->kind) {
 	case TK_KERNEL: {
@@ -355,7 +358,7 @@ csv_event(const struct tk_reader *r, const struct tk_event *e)
 		SETF(19, "%.17g", e->u.counter.value);
 		break;
 	case TK_API:
-		fld[26] = (char *)api_domain_name(e->u.api.domain);
+		fld[26] = (char *)tk_api_domain_name(e->u.api.domain);
 		break;
 	case TK_SYNC:
 		fld[26] = (char *)tk_sync_type_name(e->u.sync.type);
@@ -425,72 +428,87 @@ jdims(const uint32_t v[3])
 }
 
 static void
-json_event(const struct tk_reader *r, const struct tk_event *e)
+json_range(json_t *o, const struct tk_range_attrs *a)
 {
-	json_t *o = json_object();
-	struct where w = locate(r, e->trk);
-	json_object_set_new(o, "kind", json_string(tk_kind_name(e->kind)));
-	json_object_set_new(o, "ts", json_integer(e->ts));
-	json_object_set_new(o, "dur", json_integer(e->dur));
-	json_object_set_new(o, "name", jcstr(e->name));
-	if (w.pid >= 0) json_object_set_new(o, "pid", json_integer(w.pid));
-	if (w.tid >= 0) json_object_set_new(o, "tid", json_integer(w.tid));
-	if (*w.thread) json_object_set_new(o, "thread", jcstr(w.thread));
-	if (w.device >= 0) json_object_set_new(o, "device", json_integer(w.device));
-	if (w.stream >= 0) json_object_set_new(o, "stream", json_integer(w.stream));
-	uint64_t corr = correlation_of(e);
-	if (corr)
-		json_object_set_new(o, "correlation", json_integer((json_int_t)corr));
+	if (*a->domain) json_object_set_new(o, "domain", jcstr(a->domain));
+	if (a->category) json_object_set_new(o, "category", json_integer(a->category));
+	if (a->color) json_object_set_new(o, "color", json_integer(a->color));
+	if (a->payload_type == TK_PAYLOAD_DOUBLE)
+		json_object_set_new(o, "payload", json_real(a->payload.d));
+	else if (a->payload_type == TK_PAYLOAD_INT)
+		json_object_set_new(o, "payload", json_integer(a->payload.i));
+	else if (a->payload_type == TK_PAYLOAD_UINT)
+		json_object_set_new(o, "payload", json_integer((json_int_t)a->payload.u));
+	if (a->id) json_object_set_new(o, "id", json_integer((json_int_t)a->id));
+}
+
+static void
+json_kernel(json_t *o, const struct tk_kernel_attrs *k)
+{
+	json_object_set_new(o, "grid", jdims(k->grid));
+	json_object_set_new(o, "block", jdims(k->block));
+	if (k->cluster[0]) json_object_set_new(o, "cluster", jdims(k->cluster));
+	json_object_set_new(o, "registers", json_integer(k->registers));
+	json_object_set_new(o, "shared_static", json_integer(k->static_smem));
+	json_object_set_new(o, "shared_dynamic", json_integer(k->dynamic_smem));
+	if (k->graph_id) {
+		json_object_set_new(o, "graph", json_integer(k->graph_id));
+		json_object_set_new(o, "graph_node", json_integer((json_int_t)k->graph_node));
+	}
+	if (*k->mangled) json_object_set_new(o, "mangled", jcstr(k->mangled));
+}
+
+static void
+json_memcpy(json_t *o, const struct tk_memcpy_attrs *m)
+{
+	json_object_set_new(o, "bytes", json_integer((json_int_t)m->bytes));
+	json_object_set_new(o, "copy_kind", json_string(tk_copy_kind_name(m->copy_kind)));
+	json_object_set_new(o, "src_kind", json_string(tk_mem_kind_name(m->src_kind)));
+	json_object_set_new(o, "dst_kind", json_string(tk_mem_kind_name(m->dst_kind)));
+	if (m->copy_kind == TK_COPY_PTOP) {
+		json_object_set_new(o, "src_device", json_integer(m->src_device));
+		json_object_set_new(o, "dst_device", json_integer(m->dst_device));
+	}
+	json_object_set_new(o, "async", json_boolean(m->flags & TK_FLAG_ASYNC));
+}
+
+static void
+json_process(json_t *o, const struct tk_process_attrs *p)
+{
+	if (p->exit == TK_EXIT_NORMAL)
+		json_object_set_new(o, "exit_code", json_integer(p->exit_code));
+	if (p->exit == TK_EXIT_SIGNAL)
+		json_object_set_new(o, "signal", json_integer(p->signal));
+	json_object_set_new(o, "utime", json_integer(p->utime));
+	json_object_set_new(o, "stime", json_integer(p->stime));
+	json_object_set_new(o, "max_rss", json_integer((json_int_t)p->max_rss));
+	json_object_set_new(o, "minflt", json_integer((json_int_t)p->minflt));
+	json_object_set_new(o, "majflt", json_integer((json_int_t)p->majflt));
+	json_object_set_new(o, "nvcsw", json_integer((json_int_t)p->nvcsw));
+	json_object_set_new(o, "nivcsw", json_integer((json_int_t)p->nivcsw));
+}
+
+/* The attributes of the event's kind into `o`. */
+static void
+json_attrs(json_t *o, const struct tk_event *e)
+{
 	switch (e->kind) {
 	case TK_RANGE:
 	case TK_ASYNC_RANGE:
-	case TK_MARK: {
-		const struct tk_range_attrs *a = &e->u.range;
-		if (*a->domain) json_object_set_new(o, "domain", jcstr(a->domain));
-		if (a->category) json_object_set_new(o, "category", json_integer(a->category));
-		if (a->color) json_object_set_new(o, "color", json_integer(a->color));
-		if (a->payload_type == TK_PAYLOAD_DOUBLE)
-			json_object_set_new(o, "payload", json_real(a->payload.d));
-		else if (a->payload_type == TK_PAYLOAD_INT)
-			json_object_set_new(o, "payload", json_integer(a->payload.i));
-		else if (a->payload_type == TK_PAYLOAD_UINT)
-			json_object_set_new(o, "payload", json_integer((json_int_t)a->payload.u));
-		if (a->id) json_object_set_new(o, "id", json_integer((json_int_t)a->id));
+	case TK_MARK:
+		json_range(o, &e->u.range);
 		break;
-	}
 	case TK_API:
-		json_object_set_new(o, "api", json_string(api_domain_name(e->u.api.domain)));
+		json_object_set_new(o, "api", json_string(tk_api_domain_name(e->u.api.domain)));
 		json_object_set_new(o, "result", json_integer(e->u.api.result));
 		if (e->u.api.cbid) json_object_set_new(o, "cbid", json_integer(e->u.api.cbid));
 		break;
-	case TK_KERNEL: {
-		const struct tk_kernel_attrs *k = &e->u.kernel;
-		json_object_set_new(o, "grid", jdims(k->grid));
-		json_object_set_new(o, "block", jdims(k->block));
-		if (k->cluster[0]) json_object_set_new(o, "cluster", jdims(k->cluster));
-		json_object_set_new(o, "registers", json_integer(k->registers));
-		json_object_set_new(o, "shared_static", json_integer(k->static_smem));
-		json_object_set_new(o, "shared_dynamic", json_integer(k->dynamic_smem));
-		if (k->graph_id) {
-			json_object_set_new(o, "graph", json_integer(k->graph_id));
-			json_object_set_new(o, "graph_node", json_integer((json_int_t)k->graph_node));
-		}
-		if (*k->mangled) json_object_set_new(o, "mangled", jcstr(k->mangled));
+	case TK_KERNEL:
+		json_kernel(o, &e->u.kernel);
 		break;
-	}
-	case TK_MEMCPY: {
-		const struct tk_memcpy_attrs *m = &e->u.memcpy;
-		json_object_set_new(o, "bytes", json_integer((json_int_t)m->bytes));
-		json_object_set_new(o, "copy_kind", json_string(tk_copy_kind_name(m->copy_kind)));
-		json_object_set_new(o, "src_kind", json_string(tk_mem_kind_name(m->src_kind)));
-		json_object_set_new(o, "dst_kind", json_string(tk_mem_kind_name(m->dst_kind)));
-		if (m->copy_kind == TK_COPY_PTOP) {
-			json_object_set_new(o, "src_device", json_integer(m->src_device));
-			json_object_set_new(o, "dst_device", json_integer(m->dst_device));
-		}
-		json_object_set_new(o, "async", json_boolean(m->flags & TK_FLAG_ASYNC));
+	case TK_MEMCPY:
+		json_memcpy(o, &e->u.memcpy);
 		break;
-	}
 	case TK_MEMSET:
 		json_object_set_new(o, "bytes", json_integer((json_int_t)e->u.memset.bytes));
 		json_object_set_new(o, "mem_kind", json_string(tk_mem_kind_name(e->u.memset.mem_kind)));
@@ -513,21 +531,9 @@ json_event(const struct tk_reader *r, const struct tk_event *e)
 		json_object_set_new(o, "bytes", json_integer((json_int_t)e->u.memory.bytes));
 		json_object_set_new(o, "mem_kind", json_string(tk_mem_kind_name(e->u.memory.mem_kind)));
 		break;
-	case TK_PROCESS: {
-		const struct tk_process_attrs *p = &e->u.process;
-		if (p->exit == TK_EXIT_NORMAL)
-			json_object_set_new(o, "exit_code", json_integer(p->exit_code));
-		if (p->exit == TK_EXIT_SIGNAL)
-			json_object_set_new(o, "signal", json_integer(p->signal));
-		json_object_set_new(o, "utime", json_integer(p->utime));
-		json_object_set_new(o, "stime", json_integer(p->stime));
-		json_object_set_new(o, "max_rss", json_integer((json_int_t)p->max_rss));
-		json_object_set_new(o, "minflt", json_integer((json_int_t)p->minflt));
-		json_object_set_new(o, "majflt", json_integer((json_int_t)p->majflt));
-		json_object_set_new(o, "nvcsw", json_integer((json_int_t)p->nvcsw));
-		json_object_set_new(o, "nivcsw", json_integer((json_int_t)p->nivcsw));
+	case TK_PROCESS:
+		json_process(o, &e->u.process);
 		break;
-	}
 	case TK_RUN:
 		json_object_set_new(o, "run", json_integer(e->u.run.index));
 		if (e->u.run.exit == TK_EXIT_NORMAL)
@@ -546,6 +552,26 @@ json_event(const struct tk_reader *r, const struct tk_event *e)
 			json_object_set_new(o, "category", jcstr(e->u.flow.category));
 		break;
 	}
+}
+
+static void
+json_event(const struct tk_reader *r, const struct tk_event *e)
+{
+	json_t *o = json_object();
+	struct where w = locate(r, e->trk);
+	json_object_set_new(o, "kind", json_string(tk_kind_name(e->kind)));
+	json_object_set_new(o, "ts", json_integer(e->ts));
+	json_object_set_new(o, "dur", json_integer(e->dur));
+	json_object_set_new(o, "name", jcstr(e->name));
+	if (w.pid >= 0) json_object_set_new(o, "pid", json_integer(w.pid));
+	if (w.tid >= 0) json_object_set_new(o, "tid", json_integer(w.tid));
+	if (*w.thread) json_object_set_new(o, "thread", jcstr(w.thread));
+	if (w.device >= 0) json_object_set_new(o, "device", json_integer(w.device));
+	if (w.stream >= 0) json_object_set_new(o, "stream", json_integer(w.stream));
+	uint64_t corr = tk_event_correlation(e);
+	if (corr)
+		json_object_set_new(o, "correlation", json_integer((json_int_t)corr));
+	json_attrs(o, e);
 	if (e->args) {
 		json_t *a = json_loadb(e->args, e->args_len, JSON_DECODE_ANY, NULL);
 		json_object_set_new(o, "args", a ? a : jstr(e->args, e->args_len));
@@ -576,15 +602,12 @@ static void
 put_by_id(json_t *arr, struct id_slots *s, uint32_t id, json_t *o)
 {
 	if (id >= s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		while (cap <= id)
-			cap *= 2;
-		size_t *at = realloc(s->at, cap * sizeof(*at));
+		size_t old = s->cap;
+		size_t *at = tkp_grow(s->at, &s->cap, (size_t)id + 1, sizeof(*at));
 		if (!at)
 			cmd_die(EXIT_USAGE, "out of memory");
-		memset(at + s->cap, 0, (cap - s->cap) * sizeof(*at));
+		memset(at + old, 0, (s->cap - old) * sizeof(*at));
 		s->at = at;
-		s->cap = cap;
 	}
 	if (s->at[id]) {
 		json_array_set_new(arr, s->at[id] - 1, o);
@@ -642,121 +665,164 @@ info_meta(json_t *meta, const struct tk_meta *m)
 	json_object_set_new(meta, key, v);
 }
 
+/* What --info gathers from one trace file as it reads it: the counts,
+ * and for --json the entries of its arrays and of its metadata object. */
+struct info_run {
+	struct info in;
+	int text;
+	json_t *tracks, *devices, *meta;
+	struct id_slots track_slots, device_slots;
+};
+
+static void
+info_event(struct info *in, const struct tk_event *e)
+{
+	in->events++;
+	in->kind_count[e->kind]++;
+	if (e->ts < in->t_min) in->t_min = e->ts;
+	if (e->ts + e->dur > in->t_max) in->t_max = e->ts + e->dur;
+	if (e->kind == TK_DROPPED) in->dropped += e->u.dropped.count;
+}
+
+static void
+info_device(struct info_run *ir, const struct tk_device *d)
+{
+	if (ir->text) {
+		printf("  device %u: GPU %u %s, %u SMs, %" PRIu64 " bytes, "
+		       "compute %u.%u, host %s\n", d->id, d->index, d->name,
+		       d->sm_count, d->memory, d->cc_major, d->cc_minor, d->host);
+		return;
+	}
+	put_by_id(ir->devices, &ir->device_slots, d->id,
+	          json_pack("{s:I,s:I,s:o,s:I,s:I}",
+		"id", (json_int_t)d->id, "index", (json_int_t)d->index,
+		"name", jcstr(d->name), "sm_count", (json_int_t)d->sm_count,
+		"memory", (json_int_t)d->memory));
+}
+
+static void
+info_record(struct info_run *ir, const struct tk_reader *r,
+            const struct tk_record *rec)
+{
+	struct info *in = &ir->in;
+	const struct tk_chunk_info *ci = tk_reader_chunk(r);
+	if (ci->offset != in->last_chunk && rec->type != TK_REC_SCOPE) {
+		in->chunks++;
+		in->last_chunk = ci->offset;
+	}
+	switch (rec->type) {
+	case TK_REC_EVENT:
+		info_event(in, rec->u.event);
+		break;
+	case TK_REC_SCOPE:
+		in->scopes++;
+		/* a new scope's ids are new tracks and devices */
+		if (ir->track_slots.at)
+			memset(ir->track_slots.at, 0, ir->track_slots.cap * sizeof(size_t));
+		if (ir->device_slots.at)
+			memset(ir->device_slots.at, 0, ir->device_slots.cap * sizeof(size_t));
+		if (ir->text)
+			printf("-- concatenated trace %" PRIu64 " --\n", in->scopes);
+		break;
+	case TK_REC_META:
+		if (ir->text)
+			printf("  meta %s = %s\n", rec->u.meta->key, rec->u.meta->value);
+		else
+			info_meta(ir->meta, rec->u.meta);
+		break;
+	case TK_REC_TRACK:
+		info_track(ir->tracks, &ir->track_slots, ir->text ? stdout : NULL, r,
+		           rec->u.track);
+		break;
+	case TK_REC_DEVICE:
+		info_device(ir, rec->u.device);
+		break;
+	case TK_REC_CATEGORY:
+		if (ir->text)
+			printf("  category %s/%u = %s\n", rec->u.category->domain,
+			       rec->u.category->category, rec->u.category->name);
+		break;
+	}
+}
+
+static void
+info_text_summary(const struct info *in, const struct tk_reader *r)
+{
+	uint64_t bytes = tk_reader_offset(r);
+	printf("bytes: %" PRIu64 " in %" PRIu64 " chunks\n", bytes, in->chunks);
+	printf("events: %" PRIu64, in->events);
+	if (in->events)
+		printf(" (%.2f bytes/event)", (double)bytes / (double)in->events);
+	putchar('\n');
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (in->kind_count[k])
+			printf("  %-12s %" PRIu64 "\n", tk_kind_name(k), in->kind_count[k]);
+	if (tk_reader_skipped(r))
+		printf("  %-12s %" PRIu64 "\n", "unknown", tk_reader_skipped(r));
+	if (in->events) {
+		char d[32];
+		printf("span: %s\n", cmd_fmt_duration(d, sizeof(d), in->t_max - in->t_min));
+	}
+	if (in->dropped)
+		printf("dropped by the recorder: %" PRIu64 " events\n", in->dropped);
+}
+
+/* The one JSON object of --info --json; takes the arrays and the
+ * metadata object of `ir`. */
+static void
+info_json_summary(struct info_run *ir, const char *path,
+                  const struct tk_reader *r, unsigned major)
+{
+	const struct info *in = &ir->in;
+	uint64_t bytes = tk_reader_offset(r);
+	json_t *kinds = json_object();
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (in->kind_count[k])
+			json_object_set_new(kinds, tk_kind_name(k),
+			                    json_integer((json_int_t)in->kind_count[k]));
+	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:I}",
+		"file", cmd_display_path(path),
+		"format", major == 1 ? "1" : "?",
+		"bytes", (json_int_t)bytes, "chunks", (json_int_t)in->chunks,
+		"scopes", (json_int_t)in->scopes, "events", (json_int_t)in->events,
+		"kinds", kinds, "metadata", ir->meta, "tracks", ir->tracks,
+		"devices", ir->devices, "dropped", (json_int_t)in->dropped);
+	json_object_set_new(o, "t_min", json_integer(in->events ? in->t_min : 0));
+	json_object_set_new(o, "t_max", json_integer(in->events ? in->t_max : 0));
+	json_dumpf(o, stdout, JSON_COMPACT);
+	putchar('\n');
+	json_decref(o);
+	ir->tracks = ir->devices = ir->meta = NULL;
+}
+
 static int
 dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 {
-	struct info in = { .t_min = INT64_MAX, .t_max = INT64_MIN, .scopes = 1,
-	                   .last_chunk = UINT64_MAX };
-	int text = opt->format != FMT_JSON;
-	json_t *tracks = json_array(), *devices = json_array(), *meta = json_object();
-	struct id_slots track_slots = { 0 }, device_slots = { 0 };
+	struct info_run ir = {
+		.in = { .t_min = INT64_MAX, .t_max = INT64_MIN, .scopes = 1,
+		        .last_chunk = UINT64_MAX },
+		.text = opt->format != FMT_JSON,
+		.tracks = json_array(), .devices = json_array(), .meta = json_object(),
+	};
 	unsigned major, minor;
 	tk_reader_version(r, &major, &minor);
-	if (text)
+	if (ir.text)
 		printf("%s: tracekit format %u.%u\n", cmd_display_path(path), major, minor);
 	struct tk_record rec;
 	int rc;
 	while ((rc = tk_reader_next(r, &rec)) == TK_OK) {
-		const struct tk_chunk_info *ci = tk_reader_chunk(r);
-		if (ci->offset != in.last_chunk && rec.type != TK_REC_SCOPE) {
-			in.chunks++;
-			in.last_chunk = ci->offset;
-		}
-		switch (rec.type) {
-		case TK_REC_EVENT: {
-			const struct tk_event *e = rec.u.event;
-			in.events++;
-			in.kind_count[e->kind]++;
-			if (e->ts < in.t_min) in.t_min = e->ts;
-			if (e->ts + e->dur > in.t_max) in.t_max = e->ts + e->dur;
-			if (e->kind == TK_DROPPED) in.dropped += e->u.dropped.count;
-			break;
-		}
-		case TK_REC_SCOPE:
-			in.scopes++;
-			/* a new scope's ids are new tracks and devices */
-			if (track_slots.at)
-				memset(track_slots.at, 0, track_slots.cap * sizeof(size_t));
-			if (device_slots.at)
-				memset(device_slots.at, 0, device_slots.cap * sizeof(size_t));
-			if (text)
-				printf("-- concatenated trace %" PRIu64 " --\n", in.scopes);
-			break;
-		case TK_REC_META:
-			if (text)
-				printf("  meta %s = %s\n", rec.u.meta->key, rec.u.meta->value);
-			else
-				info_meta(meta, rec.u.meta);
-			break;
-		case TK_REC_TRACK:
-			info_track(tracks, &track_slots, text ? stdout : NULL, r, rec.u.track);
-			break;
-		case TK_REC_DEVICE: {
-			const struct tk_device *d = rec.u.device;
-			if (text) {
-				printf("  device %u: GPU %u %s, %u SMs, %" PRIu64 " bytes, "
-				       "compute %u.%u, host %s\n", d->id, d->index, d->name,
-				       d->sm_count, d->memory, d->cc_major, d->cc_minor, d->host);
-			} else {
-				put_by_id(devices, &device_slots, d->id,
-				          json_pack("{s:I,s:I,s:o,s:I,s:I}",
-					"id", (json_int_t)d->id, "index", (json_int_t)d->index,
-					"name", jcstr(d->name), "sm_count", (json_int_t)d->sm_count,
-					"memory", (json_int_t)d->memory));
-			}
-			break;
-		}
-		case TK_REC_CATEGORY:
-			if (text)
-				printf("  category %s/%u = %s\n", rec.u.category->domain,
-				       rec.u.category->category, rec.u.category->name);
-			break;
-		}
+		info_record(&ir, r, &rec);
 		cmd_check_output(stdout);
 	}
-	uint64_t bytes = tk_reader_offset(r);
-	if (text) {
-		printf("bytes: %" PRIu64 " in %" PRIu64 " chunks\n", bytes, in.chunks);
-		printf("events: %" PRIu64, in.events);
-		if (in.events)
-			printf(" (%.2f bytes/event)", (double)bytes / (double)in.events);
-		putchar('\n');
-		for (unsigned k = 1; k <= TK_KIND_MAX; k++)
-			if (in.kind_count[k])
-				printf("  %-12s %" PRIu64 "\n", tk_kind_name(k), in.kind_count[k]);
-		if (tk_reader_skipped(r))
-			printf("  %-12s %" PRIu64 "\n", "unknown", tk_reader_skipped(r));
-		if (in.events) {
-			char d[32];
-			printf("span: %s\n", cmd_fmt_duration(d, sizeof(d), in.t_max - in.t_min));
-		}
-		if (in.dropped)
-			printf("dropped by the recorder: %" PRIu64 " events\n", in.dropped);
-	} else {
-		json_t *kinds = json_object();
-		for (unsigned k = 1; k <= TK_KIND_MAX; k++)
-			if (in.kind_count[k])
-				json_object_set_new(kinds, tk_kind_name(k),
-				                    json_integer((json_int_t)in.kind_count[k]));
-		json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:I}",
-			"file", cmd_display_path(path),
-			"format", major == 1 ? "1" : "?",
-			"bytes", (json_int_t)bytes, "chunks", (json_int_t)in.chunks,
-			"scopes", (json_int_t)in.scopes, "events", (json_int_t)in.events,
-			"kinds", kinds, "metadata", meta, "tracks", tracks,
-			"devices", devices, "dropped", (json_int_t)in.dropped);
-		json_object_set_new(o, "t_min", json_integer(in.events ? in.t_min : 0));
-		json_object_set_new(o, "t_max", json_integer(in.events ? in.t_max : 0));
-		json_dumpf(o, stdout, JSON_COMPACT);
-		putchar('\n');
-		json_decref(o);
-		tracks = devices = meta = NULL;
-	}
-	json_decref(tracks);
-	json_decref(devices);
-	free(track_slots.at);
-	free(device_slots.at);
-	json_decref(meta);
+	if (ir.text)
+		info_text_summary(&ir.in, r);
+	else
+		info_json_summary(&ir, path, r, major);
+	json_decref(ir.tracks);
+	json_decref(ir.devices);
+	free(ir.track_slots.at);
+	free(ir.device_slots.at);
+	json_decref(ir.meta);
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		return EXIT_BADINPUT;
@@ -767,17 +833,18 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 /* ---- main ------------------------------------------------------------------- */
 
 static int
-dump_events(const char *path, struct tk_reader *r, const struct options *opt)
+dump_events(const char *path, struct tk_reader *r, struct dump *d)
 {
+	const struct options *opt = &d->opt;
 	const struct tk_event *e;
 	int64_t origin = INT64_MIN;
 	int rc;
 	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
 		if (opt->kinds && !(opt->kinds & (1u << e->kind)))
 			continue;
-		if (opt->limit && printed >= opt->limit)
+		if (opt->limit && d->printed >= opt->limit)
 			return 0;
-		printed++;
+		d->printed++;
 		switch (opt->format) {
 		case FMT_TEXT:
 			if (origin == INT64_MIN)
@@ -808,9 +875,12 @@ parse_kinds(const char *list)
 		if (!k) {
 			cmd_warn("unknown kind '%s'", t);
 			free(copy);
-			cmd_usage_error("kinds are: range, async_range, mark, api, kernel, "
-			                "memcpy, memset, sync, overhead, counter, memory, "
-			                "process, run, dropped, flow");
+			char known[256];
+			size_t n = 0;
+			for (unsigned i = 1; i <= TK_KIND_MAX && n < sizeof(known); i++)
+				n += (size_t)snprintf(known + n, sizeof(known) - n, "%s%s",
+				                      i > 1 ? ", " : "", tk_kind_name(i));
+			cmd_usage_error("kinds are: %s", known);
 		}
 		mask |= 1u << k;
 	}
@@ -831,17 +901,18 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct options opt = { FMT_TEXT, 0, 0, 0 };
+	struct dump d = { { FMT_TEXT, 0, 0, 0 }, 0 };
+	struct options *opt = &d.opt;
 	cmd_init("trace-dump");
 	int c;
 	while ((c = getopt_long(argc, argv, ":cjik:n:hV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': opt.format = FMT_CSV; break;
-		case 'j': opt.format = FMT_JSON; break;
-		case 'i': opt.info = 1; break;
-		case 'k': opt.kinds = parse_kinds(optarg); break;
+		case 'c': opt->format = FMT_CSV; break;
+		case 'j': opt->format = FMT_JSON; break;
+		case 'i': opt->info = 1; break;
+		case 'k': opt->kinds = parse_kinds(optarg); break;
 		case 'n':
-			if (cmd_parse_uint(optarg, &opt.limit) < 0)
+			if (cmd_parse_uint(optarg, &opt->limit) < 0)
 				cmd_usage_error("invalid --limit '%s'", optarg);
 			break;
 		case 'h': usage(); return cmd_finish(0);
@@ -849,13 +920,13 @@ main(int argc, char **argv)
 		default: cmd_bad_option(c, argv);
 		}
 	}
-	if (opt.info && opt.format == FMT_CSV)
+	if (opt->info && opt->format == FMT_CSV)
 		cmd_usage_error("--info is text or --json, not --csv");
 
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
-	if (opt.format == FMT_CSV && !opt.info) {
+	if (opt->format == FMT_CSV && !opt->info) {
 		char *hdr[NCSV];
 		for (size_t i = 0; i < NCSV; i++)
 			hdr[i] = (char *)csv_columns[i];
@@ -868,10 +939,10 @@ main(int argc, char **argv)
 			status |= EXIT_BADINPUT;
 			continue;
 		}
-		status |= opt.info ? dump_info(files[i], r, &opt)
-		                   : dump_events(files[i], r, &opt);
+		status |= opt->info ? dump_info(files[i], r, opt)
+		                    : dump_events(files[i], r, &d);
 		tk_reader_free(r);
-		if (opt.limit && printed >= opt.limit)
+		if (opt->limit && d.printed >= opt->limit)
 			break;
 	}
 	return cmd_finish(status);
