@@ -11,6 +11,7 @@
 
 #include "chrome.h"
 #include "common/util.h"
+#include "support.h"
 
 void
 sb_grow(struct sbuf *b, size_t n)
@@ -18,14 +19,21 @@ sb_grow(struct sbuf *b, size_t n)
 	size_t want = b->len + n;
 	if (want < b->len)
 		cmd_die(EXIT_USAGE, "out of memory");
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < want)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
+	char *p = tkp_grow(b->p, &b->cap, want < 256 ? 256 : want, 1);
 	if (!p)
 		cmd_die(EXIT_USAGE, "out of memory");
 	b->p = p;
-	b->cap = cap;
+}
+
+void *
+chrome_grow(void *items, size_t *cap, size_t need, size_t size)
+{
+	size_t old = *cap;
+	char *p = tkp_grow(items, cap, need, size);
+	if (!p)
+		cmd_die(EXIT_USAGE, "out of memory");
+	memset(p + old * size, 0, (*cap - old) * size);
+	return p;
 }
 
 void

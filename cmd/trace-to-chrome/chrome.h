@@ -33,6 +33,10 @@ struct sbuf {
 
 /* Make room for `n` more bytes (dies when out of memory). */
 void sb_grow(struct sbuf *b, size_t n);
+/* tkp_grow() (support.h) for the arrays of trace-to-chrome: room for
+ * `need` elements of `size` bytes, the new ones zeroed; dies when out
+ * of memory. */
+void *chrome_grow(void *items, size_t *cap, size_t need, size_t size);
 void sb_free(struct sbuf *b);
 
 static inline void
@@ -131,7 +135,8 @@ struct chrome_track {
 	uint32_t owner_lane;     /* streams: lane of the owning process */
 	/* nesting state: the slices still open at the last placement */
 	struct chrome_span *stack;
-	uint32_t depth, cap;
+	uint32_t depth;
+	size_t cap;
 	int64_t last_begin;      /* begin of the last slice placed */
 	uint32_t base;           /* overflow tracks: their base track */
 	uint32_t next_overflow;  /* next extra track of the same base */
@@ -160,7 +165,8 @@ struct chrome_lane {
 	uint8_t uuid[16];
 	int kind;                /* enum chrome_lane_kind */
 	uint32_t *tracks;        /* its tracks, for tid uniqueness */
-	uint32_t ntracks, captracks;
+	uint32_t ntracks;
+	size_t captracks;
 	uint32_t first_owner;    /* GPUs: the first process lane seen */
 	uint32_t process_track;  /* CT_PROCESS track, 0 = none yet */
 	int64_t next_tid;        /* synthetic tids come from here */
@@ -183,11 +189,13 @@ struct chrome_tkmap {
 
 struct chrome_layout {
 	struct chrome_lane *lanes;      /* index 0 unused */
-	uint32_t nlanes, caplanes;
+	uint32_t nlanes;
+	size_t caplanes;
 	struct chrome_track *tracks;    /* index 0 unused */
-	uint32_t ntracks, captracks;
+	uint32_t ntracks;
+	size_t captracks;
 	struct chrome_tkmap *map;       /* by .tkt track id */
-	uint32_t nmap;
+	size_t nmap;                    /* entries, all zeroed when made */
 	int64_t next_pid;
 	uint32_t max_overflow;          /* extra tracks per base track */
 	uint64_t moved;                 /* slices placed on extra tracks */
@@ -258,9 +266,11 @@ struct chrome_reorder {
 	struct chrome_entry *fifo;       /* a ring of entries that came in order */
 	size_t fhead, flen, fcap;
 	struct chrome_slab *slabs;
-	uint32_t nslabs, capslabs, cur;
+	uint32_t nslabs, cur;
+	size_t capslabs;
 	uint32_t *free_slabs;
 	uint32_t nfree;
+	size_t capfree;
 	size_t held;             /* bytes of slabs in use */
 	size_t limit;            /* release early past this */
 	size_t peak;

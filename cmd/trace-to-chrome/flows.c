@@ -17,6 +17,7 @@
 
 #include "chrome.h"
 #include "common/util.h"
+#include "support.h"
 
 void
 chrome_flows_init(struct chrome_flows *f, uint32_t cap, chrome_flow_emit *emit,
@@ -48,18 +49,21 @@ chrome_flows_free(struct chrome_flows *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* The bucket of a correlation id of a scope.  Which hash does not
+ * change the output: the ends of one id share a bucket whatever it is,
+ * and a chain keeps them in the order they came. */
 static uint32_t
-hash(const struct chrome_flows *f, uint32_t scope, uint64_t corr)
+bucket_of(const struct chrome_flows *f, uint32_t scope, uint64_t corr)
 {
-	uint64_t h = (corr ^ ((uint64_t)scope << 48)) * 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(h >> 32) & (f->nbuckets - 1);
+	uint64_t h = tkp_hash_u64(corr ^ ((uint64_t)scope << 48));
+	return (uint32_t)h & (f->nbuckets - 1);
 }
 
 static void
 unlink_slot(struct chrome_flows *f, uint32_t i)
 {
 	struct chrome_flow_end *s = &f->slot[i];
-	uint32_t *p = &f->bucket[hash(f, s->scope, s->corr)];
+	uint32_t *p = &f->bucket[bucket_of(f, s->scope, s->corr)];
 	while (*p && *p != i)
 		p = &f->slot[*p].next;
 	if (*p)
@@ -78,7 +82,7 @@ insert(struct chrome_flows *f, int role, uint32_t scope, uint64_t corr,
 			f->unmatched_gpu++;
 		unlink_slot(f, i);
 	}
-	uint32_t b = hash(f, scope, corr);
+	uint32_t b = bucket_of(f, scope, corr);
 	f->slot[i] = (struct chrome_flow_end){ corr, ts, ctrack, scope, f->bucket[b],
 	                                       (uint8_t)role };
 	f->bucket[b] = i;
@@ -88,7 +92,7 @@ void
 chrome_flows_add(struct chrome_flows *f, int role, uint32_t scope, uint64_t corr,
                  uint32_t ctrack, int64_t ts)
 {
-	uint32_t i = f->bucket[hash(f, scope, corr)];
+	uint32_t i = f->bucket[bucket_of(f, scope, corr)];
 	if (role == CF_GPU) {
 		for (; i; i = f->slot[i].next) {
 			const struct chrome_flow_end *s = &f->slot[i];

@@ -24,22 +24,6 @@
  * process or thread. */
 #define SYNTHETIC_ID (INT64_C(1) << 22)
 
-static void *
-grow_array(void *p, uint32_t *cap, uint32_t need, size_t size)
-{
-	if (need < *cap)
-		return p;
-	uint32_t n = *cap ? *cap : 16;
-	while (n <= need)
-		n *= 2;
-	void *q = realloc(p, (size_t)n * size);
-	if (!q)
-		cmd_die(EXIT_USAGE, "out of memory");
-	memset((char *)q + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
-	*cap = n;
-	return q;
-}
-
 static char *
 dupstr(const char *s)
 {
@@ -72,8 +56,8 @@ chrome_layout_init(struct chrome_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->nlanes = l->ntracks = 1;  /* index 0 means "none" */
-	l->lanes = grow_array(NULL, &l->caplanes, 1, sizeof(*l->lanes));
-	l->tracks = grow_array(NULL, &l->captracks, 1, sizeof(*l->tracks));
+	l->lanes = chrome_grow(NULL, &l->caplanes, 1, sizeof(*l->lanes));
+	l->tracks = chrome_grow(NULL, &l->captracks, 1, sizeof(*l->tracks));
 	l->next_pid = SYNTHETIC_ID;
 	l->max_overflow = 32;
 }
@@ -137,7 +121,8 @@ static uint32_t
 new_lane(struct chrome_layout *l, int kind, const char *host, int64_t want_pid)
 {
 	char *h = dupstr(host);  /* before the array moves: host may be in it */
-	l->lanes = grow_array(l->lanes, &l->caplanes, l->nlanes, sizeof(*l->lanes));
+	l->lanes = chrome_grow(l->lanes, &l->caplanes, (size_t)l->nlanes + 1,
+	                       sizeof(*l->lanes));
 	uint32_t i = l->nlanes++;
 	struct chrome_lane *ln = &l->lanes[i];
 	memset(ln, 0, sizeof(*ln));
@@ -253,7 +238,8 @@ static uint32_t
 new_track(struct chrome_layout *l, uint32_t lane, int kind, int64_t want_tid,
           char *name, int64_t sort)
 {
-	l->tracks = grow_array(l->tracks, &l->captracks, l->ntracks, sizeof(*l->tracks));
+	l->tracks = chrome_grow(l->tracks, &l->captracks, (size_t)l->ntracks + 1,
+	                        sizeof(*l->tracks));
 	uint32_t i = l->ntracks++;
 	struct chrome_lane *ln = &l->lanes[lane];
 	struct chrome_track *t = &l->tracks[i];
@@ -270,8 +256,8 @@ new_track(struct chrome_layout *l, uint32_t lane, int kind, int64_t want_tid,
 			ln->next_tid++;
 		t->tid = ln->next_tid++;
 	}
-	ln->tracks = grow_array(ln->tracks, &ln->captracks, ln->ntracks,
-	                        sizeof(*ln->tracks));
+	ln->tracks = chrome_grow(ln->tracks, &ln->captracks,
+	                         (size_t)ln->ntracks + 1, sizeof(*ln->tracks));
 	ln->tracks[ln->ntracks++] = i;
 	return i;
 }
@@ -443,7 +429,8 @@ chrome_layout_map(struct chrome_layout *l, const struct tk_reader *r,
                   const struct tk_track *t)
 {
 	if (t->id >= l->nmap)
-		l->map = grow_array(l->map, &l->nmap, t->id, sizeof(*l->map));
+		l->map = chrome_grow(l->map, &l->nmap, (size_t)t->id + 1,
+		                     sizeof(*l->map));
 	struct chrome_tkmap *m = &l->map[t->id];
 	if (!m->resolved)
 		resolve(l, r, t, m);
@@ -533,14 +520,9 @@ fit(const struct chrome_track *t, int64_t b, int64_t e)
 static void
 push(struct chrome_track *t, uint32_t depth, int64_t b, int64_t e)
 {
-	if (depth == t->cap) {
-		uint32_t n = t->cap ? t->cap * 2 : 8;
-		struct chrome_span *s = realloc(t->stack, n * sizeof(*s));
-		if (!s)
-			cmd_die(EXIT_USAGE, "out of memory");
-		t->stack = s;
-		t->cap = n;
-	}
+	if (depth == t->cap)
+		t->stack = chrome_grow(t->stack, &t->cap, (size_t)depth + 1,
+		                       sizeof(*t->stack));
 	t->stack[depth] = (struct chrome_span){ b, e };
 	t->depth = depth + 1;
 	t->last_begin = b;

@@ -75,16 +75,11 @@ take_slab(struct chrome_reorder *ro, size_t size)
 			ro->slabs[i].size = size;
 		}
 	} else {
-		if (ro->nslabs == ro->capslabs) {
-			uint32_t n = ro->capslabs ? ro->capslabs * 2 : 16;
-			struct chrome_slab *s = realloc(ro->slabs, n * sizeof(*s));
-			uint32_t *f = realloc(ro->free_slabs, n * sizeof(*f));
-			if (!s || !f)
-				cmd_die(EXIT_USAGE, "out of memory");
-			ro->slabs = s;
-			ro->free_slabs = f;
-			ro->capslabs = n;
-		}
+		/* every slab may come back to the free list */
+		ro->slabs = chrome_grow(ro->slabs, &ro->capslabs,
+		                        (size_t)ro->nslabs + 1, sizeof(*ro->slabs));
+		ro->free_slabs = chrome_grow(ro->free_slabs, &ro->capfree,
+		                             ro->capslabs, sizeof(*ro->free_slabs));
 		i = ro->nslabs++;
 		ro->slabs[i].mem = malloc(size);
 		if (!ro->slabs[i].mem)
@@ -158,14 +153,8 @@ chrome_reorder_push(struct chrome_reorder *ro, struct chrome_entry *e,
 		ro->fifo[(ro->fhead + ro->flen++) % ro->fcap] = *e;
 		return;
 	}
-	if (ro->n == ro->cap) {
-		size_t n = ro->cap ? ro->cap * 2 : 4096;
-		struct chrome_entry *h = realloc(ro->heap, n * sizeof(*h));
-		if (!h)
-			cmd_die(EXIT_USAGE, "out of memory");
-		ro->heap = h;
-		ro->cap = n;
-	}
+	if (ro->n == ro->cap)
+		ro->heap = chrome_grow(ro->heap, &ro->cap, ro->n + 1, sizeof(*ro->heap));
 	size_t i = ro->n++;
 	while (i) {
 		size_t p = (i - 1) / 2;

@@ -39,19 +39,10 @@ chrome_str(struct chrome_strings *c, struct sbuf *dst, uint32_t id,
 		return;
 	}
 	if (id >= c->nids) {
-		size_t n = c->nids ? c->nids : 1024;
-		while (n <= id)
-			n *= 2;
-		uint32_t *off = realloc(c->off, n * sizeof(*off));
-		if (!off)
-			cmd_die(EXIT_USAGE, "out of memory");
-		c->off = off;
-		uint32_t *len = realloc(c->len, n * sizeof(*len));
-		if (!len)
-			cmd_die(EXIT_USAGE, "out of memory");
-		c->len = len;
-		memset(c->off + c->nids, 0, (n - c->nids) * sizeof(*off));
-		c->nids = n;
+		/* off and len grow together: len's capacity follows nids */
+		size_t n = c->nids;
+		c->len = chrome_grow(c->len, &n, (size_t)id + 1, sizeof(*c->len));
+		c->off = chrome_grow(c->off, &c->nids, n, sizeof(*c->off));
 	}
 	if (!c->off[id]) {
 		size_t at = c->arena.len;

@@ -36,9 +36,11 @@ struct options {
 	size_t buffer;            /* reorder buffer limit, bytes */
 };
 
-/* Everything lives here, reachable until the end (valgrind sees no
- * leak when an output error exits early). */
-static struct conv {
+/* One conversion: its options, its parts, what it has seen and its
+ * counts.  It lives in main() and is passed down, so that the parts
+ * share nothing through file-scope state; an output error that exits
+ * early leaves it reachable on main's stack. */
+struct conv {
 	struct options opt;
 	struct chrome_out out;
 	struct chrome_strings str;
@@ -54,7 +56,7 @@ static struct conv {
 	uint8_t *name_ok;         /* --name by string id: 0 ?, 1 yes, 2 no */
 	size_t nname_ok;
 	struct tk_category *cats; /* NVTX category names of the scope */
-	size_t ncats;
+	size_t ncats, capcats;
 	uint64_t async_id;
 	const char *args_keys[32];/* our keys in the current event's args */
 	unsigned nkeys;
@@ -63,7 +65,7 @@ static struct conv {
 	/* counts for otherData */
 	uint64_t events_read, events_written, filtered, async_fallback;
 	uint64_t released_early, flows, flow_events, dropped, nonfinite, bad_times;
-} C;
+};
 
 static void
 usage(void)
@@ -92,11 +94,11 @@ usage(void)
 /* ---- small formatting helpers --------------------------------------------- */
 
 static void
-sep(struct sbuf *o)
+sep(struct conv *cv, struct sbuf *o)
 {
-	if (!C.first)
+	if (!cv->first)
 		sb_ch(o, ',');
-	C.first = 0;
+	cv->first = 0;
 	sb_ch(o, '\n');
 }
 
@@ -120,45 +122,45 @@ sb_fixed2(struct sbuf *b, double v)
 /* Keys of "args": start, one key, end.  The keys are remembered so that
  * imported args do not repeat them. */
 static void
-args_open(struct sbuf *b)
+args_open(struct conv *cv, struct sbuf *b)
 {
-	C.nargs = C.nkeys = 0;
+	cv->nargs = cv->nkeys = 0;
 	sb_lit(b, "\"args\":{");
 }
 
 static void
-key(struct sbuf *b, const char *k)
+key(struct conv *cv, struct sbuf *b, const char *k)
 {
-	if (C.nargs)
+	if (cv->nargs)
 		sb_ch(b, ',');
-	if (C.nkeys < sizeof(C.args_keys) / sizeof(C.args_keys[0]))
-		C.args_keys[C.nkeys++] = k;
-	C.nargs++;
+	if (cv->nkeys < sizeof(cv->args_keys) / sizeof(cv->args_keys[0]))
+		cv->args_keys[cv->nkeys++] = k;
+	cv->nargs++;
 	sb_ch(b, '"');
 	sb_mem(b, k, strlen(k));
 	sb_lit(b, "\":");
 }
 
 static void
-key_u64(struct sbuf *b, const char *k, uint64_t v)
+key_u64(struct conv *cv, struct sbuf *b, const char *k, uint64_t v)
 {
-	key(b, k);
+	key(cv, b, k);
 	sb_u64(b, v);
 }
 
 static void
-key_lit(struct sbuf *b, const char *k, const char *plain)
+key_lit(struct conv *cv, struct sbuf *b, const char *k, const char *plain)
 {
-	key(b, k);
+	key(cv, b, k);
 	sb_ch(b, '"');
 	sb_mem(b, plain, strlen(plain));
 	sb_ch(b, '"');
 }
 
 static void
-key_dims(struct sbuf *b, const char *k, const uint32_t v[3])
+key_dims(struct conv *cv, struct sbuf *b, const char *k, const uint32_t v[3])
 {
-	key(b, k);
+	key(cv, b, k);
 	sb_ch(b, '[');
 	sb_u64(b, v[0]);
 	sb_ch(b, ',');
@@ -169,10 +171,10 @@ key_dims(struct sbuf *b, const char *k, const uint32_t v[3])
 }
 
 static int
-key_seen(const char *k)
+key_seen(struct conv *cv, const char *k)
 {
-	for (unsigned i = 0; i < C.nkeys; i++)
-		if (strcmp(C.args_keys[i], k) == 0)
+	for (unsigned i = 0; i < cv->nkeys; i++)
+		if (strcmp(cv->args_keys[i], k) == 0)
 			return 1;
 	return 0;
 }
@@ -181,7 +183,7 @@ key_seen(const char *k)
  * they are parsed and written again by jansson, so bad text cannot break
  * the output. */
 static void
-imported_args(struct sbuf *b, const struct tk_event *e)
+imported_args(struct conv *cv, struct sbuf *b, const struct tk_event *e)
 {
 	if (!e->args || !e->args_len)
 		return;
@@ -189,8 +191,8 @@ imported_args(struct sbuf *b, const struct tk_event *e)
 	const char *text = cmd_utf8(e->args, e->args_len, &n);
 	json_t *a = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	if (!a || !json_is_object(a)) {
-		if (!key_seen("args")) {
-			key(b, "args");
+		if (!key_seen(cv, "args")) {
+			key(cv, b, "args");
 			chrome_escape(b, e->args, e->args_len);
 		}
 		json_decref(a);
@@ -199,14 +201,14 @@ imported_args(struct sbuf *b, const struct tk_event *e)
 	const char *k;
 	json_t *v;
 	json_object_foreach(a, k, v) {
-		if (key_seen(k))
+		if (key_seen(cv, k))
 			continue;
 		char *dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!dump)
 			continue;
-		if (C.nargs)
+		if (cv->nargs)
 			sb_ch(b, ',');
-		C.nargs++;
+		cv->nargs++;
 		chrome_escape(b, k, strlen(k));
 		sb_ch(b, ':');
 		sb_mem(b, dump, strlen(dump));
@@ -217,9 +219,9 @@ imported_args(struct sbuf *b, const struct tk_event *e)
 
 /* Close "args"; with no key at all, take the opening back. */
 static void
-args_close(struct sbuf *b, size_t opened_at)
+args_close(struct conv *cv, struct sbuf *b, size_t opened_at)
 {
-	if (C.nargs)
+	if (cv->nargs)
 		sb_ch(b, '}');
 	else
 		b->len = opened_at;
@@ -228,64 +230,55 @@ args_close(struct sbuf *b, size_t opened_at)
 /* ---- per-scope lookups ------------------------------------------------------ */
 
 static const char *
-category_name(const struct tk_range_attrs *a)
+category_name(struct conv *cv, const struct tk_range_attrs *a)
 {
-	for (size_t i = 0; i < C.ncats; i++)
-		if (C.cats[i].category == a->category &&
-		    strcmp(C.cats[i].domain, a->domain) == 0)
-			return C.cats[i].name;
+	for (size_t i = 0; i < cv->ncats; i++)
+		if (cv->cats[i].category == a->category &&
+		    strcmp(cv->cats[i].domain, a->domain) == 0)
+			return cv->cats[i].name;
 	return NULL;
 }
 
 static void
-add_category(const struct tk_category *c)
+add_category(struct conv *cv, const struct tk_category *c)
 {
-	struct tk_category *n = realloc(C.cats, (C.ncats + 1) * sizeof(*n));
-	if (!n)
+	struct tk_category *n = chrome_grow(cv->cats, &cv->capcats, cv->ncats + 1,
+	                                    sizeof(*n));
+	cv->cats = n;
+	n[cv->ncats].domain = strdup(c->domain);
+	n[cv->ncats].name = strdup(c->name);
+	n[cv->ncats].category = c->category;
+	if (!n[cv->ncats].domain || !n[cv->ncats].name)
 		cmd_die(EXIT_USAGE, "out of memory");
-	C.cats = n;
-	n[C.ncats].domain = strdup(c->domain);
-	n[C.ncats].name = strdup(c->name);
-	n[C.ncats].category = c->category;
-	if (!n[C.ncats].domain || !n[C.ncats].name)
-		cmd_die(EXIT_USAGE, "out of memory");
-	C.ncats++;
+	cv->ncats++;
 }
 
 static void
-new_scope(void)
+new_scope(struct conv *cv)
 {
-	C.scope++;
-	chrome_layout_scope(&C.lay);
-	chrome_strings_reset(&C.str);
-	if (C.nname_ok)
-		memset(C.name_ok, 0, C.nname_ok);
-	for (size_t i = 0; i < C.ncats; i++) {
-		free((char *)C.cats[i].domain);
-		free((char *)C.cats[i].name);
+	cv->scope++;
+	chrome_layout_scope(&cv->lay);
+	chrome_strings_reset(&cv->str);
+	if (cv->nname_ok)
+		memset(cv->name_ok, 0, cv->nname_ok);
+	for (size_t i = 0; i < cv->ncats; i++) {
+		free((char *)cv->cats[i].domain);
+		free((char *)cv->cats[i].name);
 	}
-	C.ncats = 0;
+	cv->ncats = 0;
 }
 
 static int
-name_selected(const struct tk_event *e)
+name_selected(struct conv *cv, const struct tk_event *e)
 {
 	if (!e->name_id)
-		return regexec(&C.opt.name_re, e->name, 0, NULL, 0) == 0;
-	if (e->name_id >= C.nname_ok) {
-		size_t n = C.nname_ok ? C.nname_ok : 1024;
-		while (n <= e->name_id)
-			n *= 2;
-		uint8_t *p = realloc(C.name_ok, n);
-		if (!p)
-			cmd_die(EXIT_USAGE, "out of memory");
-		memset(p + C.nname_ok, 0, n - C.nname_ok);
-		C.name_ok = p;
-		C.nname_ok = n;
-	}
-	uint8_t *ok = &C.name_ok[e->name_id];
+		return regexec(&cv->opt.name_re, e->name, 0, NULL, 0) == 0;
+	if (e->name_id >= cv->nname_ok)
+		cv->name_ok = chrome_grow(cv->name_ok, &cv->nname_ok,
+		                          (size_t)e->name_id + 1, 1);
+	uint8_t *ok = &cv->name_ok[e->name_id];
 	if (!*ok)
-		*ok = regexec(&C.opt.name_re, e->name, 0, NULL, 0) == 0 ? 1 : 2;
+		*ok = regexec(&cv->opt.name_re, e->name, 0, NULL, 0) == 0 ? 1 : 2;
 	return *ok == 1;
 }
 
@@ -300,7 +293,7 @@ jstr(const char *s)
 }
 
 static void
-add_meta(const struct tk_meta *m)
+add_meta(struct conv *cv, const struct tk_meta *m)
 {
 	json_t *v = jstr(m->value);
 	/* the key as it is in the JSON: every lookup must use it */
@@ -309,9 +302,9 @@ add_meta(const struct tk_meta *m)
 	char *key = strndup(k, n);
 	if (!key)
 		cmd_die(EXIT_USAGE, "out of memory");
-	json_t *old = json_object_get(C.meta, key);
+	json_t *old = json_object_get(cv->meta, key);
 	if (!old) {
-		json_object_set_new(C.meta, key, v);
+		json_object_set_new(cv->meta, key, v);
 		free(key);
 		return;
 	}
@@ -324,7 +317,7 @@ add_meta(const struct tk_meta *m)
 	if (!json_is_array(old)) {
 		json_t *arr = json_array();
 		json_array_append(arr, old);
-		json_object_set_new(C.meta, key, arr);
+		json_object_set_new(cv->meta, key, arr);
 		old = arr;
 	}
 	free(key);
@@ -339,12 +332,12 @@ add_meta(const struct tk_meta *m)
 }
 
 static void
-add_device(const struct tk_device *d)
+add_device(struct conv *cv, const struct tk_device *d)
 {
 	char uuid[40];
 	for (int i = 0; i < 16; i++)
 		snprintf(uuid + 2 * i, 3, "%02x", d->uuid[i]);
-	json_array_append_new(C.devices, json_pack("{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o}",
+	json_array_append_new(cv->devices, json_pack("{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o}",
 		"id", (json_int_t)d->index, "name", jstr(d->name),
 		"totalGlobalMem", (json_int_t)d->memory,
 		"computeMajor", (json_int_t)d->cc_major,
@@ -358,39 +351,40 @@ static void
 emit_flow(void *ctx, uint64_t id, uint32_t at, int64_t ats, uint32_t gt,
           int64_t gts)
 {
-	(void)ctx;
-	struct sbuf *o = &C.out.b;
-	const struct chrome_track *a = &C.lay.tracks[at], *g = &C.lay.tracks[gt];
-	sep(o);
+	struct conv *cv = ctx;
+	struct sbuf *o = &cv->out.b;
+	const struct chrome_track *a = &cv->lay.tracks[at], *g = &cv->lay.tracks[gt];
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"s\",\"id\":");
 	sb_u64(o, id);
 	sb_lit(o, ",\"pid\":");
-	sb_i64(o, C.lay.lanes[a->lane].pid);
+	sb_i64(o, cv->lay.lanes[a->lane].pid);
 	sb_lit(o, ",\"tid\":");
 	sb_i64(o, a->tid);
 	sb_lit(o, ",\"ts\":");
-	sb_us(o, ats - C.base);
+	sb_us(o, ats - cv->base);
 	sb_lit(o, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
-	sep(o);
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"f\",\"id\":");
 	sb_u64(o, id);
 	sb_lit(o, ",\"pid\":");
-	sb_i64(o, C.lay.lanes[g->lane].pid);
+	sb_i64(o, cv->lay.lanes[g->lane].pid);
 	sb_lit(o, ",\"tid\":");
 	sb_i64(o, g->tid);
 	sb_lit(o, ",\"ts\":");
-	sb_us(o, gts - C.base);
+	sb_us(o, gts - cv->base);
 	sb_lit(o, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
-	C.flows++;
+	cv->flows++;
 }
 
 static void
-tid_ts(struct sbuf *o, const struct chrome_track *t, int64_t ts)
+tid_ts(struct conv *cv, struct sbuf *o, const struct chrome_track *t,
+       int64_t ts)
 {
 	sb_lit(o, "\"tid\":");
 	sb_i64(o, t->tid);
 	sb_lit(o, ",\"ts\":");
-	sb_us(o, ts - C.base);
+	sb_us(o, ts - cv->base);
 }
 
 /* The duration of a slice.  Exact decimals are what Perfetto reads (it
@@ -426,20 +420,20 @@ write_dur(struct sbuf *o, int64_t rel_ts, int64_t dur)
 }
 
 static void
-write_slice(const struct chrome_entry *e, const char *text)
+write_slice(struct conv *cv, const struct chrome_entry *e, const char *text)
 {
-	struct sbuf *o = &C.out.b;
+	struct sbuf *o = &cv->out.b;
 	const char *head = text, *args = text + e->head_len;
-	uint32_t t = chrome_layout_place(&C.lay, e->ctrack, e->ts, e->end);
+	uint32_t t = chrome_layout_place(&cv->lay, e->ctrack, e->ts, e->end);
 	if (!t) {
 		/* every extra track is taken: an async slice needs no nesting */
-		const struct chrome_track *tr = &C.lay.tracks[e->ctrack];
-		uint64_t id = ++C.async_id;
-		chrome_layout_announce(&C.lay, o, e->ctrack, &C.first);
-		sep(o);
+		const struct chrome_track *tr = &cv->lay.tracks[e->ctrack];
+		uint64_t id = ++cv->async_id;
+		chrome_layout_announce(&cv->lay, o, e->ctrack, &cv->first);
+		sep(cv, o);
 		sb_lit(o, "{\"ph\":\"b\",");
 		sb_mem(o, head, e->head_len);
-		tid_ts(o, tr, e->ts);
+		tid_ts(cv, o, tr, e->ts);
 		sb_lit(o, ",\"id\":");
 		sb_u64(o, id);
 		if (e->args_len) {
@@ -447,84 +441,84 @@ write_slice(const struct chrome_entry *e, const char *text)
 			sb_mem(o, args, e->args_len);
 		}
 		sb_lit(o, "}");
-		sep(o);
+		sep(cv, o);
 		sb_lit(o, "{\"ph\":\"e\",");
 		sb_mem(o, head, e->head_len);
-		tid_ts(o, tr, e->end);
+		tid_ts(cv, o, tr, e->end);
 		sb_lit(o, ",\"id\":");
 		sb_u64(o, id);
 		sb_ch(o, '}');
-		C.async_fallback++;
-		C.events_written++;
+		cv->async_fallback++;
+		cv->events_written++;
 		return;
 	}
-	const struct chrome_track *tr = &C.lay.tracks[t];
-	chrome_layout_announce(&C.lay, o, t, &C.first);
-	sep(o);
+	const struct chrome_track *tr = &cv->lay.tracks[t];
+	chrome_layout_announce(&cv->lay, o, t, &cv->first);
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"X\",");
 	sb_mem(o, head, e->head_len);
-	tid_ts(o, tr, e->ts);
+	tid_ts(cv, o, tr, e->ts);
 	sb_lit(o, ",\"dur\":");
-	write_dur(o, e->ts - C.base, e->end - e->ts);
+	write_dur(o, e->ts - cv->base, e->end - e->ts);
 	if (e->args_len) {
 		sb_ch(o, ',');
 		sb_mem(o, args, e->args_len);
 	}
 	sb_ch(o, '}');
-	C.events_written++;
-	if (C.opt.flows && e->role != CF_NONE)
-		chrome_flows_add(&C.fl, e->role, e->scope, e->corr, t, e->ts);
+	cv->events_written++;
+	if (cv->opt.flows && e->role != CF_NONE)
+		chrome_flows_add(&cv->fl, e->role, e->scope, e->corr, t, e->ts);
 }
 
 /* An imported flow end binds to the slice that encloses it: on whichever
  * of its track and the track's extra tracks that slice went. */
 static void
-write_flow(const struct chrome_entry *e, const char *text)
+write_flow(struct conv *cv, const struct chrome_entry *e, const char *text)
 {
-	struct sbuf *o = &C.out.b;
-	uint32_t t = chrome_layout_enclosing(&C.lay, e->ctrack, e->ts);
-	chrome_layout_announce(&C.lay, o, t, &C.first);
-	sep(o);
+	struct sbuf *o = &cv->out.b;
+	uint32_t t = chrome_layout_enclosing(&cv->lay, e->ctrack, e->ts);
+	chrome_layout_announce(&cv->lay, o, t, &cv->first);
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"");
 	sb_ch(o, e->role == TK_FLOW_START ? 's' : e->role == TK_FLOW_END ? 'f' : 't');
 	sb_lit(o, "\",\"id\":");
 	sb_u64(o, e->corr);
 	sb_ch(o, ',');
 	sb_mem(o, text, e->head_len);
-	tid_ts(o, &C.lay.tracks[t], e->ts);
+	tid_ts(cv, o, &cv->lay.tracks[t], e->ts);
 	if (e->role == TK_FLOW_END)
 		sb_lit(o, ",\"bp\":\"e\"");
 	sb_ch(o, '}');
-	C.flow_events++;
-	C.events_written++;
+	cv->flow_events++;
+	cv->events_written++;
 }
 
 static void
-release(int64_t bound)
+release(struct conv *cv, int64_t bound)
 {
 	struct chrome_entry e;
 	const char *text;
-	while (chrome_reorder_pop(&C.ro, bound, &e, &text)) {
+	while (chrome_reorder_pop(&cv->ro, bound, &e, &text)) {
 		if (e.cls == CE_SLICE)
-			write_slice(&e, text);
+			write_slice(cv, &e, text);
 		else
-			write_flow(&e, text);
-		chrome_reorder_done(&C.ro, &e);
-		chrome_out_maybe_flush(&C.out);
+			write_flow(cv, &e, text);
+		chrome_reorder_done(&cv->ro, &e);
+		chrome_out_maybe_flush(&cv->out);
 	}
 }
 
 /* ---- events ------------------------------------------------------------------- */
 
-/* "name":..,"cat":..,"pid":.., (with the trailing comma) into C.ev. */
+/* "name":..,"cat":..,"pid":.., (with the trailing comma) into cv->ev. */
 static void
-head(const struct tk_event *e, const char *cat_plain, uint32_t cat_id,
-     const char *cat, uint32_t lane, const char *fallback_name)
+head(struct conv *cv, const struct tk_event *e, const char *cat_plain,
+     uint32_t cat_id, const char *cat, uint32_t lane, const char *fallback_name)
 {
-	struct sbuf *b = &C.ev;
+	struct sbuf *b = &cv->ev;
 	sb_lit(b, "\"name\":");
 	if (*e->name || !fallback_name)
-		chrome_str(&C.str, b, e->name_id, e->name);
+		chrome_str(&cv->str, b, e->name_id, e->name);
 	else
 		chrome_escape(b, fallback_name, strlen(fallback_name));
 	sb_lit(b, ",\"cat\":");
@@ -533,36 +527,37 @@ head(const struct tk_event *e, const char *cat_plain, uint32_t cat_id,
 		sb_mem(b, cat_plain, strlen(cat_plain));
 		sb_ch(b, '"');
 	} else {
-		chrome_str(&C.str, b, cat_id, cat);
+		chrome_str(&cv->str, b, cat_id, cat);
 	}
 	sb_lit(b, ",\"pid\":");
-	sb_i64(b, C.lay.lanes[lane].pid);
+	sb_i64(b, cv->lay.lanes[lane].pid);
 	sb_ch(b, ',');
 }
 
 static void
-range_args(struct sbuf *b, const struct tk_range_attrs *a, int with_id)
+range_args(struct conv *cv, struct sbuf *b, const struct tk_range_attrs *a,
+	   int with_id)
 {
 	if (a->category) {
-		key_u64(b, "category", a->category);
-		const char *n = category_name(a);
+		key_u64(cv, b, "category", a->category);
+		const char *n = category_name(cv, a);
 		if (n) {
-			key(b, "category name");
+			key(cv, b, "category name");
 			chrome_escape(b, n, strlen(n));
 		}
 	}
 	if (a->color) {
 		char c[8];
 		snprintf(c, sizeof(c), "#%06x", a->color & 0xffffff);
-		key_lit(b, "color", c);
+		key_lit(cv, b, "color", c);
 	}
 	switch (a->payload_type) {
-	case TK_PAYLOAD_UINT: key_u64(b, "payload", a->payload.u); break;
-	case TK_PAYLOAD_INT: key(b, "payload"); sb_i64(b, a->payload.i); break;
-	case TK_PAYLOAD_DOUBLE: key(b, "payload"); sb_dbl(b, a->payload.d); break;
+	case TK_PAYLOAD_UINT: key_u64(cv, b, "payload", a->payload.u); break;
+	case TK_PAYLOAD_INT: key(cv, b, "payload"); sb_i64(b, a->payload.i); break;
+	case TK_PAYLOAD_DOUBLE: key(cv, b, "payload"); sb_dbl(b, a->payload.d); break;
 	}
 	if (with_id && a->id)
-		key_u64(b, "id", a->id);
+		key_u64(cv, b, "id", a->id);
 }
 
 static const struct tk_device *
@@ -574,222 +569,274 @@ stream_device(const struct tk_reader *r, const struct tk_event *e)
 }
 
 static void
-stream_args(struct sbuf *b, const struct tk_reader *r, const struct tk_event *e)
+stream_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+	    const struct tk_event *e)
 {
 	if (e->trk->type != TK_TRACK_STREAM)
 		return;
 	const struct tk_device *d = stream_device(r, e);
 	if (d)
-		key_u64(b, "device", d->index);
-	key_u64(b, "context", e->trk->u.stream.context);
-	key_u64(b, "stream", e->trk->u.stream.stream);
+		key_u64(cv, b, "device", d->index);
+	key_u64(cv, b, "context", e->trk->u.stream.context);
+	key_u64(cv, b, "stream", e->trk->u.stream.stream);
 }
 
 static void
-bandwidth(struct sbuf *b, uint64_t bytes, int64_t dur)
+bandwidth(struct conv *cv, struct sbuf *b, uint64_t bytes, int64_t dur)
 {
 	if (dur > 0) {
-		key(b, "memory bandwidth (GB/s)");
+		key(cv, b, "memory bandwidth (GB/s)");
 		sb_fixed2(b, (double)bytes / (double)dur);  /* bytes/ns = GB/s */
 	}
 }
 
 static void
-kernel_args(struct sbuf *b, const struct tk_reader *r, const struct tk_event *e)
+kernel_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+	    const struct tk_event *e)
 {
 	const struct tk_kernel_attrs *k = &e->u.kernel;
-	stream_args(b, r, e);
-	key_u64(b, "correlation", k->correlation);
-	key_u64(b, "registers per thread", k->registers);
-	key_u64(b, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
-	key_u64(b, "static shared memory", k->static_smem);
-	key_u64(b, "dynamic shared memory", k->dynamic_smem);
+	stream_args(cv, b, r, e);
+	key_u64(cv, b, "correlation", k->correlation);
+	key_u64(cv, b, "registers per thread", k->registers);
+	key_u64(cv, b, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
+	key_u64(cv, b, "static shared memory", k->static_smem);
+	key_u64(cv, b, "dynamic shared memory", k->dynamic_smem);
 	const struct tk_device *d = stream_device(r, e);
 	if (d && d->sm_count) {
 		double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
 		double threads = (double)k->block[0] * k->block[1] * k->block[2];
-		key(b, "blocks per SM");
+		key(cv, b, "blocks per SM");
 		sb_fixed2(b, blocks / d->sm_count);
-		key(b, "warps per SM");
+		key(cv, b, "warps per SM");
 		sb_fixed2(b, blocks * ceil(threads / 32) / d->sm_count);
 	}
-	key_dims(b, "grid", k->grid);
-	key_dims(b, "block", k->block);
+	key_dims(cv, b, "grid", k->grid);
+	key_dims(cv, b, "block", k->block);
 	if (k->cluster[0] || k->cluster[1] || k->cluster[2])
-		key_dims(b, "cluster", k->cluster);
+		key_dims(cv, b, "cluster", k->cluster);
 	if (k->graph_id) {
-		key_u64(b, "graph id", k->graph_id);
-		key_u64(b, "graph node id", k->graph_node);
+		key_u64(cv, b, "graph id", k->graph_id);
+		key_u64(cv, b, "graph node id", k->graph_node);
 	}
 	if (*k->mangled) {
-		key(b, "mangled name");
-		chrome_str(&C.str, b, k->mangled_id, k->mangled);
+		key(cv, b, "mangled name");
+		chrome_str(&cv->str, b, k->mangled_id, k->mangled);
 	}
 }
 
 static void
-exit_args(struct sbuf *b, unsigned how, int32_t code, uint32_t sig)
+exit_args(struct conv *cv, struct sbuf *b, unsigned how, int32_t code,
+	  uint32_t sig)
 {
 	if (how == TK_EXIT_NORMAL) {
-		key(b, "exit code");
+		key(cv, b, "exit code");
 		sb_i64(b, code);
 	} else if (how == TK_EXIT_SIGNAL) {
-		key_u64(b, "signal", sig);
+		key_u64(cv, b, "signal", sig);
 	} else {
-		key_lit(b, "exit", "unknown");
+		key_lit(cv, b, "exit", "unknown");
 	}
 }
 
 /* Nanoseconds as milliseconds with microsecond precision. */
 static void
-key_ms(struct sbuf *b, const char *k, int64_t ns)
+key_ms(struct conv *cv, struct sbuf *b, const char *k, int64_t ns)
 {
-	key(b, k);
+	key(cv, b, k);
 	sb_us(b, ns / 1000);
 }
 
-/* Queue a complete event for placement.  C.ev holds head then args. */
+/* Queue a complete event for placement.  cv->ev holds head then args. */
 static void
-queue(const struct tk_event *e, uint32_t ctrack, size_t head_len, int role,
-      uint64_t corr, int cls)
+queue(struct conv *cv, const struct tk_event *e, uint32_t ctrack,
+      size_t head_len, int role, uint64_t corr, int cls)
 {
 	struct chrome_entry en = { 0 };
 	en.ts = e->ts;
 	en.end = e->ts + e->dur;
 	en.ctrack = ctrack;
-	en.scope = C.scope;
+	en.scope = cv->scope;
 	en.head_len = (uint32_t)head_len;
-	en.args_len = (uint32_t)(C.ev.len - head_len);
+	en.args_len = (uint32_t)(cv->ev.len - head_len);
 	en.cls = (uint8_t)cls;
 	en.role = (uint8_t)role;
 	en.corr = corr;
-	chrome_reorder_push(&C.ro, &en, C.ev.p, C.ev.len);
+	chrome_reorder_push(&cv->ro, &en, cv->ev.p, cv->ev.len);
 }
 
-/* A complete event: head, args by kind, then the queue. */
-static void
-slice(const struct tk_reader *r, const struct tk_event *e,
-      const struct chrome_tkmap *m)
+/* An API call's category: "cuda_" and the library's name of its domain
+ * ("cuda_runtime", "cuda_driver"), "cuda_api" for any other domain. */
+static const char *
+api_category(char buf[16], unsigned domain)
 {
-	struct sbuf *b = &C.ev;
-	const char *cat = NULL, *fallback = NULL;
-	uint32_t cat_id = 0;
-	const char *cat_text = NULL;
-	int role = CF_NONE;
-	uint64_t corr = 0;
+	if (domain != TK_API_RUNTIME && domain != TK_API_DRIVER)
+		return "cuda_api";
+	const char *d = tk_api_domain_name(domain);
+	size_t n = strlen(d);
+	if (n > 10)
+		return "cuda_api";
+	memcpy(buf, "cuda_", 5);
+	memcpy(buf + 5, d, n + 1);
+	return buf;
+}
+
+/* How a complete event is named and filed: its category (plain text, or
+ * a string of the trace by id), the name for an event that has none,
+ * and its end of a flow arrow. */
+struct slice_head {
+	const char *cat;         /* plain */
+	uint32_t cat_id;         /* or a string of the trace */
+	const char *cat_text;
+	const char *fallback;
+	int role;                /* enum chrome_flow_role */
+	char buf[16];
+};
+
+static void
+slice_head(struct slice_head *h, const struct tk_event *e)
+{
 	switch (e->kind) {
 	case TK_RANGE:
 		if (*e->u.range.domain) {
-			cat_id = e->u.range.domain_id;
-			cat_text = e->u.range.domain;
+			h->cat_id = e->u.range.domain_id;
+			h->cat_text = e->u.range.domain;
 		} else {
-			cat = "nvtx";
+			h->cat = "nvtx";
 		}
 		break;
 	case TK_API:
-		cat = e->u.api.domain == TK_API_RUNTIME ? "cuda_runtime"
-		    : e->u.api.domain == TK_API_DRIVER ? "cuda_driver" : "cuda_api";
-		role = CF_API;
-		corr = e->u.api.correlation;
+		h->cat = api_category(h->buf, e->u.api.domain);
+		h->role = CF_API;
 		break;
-	case TK_KERNEL: cat = "kernel"; role = CF_GPU; corr = e->u.kernel.correlation; break;
-	case TK_MEMCPY: cat = "gpu_memcpy"; role = CF_GPU; corr = e->u.memcpy.correlation; break;
-	case TK_MEMSET: cat = "gpu_memset"; role = CF_GPU; corr = e->u.memset.correlation; break;
-	case TK_SYNC: cat = "cuda_sync"; break;
-	case TK_OVERHEAD: cat = "overhead"; fallback = "profiler overhead"; break;
-	case TK_PROCESS: cat = "process"; fallback = "process"; break;
-	case TK_RUN: cat = "run"; fallback = "run"; break;
+	case TK_KERNEL: h->cat = "kernel"; h->role = CF_GPU; break;
+	case TK_MEMCPY: h->cat = "gpu_memcpy"; h->role = CF_GPU; break;
+	case TK_MEMSET: h->cat = "gpu_memset"; h->role = CF_GPU; break;
+	case TK_SYNC: h->cat = "cuda_sync"; break;
+	case TK_OVERHEAD: h->cat = "overhead"; h->fallback = "profiler overhead"; break;
+	case TK_PROCESS: h->cat = "process"; h->fallback = "process"; break;
+	case TK_RUN: h->cat = "run"; h->fallback = "run"; break;
 	}
-	if (!corr)
-		role = CF_NONE;
-	b->len = 0;
-	head(e, cat, cat_id, cat_text, m->lane, fallback);
-	size_t head_len = b->len;
-	args_open(b);
+}
+
+static void
+memcpy_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+	    const struct tk_event *e)
+{
+	const struct tk_memcpy_attrs *c = &e->u.memcpy;
+	stream_args(cv, b, r, e);
+	key_u64(cv, b, "correlation", c->correlation);
+	key_u64(cv, b, "bytes", c->bytes);
+	bandwidth(cv, b, c->bytes, e->dur);
+	key_lit(cv, b, "copy kind", tk_copy_kind_name(c->copy_kind));
+	key_lit(cv, b, "src kind", tk_mem_kind_name(c->src_kind));
+	key_lit(cv, b, "dst kind", tk_mem_kind_name(c->dst_kind));
+	if (c->copy_kind == TK_COPY_PTOP) {
+		key_u64(cv, b, "src device", c->src_device);
+		key_u64(cv, b, "dst device", c->dst_device);
+	}
+	key(cv, b, "async");
+	if (c->flags & TK_FLAG_ASYNC)
+		sb_lit(b, "true");
+	else
+		sb_lit(b, "false");
+}
+
+static void
+process_args(struct conv *cv, struct sbuf *b, const struct tk_process_attrs *p)
+{
+	exit_args(cv, b, p->exit, p->exit_code, p->signal);
+	key_ms(cv, b, "user CPU (ms)", p->utime);
+	key_ms(cv, b, "system CPU (ms)", p->stime);
+	key_u64(cv, b, "max RSS (bytes)", p->max_rss);
+	key_u64(cv, b, "minor faults", p->minflt);
+	key_u64(cv, b, "major faults", p->majflt);
+	key_u64(cv, b, "voluntary context switches", p->nvcsw);
+	key_u64(cv, b, "involuntary context switches", p->nivcsw);
+}
+
+/* The args of a complete event, by kind. */
+static void
+slice_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+	   const struct tk_event *e)
+{
 	switch (e->kind) {
 	case TK_RANGE:
-		range_args(b, &e->u.range, 0);
+		range_args(cv, b, &e->u.range, 0);
 		break;
 	case TK_API:
-		key_u64(b, "correlation", e->u.api.correlation);
+		key_u64(cv, b, "correlation", e->u.api.correlation);
 		if (e->u.api.cbid)
-			key_u64(b, "cbid", e->u.api.cbid);
+			key_u64(cv, b, "cbid", e->u.api.cbid);
 		if (e->u.api.result) {
-			key(b, "result");
+			key(cv, b, "result");
 			sb_i64(b, e->u.api.result);
 		}
 		break;
 	case TK_KERNEL:
-		kernel_args(b, r, e);
+		kernel_args(cv, b, r, e);
 		break;
-	case TK_MEMCPY: {
-		const struct tk_memcpy_attrs *c = &e->u.memcpy;
-		stream_args(b, r, e);
-		key_u64(b, "correlation", c->correlation);
-		key_u64(b, "bytes", c->bytes);
-		bandwidth(b, c->bytes, e->dur);
-		key_lit(b, "copy kind", tk_copy_kind_name(c->copy_kind));
-		key_lit(b, "src kind", tk_mem_kind_name(c->src_kind));
-		key_lit(b, "dst kind", tk_mem_kind_name(c->dst_kind));
-		if (c->copy_kind == TK_COPY_PTOP) {
-			key_u64(b, "src device", c->src_device);
-			key_u64(b, "dst device", c->dst_device);
-		}
-		key(b, "async");
-		if (c->flags & TK_FLAG_ASYNC)
-			sb_lit(b, "true");
-		else
-			sb_lit(b, "false");
+	case TK_MEMCPY:
+		memcpy_args(cv, b, r, e);
 		break;
-	}
 	case TK_MEMSET: {
 		const struct tk_memset_attrs *s = &e->u.memset;
-		stream_args(b, r, e);
-		key_u64(b, "correlation", s->correlation);
-		key_u64(b, "bytes", s->bytes);
-		bandwidth(b, s->bytes, e->dur);
-		key_u64(b, "value", s->value);
-		key_lit(b, "memory kind", tk_mem_kind_name(s->mem_kind));
+		stream_args(cv, b, r, e);
+		key_u64(cv, b, "correlation", s->correlation);
+		key_u64(cv, b, "bytes", s->bytes);
+		bandwidth(cv, b, s->bytes, e->dur);
+		key_u64(cv, b, "value", s->value);
+		key_lit(cv, b, "memory kind", tk_mem_kind_name(s->mem_kind));
 		break;
 	}
 	case TK_SYNC:
-		key_lit(b, "sync type", tk_sync_type_name(e->u.sync.type));
+		key_lit(cv, b, "sync type", tk_sync_type_name(e->u.sync.type));
 		if (e->u.sync.correlation)
-			key_u64(b, "correlation", e->u.sync.correlation);
+			key_u64(cv, b, "correlation", e->u.sync.correlation);
 		break;
 	case TK_OVERHEAD:
-		key_u64(b, "overhead kind", e->u.overhead.type);
+		key_u64(cv, b, "overhead kind", e->u.overhead.type);
 		break;
-	case TK_PROCESS: {
-		const struct tk_process_attrs *p = &e->u.process;
-		exit_args(b, p->exit, p->exit_code, p->signal);
-		key_ms(b, "user CPU (ms)", p->utime);
-		key_ms(b, "system CPU (ms)", p->stime);
-		key_u64(b, "max RSS (bytes)", p->max_rss);
-		key_u64(b, "minor faults", p->minflt);
-		key_u64(b, "major faults", p->majflt);
-		key_u64(b, "voluntary context switches", p->nvcsw);
-		key_u64(b, "involuntary context switches", p->nivcsw);
+	case TK_PROCESS:
+		process_args(cv, b, &e->u.process);
 		break;
-	}
 	case TK_RUN:
-		key_u64(b, "run", e->u.run.index);
-		exit_args(b, e->u.run.exit, e->u.run.exit_code, e->u.run.signal);
+		key_u64(cv, b, "run", e->u.run.index);
+		exit_args(cv, b, e->u.run.exit, e->u.run.exit_code, e->u.run.signal);
 		break;
 	}
-	imported_args(b, e);
-	args_close(b, head_len);
-	queue(e, m->ctrack, head_len, role, corr, CE_SLICE);
+}
+
+/* A complete event: head, args by kind, then the queue.  An API call
+ * and the GPU work it started are the ends of a flow arrow, joined by
+ * their correlation id. */
+static void
+slice(struct conv *cv, const struct tk_reader *r, const struct tk_event *e,
+      const struct chrome_tkmap *m)
+{
+	struct sbuf *b = &cv->ev;
+	struct slice_head h = { .role = CF_NONE };
+	slice_head(&h, e);
+	uint64_t corr = tk_event_correlation(e);
+	if (!corr)
+		h.role = CF_NONE;
+	b->len = 0;
+	head(cv, e, h.cat, h.cat_id, h.cat_text, m->lane, h.fallback);
+	size_t head_len = b->len;
+	args_open(cv, b);
+	slice_args(cv, b, r, e);
+	imported_args(cv, b, e);
+	args_close(cv, b, head_len);
+	queue(cv, e, m->ctrack, head_len, h.role, corr, CE_SLICE);
 }
 
 /* Instants: marks, memory operations, dropped-event notices. */
 static void
-instant(const struct tk_event *e, const struct chrome_tkmap *m)
+instant(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
 {
-	struct sbuf *o = &C.out.b;
-	const struct chrome_track *t = &C.lay.tracks[m->ctrack];
-	chrome_layout_announce(&C.lay, o, m->ctrack, &C.first);
-	sep(o);
+	struct sbuf *o = &cv->out.b;
+	const struct chrome_track *t = &cv->lay.tracks[m->ctrack];
+	chrome_layout_announce(&cv->lay, o, m->ctrack, &cv->first);
+	sep(cv, o);
 	char scope = 't';
 	if (e->kind == TK_DROPPED)
 		scope = 'g';  /* lost data shows across the whole timeline */
@@ -798,127 +845,127 @@ instant(const struct tk_event *e, const struct chrome_tkmap *m)
 	sb_lit(o, "{\"ph\":\"i\",\"s\":\"");
 	sb_ch(o, scope);
 	sb_lit(o, "\",");
-	C.ev.len = 0;
+	cv->ev.len = 0;
 	switch (e->kind) {
 	case TK_MARK:
 		if (*e->u.range.domain)
-			head(e, NULL, e->u.range.domain_id, e->u.range.domain, t->lane, NULL);
+			head(cv, e, NULL, e->u.range.domain_id, e->u.range.domain, t->lane, NULL);
 		else
-			head(e, "nvtx", 0, NULL, t->lane, NULL);
+			head(cv, e, "nvtx", 0, NULL, t->lane, NULL);
 		break;
 	case TK_MEMORY:
-		head(e, "cuda_memory", 0, NULL, t->lane,
+		head(cv, e, "cuda_memory", 0, NULL, t->lane,
 		     e->u.memory.op == TK_MEM_FREE ? "free" : "alloc");
 		break;
 	default:
-		head(e, "dropped", 0, NULL, t->lane, "dropped events");
+		head(cv, e, "dropped", 0, NULL, t->lane, "dropped events");
 		break;
 	}
-	sb_mem(o, C.ev.p, C.ev.len);
-	tid_ts(o, t, e->ts);
+	sb_mem(o, cv->ev.p, cv->ev.len);
+	tid_ts(cv, o, t, e->ts);
 	sb_ch(o, ',');
 	size_t at = o->len;
-	args_open(o);
+	args_open(cv, o);
 	switch (e->kind) {
 	case TK_MARK:
-		range_args(o, &e->u.range, 0);
+		range_args(cv, o, &e->u.range, 0);
 		break;
 	case TK_MEMORY: {
 		const struct tk_memory_attrs *a = &e->u.memory;
 		char addr[24];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
-		key_lit(o, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
-		key_u64(o, "bytes", a->bytes);
-		key_lit(o, "address", addr);
-		key_lit(o, "memory kind", tk_mem_kind_name(a->mem_kind));
+		key_lit(cv, o, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
+		key_u64(cv, o, "bytes", a->bytes);
+		key_lit(cv, o, "address", addr);
+		key_lit(cv, o, "memory kind", tk_mem_kind_name(a->mem_kind));
 		if (a->correlation)
-			key_u64(o, "correlation", a->correlation);
+			key_u64(cv, o, "correlation", a->correlation);
 		break;
 	}
 	default:
-		key_u64(o, "count", e->u.dropped.count);
-		key(o, "reason");
-		chrome_str(&C.str, o, e->u.dropped.reason_id, e->u.dropped.reason);
+		key_u64(cv, o, "count", e->u.dropped.count);
+		key(cv, o, "reason");
+		chrome_str(&cv->str, o, e->u.dropped.reason_id, e->u.dropped.reason);
 		break;
 	}
-	imported_args(o, e);
-	args_close(o, at);
+	imported_args(cv, o, e);
+	args_close(cv, o, at);
 	if (o->p[o->len - 1] == ',')
 		o->len--;
 	sb_ch(o, '}');
-	C.events_written++;
+	cv->events_written++;
 }
 
 /* Start/end ranges need not nest: async b/e pairs, matched by a fresh id. */
 static void
-async_range(const struct tk_reader *r, const struct tk_event *e,
-            const struct chrome_tkmap *m)
+async_range(struct conv *cv, const struct tk_reader *r,
+	    const struct tk_event *e, const struct chrome_tkmap *m)
 {
-	struct sbuf *o = &C.out.b;
+	struct sbuf *o = &cv->out.b;
 	const struct tk_range_attrs *a = &e->u.range;
 	uint32_t end_ctrack = m->ctrack;
 	if (a->end_track && a->end_track != e->track) {
 		const struct tk_track *et = tk_reader_track(r, a->end_track);
 		if (et) {
-			const struct chrome_tkmap *em = chrome_layout_map(&C.lay, r, et);
+			const struct chrome_tkmap *em = chrome_layout_map(&cv->lay, r, et);
 			if (em->ctrack && em->lane == m->lane)
 				end_ctrack = em->ctrack;
 		}
 	}
-	chrome_layout_announce(&C.lay, o, m->ctrack, &C.first);
-	chrome_layout_announce(&C.lay, o, end_ctrack, &C.first);
-	C.ev.len = 0;
+	chrome_layout_announce(&cv->lay, o, m->ctrack, &cv->first);
+	chrome_layout_announce(&cv->lay, o, end_ctrack, &cv->first);
+	cv->ev.len = 0;
 	if (*a->domain)
-		head(e, NULL, a->domain_id, a->domain, m->lane, NULL);
+		head(cv, e, NULL, a->domain_id, a->domain, m->lane, NULL);
 	else
-		head(e, "nvtx", 0, NULL, m->lane, NULL);
-	uint64_t id = ++C.async_id;
-	sep(o);
+		head(cv, e, "nvtx", 0, NULL, m->lane, NULL);
+	uint64_t id = ++cv->async_id;
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"b\",");
-	sb_mem(o, C.ev.p, C.ev.len);
-	tid_ts(o, &C.lay.tracks[m->ctrack], e->ts);
+	sb_mem(o, cv->ev.p, cv->ev.len);
+	tid_ts(cv, o, &cv->lay.tracks[m->ctrack], e->ts);
 	sb_lit(o, ",\"id\":");
 	sb_u64(o, id);
 	sb_ch(o, ',');
 	size_t at = o->len;
-	args_open(o);
-	range_args(o, a, 1);
-	imported_args(o, e);
-	args_close(o, at);
+	args_open(cv, o);
+	range_args(cv, o, a, 1);
+	imported_args(cv, o, e);
+	args_close(cv, o, at);
 	if (o->p[o->len - 1] == ',')
 		o->len--;
 	sb_ch(o, '}');
-	sep(o);
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"e\",");
-	sb_mem(o, C.ev.p, C.ev.len);
-	tid_ts(o, &C.lay.tracks[end_ctrack], e->ts + e->dur);
+	sb_mem(o, cv->ev.p, cv->ev.len);
+	tid_ts(cv, o, &cv->lay.tracks[end_ctrack], e->ts + e->dur);
 	sb_lit(o, ",\"id\":");
 	sb_u64(o, id);
 	sb_ch(o, '}');
-	C.events_written++;
+	cv->events_written++;
 }
 
 static void
-counter(const struct tk_event *e, const struct chrome_tkmap *m)
+counter(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
 {
-	struct sbuf *o = &C.out.b;
+	struct sbuf *o = &cv->out.b;
 	if (!isfinite(e->u.counter.value)) {
-		C.nonfinite++;
+		cv->nonfinite++;
 		return;
 	}
 	/* a lane may hold only counters: it still needs its name */
-	chrome_layout_announce_lane(&C.lay, o, m->lane, &C.first);
-	const struct chrome_lane *ln = &C.lay.lanes[m->lane];
-	sep(o);
+	chrome_layout_announce_lane(&cv->lay, o, m->lane, &cv->first);
+	const struct chrome_lane *ln = &cv->lay.lanes[m->lane];
+	sep(cv, o);
 	sb_lit(o, "{\"ph\":\"C\",\"name\":");
 	if (m->counter_name)
 		sb_mem(o, m->counter_name, strlen(m->counter_name));
 	else
-		chrome_str(&C.str, o, e->name_id, e->name);
+		chrome_str(&cv->str, o, e->name_id, e->name);
 	sb_lit(o, ",\"pid\":");
 	sb_i64(o, ln->pid);
 	sb_lit(o, ",\"tid\":0,\"ts\":");
-	sb_us(o, e->ts - C.base);
+	sb_us(o, e->ts - cv->base);
 	sb_lit(o, ",\"args\":{");
 	if (m->counter_key)
 		sb_mem(o, m->counter_key, strlen(m->counter_key));
@@ -927,79 +974,80 @@ counter(const struct tk_event *e, const struct chrome_tkmap *m)
 	sb_ch(o, ':');
 	sb_dbl(o, e->u.counter.value);
 	sb_lit(o, "}}");
-	C.events_written++;
+	cv->events_written++;
 }
 
 static void
-flow(const struct tk_event *e, const struct chrome_tkmap *m)
+flow(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
 {
-	struct sbuf *b = &C.ev;
+	struct sbuf *b = &cv->ev;
 	const struct tk_flow_attrs *f = &e->u.flow;
 	b->len = 0;
 	sb_lit(b, "\"name\":");
 	if (*e->name)
-		chrome_str(&C.str, b, e->name_id, e->name);
+		chrome_str(&cv->str, b, e->name_id, e->name);
 	else if (*f->category)
-		chrome_str(&C.str, b, f->category_id, f->category);
+		chrome_str(&cv->str, b, f->category_id, f->category);
 	else
 		sb_lit(b, "\"flow\"");
 	sb_lit(b, ",\"cat\":");
 	if (*f->category)
-		chrome_str(&C.str, b, f->category_id, f->category);
+		chrome_str(&cv->str, b, f->category_id, f->category);
 	else
 		sb_lit(b, "\"flow\"");
 	sb_lit(b, ",\"pid\":");
-	sb_i64(b, C.lay.lanes[m->lane].pid);
+	sb_i64(b, cv->lay.lanes[m->lane].pid);
 	sb_ch(b, ',');
 	/* ids of different traces must not meet: the scope goes above bit
 	 * 40, below bit 52 (arrows made here start at 2^52, flows.c) */
-	uint64_t id = ((uint64_t)((C.scope - 1) & 0xfff) << 40) |
+	uint64_t id = ((uint64_t)((cv->scope - 1) & 0xfff) << 40) |
 	              (f->id & ((1ull << 40) - 1));
 	struct tk_event z = *e;
 	z.dur = 0;
-	queue(&z, m->ctrack, b->len, (int)f->phase, id, CE_FLOW);
+	queue(cv, &z, m->ctrack, b->len, (int)f->phase, id, CE_FLOW);
 }
 
 static void
-set_base(const struct tk_reader *r)
+set_base(struct conv *cv, const struct tk_reader *r)
 {
 	int64_t t = tk_reader_chunk(r)->t_min;
-	if (C.earliest_start && C.earliest_start < t)
-		t = C.earliest_start;
-	C.base = t;
-	C.have_base = 1;
+	if (cv->earliest_start && cv->earliest_start < t)
+		t = cv->earliest_start;
+	cv->base = t;
+	cv->have_base = 1;
 }
 
 static void
-convert_event(const struct tk_reader *r, const struct tk_event *e)
+convert_event(struct conv *cv, const struct tk_reader *r,
+	      const struct tk_event *e)
 {
-	if (!C.have_base)
-		set_base(r);
-	C.events_read++;
+	if (!cv->have_base)
+		set_base(cv, r);
+	cv->events_read++;
 	/* times that cannot be shown relative to the start (a damaged or
 	 * hostile file can hold any int64) are counted, not written */
 	int64_t end, rel, rel_end;
 	if (__builtin_add_overflow(e->ts, e->dur, &end) ||
-	    __builtin_sub_overflow(e->ts, C.base, &rel) ||
-	    __builtin_sub_overflow(end, C.base, &rel_end) ||
+	    __builtin_sub_overflow(e->ts, cv->base, &rel) ||
+	    __builtin_sub_overflow(end, cv->base, &rel_end) ||
 	    rel < -(INT64_C(1) << 62) || rel_end > (INT64_C(1) << 62)) {
-		C.bad_times++;
+		cv->bad_times++;
 		goto skip;
 	}
 	if (e->kind == TK_DROPPED)
-		C.dropped += e->u.dropped.count;
-	if (e->kind == TK_COUNTER && !C.opt.counters)
+		cv->dropped += e->u.dropped.count;
+	if (e->kind == TK_COUNTER && !cv->opt.counters)
 		goto skip;
-	if (e->kind == TK_FLOW && !C.opt.flows)
+	if (e->kind == TK_FLOW && !cv->opt.flows)
 		goto skip;
-	if (C.opt.has_name && e->kind != TK_COUNTER && e->kind != TK_DROPPED &&
-	    !name_selected(e))
+	if (cv->opt.has_name && e->kind != TK_COUNTER && e->kind != TK_DROPPED &&
+	    !name_selected(cv, e))
 		goto skip;
-	if (C.opt.has_from && rel_end < C.opt.from)
+	if (cv->opt.has_from && rel_end < cv->opt.from)
 		goto skip;
-	if (C.opt.to >= 0 && rel > C.opt.to)
+	if (cv->opt.to >= 0 && rel > cv->opt.to)
 		goto skip;
-	const struct chrome_tkmap *m = chrome_layout_map(&C.lay, r, e->trk);
+	const struct chrome_tkmap *m = chrome_layout_map(&cv->lay, r, e->trk);
 	switch (e->kind) {
 	case TK_RANGE:
 	case TK_API:
@@ -1010,43 +1058,43 @@ convert_event(const struct tk_reader *r, const struct tk_event *e)
 	case TK_OVERHEAD:
 	case TK_PROCESS:
 	case TK_RUN:
-		slice(r, e, m);
+		slice(cv, r, e, m);
 		break;
 	case TK_ASYNC_RANGE:
-		async_range(r, e, m);
+		async_range(cv, r, e, m);
 		break;
 	case TK_MARK:
 	case TK_MEMORY:
 	case TK_DROPPED:
-		instant(e, m);
+		instant(cv, e, m);
 		break;
 	case TK_COUNTER:
-		counter(e, m);
+		counter(cv, e, m);
 		break;
 	case TK_FLOW:
-		flow(e, m);
+		flow(cv, e, m);
 		break;
 	default:
 		goto skip;
 	}
-	chrome_out_maybe_flush(&C.out);
+	chrome_out_maybe_flush(&cv->out);
 	return;
 skip:
-	C.filtered++;
+	cv->filtered++;
 }
 
 /* ---- inputs --------------------------------------------------------------------- */
 
 static int
-convert_file(const char *path)
+convert_file(struct conv *cv, const char *path)
 {
 	struct tk_reader *r = cmd_open_reader(path);
-	json_array_append_new(C.inputs, jstr(cmd_display_path(path)));
+	json_array_append_new(cv->inputs, jstr(cmd_display_path(path)));
 	if (!r) {
-		json_array_append_new(C.errors, jstr(cmd_display_path(path)));
+		json_array_append_new(cv->errors, jstr(cmd_display_path(path)));
 		return EXIT_BADINPUT;
 	}
-	new_scope();
+	new_scope(cv);
 	struct tk_record rec;
 	uint64_t chunk = UINT64_MAX;
 	int64_t watermark = INT64_MIN;
@@ -1056,60 +1104,60 @@ convert_file(const char *path)
 		if (ci->offset != chunk) {
 			/* the last chunk is all read: what begins before its
 			 * watermark has everything it will ever have */
-			release(watermark);
+			release(cv, watermark);
 			chunk = ci->offset;
 			watermark = ci->watermark;
 		}
 		switch (rec.type) {
 		case TK_REC_EVENT:
-			convert_event(r, rec.u.event);
+			convert_event(cv, r, rec.u.event);
 			break;
 		case TK_REC_SCOPE:
-			release(INT64_MAX);
-			new_scope();
+			release(cv, INT64_MAX);
+			new_scope(cv);
 			watermark = INT64_MIN;
 			break;
 		case TK_REC_TRACK: {
 			const struct tk_track *t = rec.u.track;
-			chrome_layout_redefine(&C.lay, t->id);
+			chrome_layout_redefine(&cv->lay, t->id);
 			if (t->type == TK_TRACK_PROCESS && t->u.process.start > 0 &&
-			    (!C.earliest_start || t->u.process.start < C.earliest_start))
-				C.earliest_start = t->u.process.start;
+			    (!cv->earliest_start || t->u.process.start < cv->earliest_start))
+				cv->earliest_start = t->u.process.start;
 			break;
 		}
 		case TK_REC_DEVICE:
-			add_device(rec.u.device);
+			add_device(cv, rec.u.device);
 			break;
 		case TK_REC_META:
-			add_meta(rec.u.meta);
+			add_meta(cv, rec.u.meta);
 			break;
 		case TK_REC_CATEGORY:
-			add_category(rec.u.category);
+			add_category(cv, rec.u.category);
 			break;
 		}
-		while (chrome_reorder_full(&C.ro)) {
+		while (chrome_reorder_full(&cv->ro)) {
 			/* no watermark lets them out in time: the earliest go now */
 			struct chrome_entry e;
 			const char *text;
-			if (!chrome_reorder_pop(&C.ro, INT64_MAX, &e, &text))
+			if (!chrome_reorder_pop(&cv->ro, INT64_MAX, &e, &text))
 				break;
 			if (e.cls == CE_SLICE)
-				write_slice(&e, text);
+				write_slice(cv, &e, text);
 			else
-				write_flow(&e, text);
-			chrome_reorder_done(&C.ro, &e);
-			C.released_early++;
-			chrome_out_maybe_flush(&C.out);
+				write_flow(cv, &e, text);
+			chrome_reorder_done(&cv->ro, &e);
+			cv->released_early++;
+			chrome_out_maybe_flush(&cv->out);
 		}
 	}
-	release(INT64_MAX);
+	release(cv, INT64_MAX);
 	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s: %s", cmd_display_path(path),
 		         tk_reader_error(r));
-		json_array_append_new(C.errors, jstr(msg));
+		json_array_append_new(cv->errors, jstr(msg));
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
@@ -1119,22 +1167,22 @@ convert_file(const char *path)
 /* ---- the top-level object ---------------------------------------------------------- */
 
 static void
-finish_output(void)
+finish_output(struct conv *cv)
 {
-	struct sbuf *o = &C.out.b;
-	chrome_flows_finish(&C.fl);
+	struct sbuf *o = &cv->out.b;
+	chrome_flows_finish(&cv->fl);
 	sb_lit(o, "\n]");
-	if (C.have_base) {
+	if (cv->have_base) {
 		sb_lit(o, ",\n\"baseTimeNanoseconds\":");
-		sb_i64(o, C.base);
+		sb_i64(o, cv->base);
 	}
 	json_t *tk = json_object();
 	json_object_set_new(tk, "version", json_string(tk_version()));
-	if (C.have_base) {
+	if (cv->have_base) {
 		char ns[24], utc[64];
-		snprintf(ns, sizeof(ns), "%" PRId64, C.base);
-		time_t sec = (time_t)(C.base / 1000000000);
-		int64_t frac = C.base % 1000000000;
+		snprintf(ns, sizeof(ns), "%" PRId64, cv->base);
+		time_t sec = (time_t)(cv->base / 1000000000);
+		int64_t frac = cv->base % 1000000000;
 		if (frac < 0) {
 			sec--;
 			frac += 1000000000;
@@ -1149,33 +1197,33 @@ finish_output(void)
 	}
 	json_object_set_new(tk, "time_unit", json_string(
 		"ts and dur are microseconds since trace_start_ns (baseTimeNanoseconds)"));
-	json_object_set_new(tk, "inputs", C.inputs);
-	json_object_set_new(tk, "events_read", json_integer((json_int_t)C.events_read));
-	json_object_set_new(tk, "events_written", json_integer((json_int_t)C.events_written));
-	json_object_set_new(tk, "events_filtered_out", json_integer((json_int_t)C.filtered));
-	json_object_set_new(tk, "flows", json_integer((json_int_t)C.flows));
+	json_object_set_new(tk, "inputs", cv->inputs);
+	json_object_set_new(tk, "events_read", json_integer((json_int_t)cv->events_read));
+	json_object_set_new(tk, "events_written", json_integer((json_int_t)cv->events_written));
+	json_object_set_new(tk, "events_filtered_out", json_integer((json_int_t)cv->filtered));
+	json_object_set_new(tk, "flows", json_integer((json_int_t)cv->flows));
 	json_object_set_new(tk, "gpu_work_without_launch_call",
-	                    json_integer((json_int_t)C.fl.unmatched_gpu));
+	                    json_integer((json_int_t)cv->fl.unmatched_gpu));
 	json_object_set_new(tk, "slices_moved_to_overlap_tracks",
-	                    json_integer((json_int_t)C.lay.moved));
-	json_object_set_new(tk, "overlap_tracks", json_integer((json_int_t)C.lay.overflow_tracks));
+	                    json_integer((json_int_t)cv->lay.moved));
+	json_object_set_new(tk, "overlap_tracks", json_integer((json_int_t)cv->lay.overflow_tracks));
 	json_object_set_new(tk, "slices_written_async",
-	                    json_integer((json_int_t)C.async_fallback));
+	                    json_integer((json_int_t)cv->async_fallback));
 	json_object_set_new(tk, "slices_released_early",
-	                    json_integer((json_int_t)C.released_early));
-	json_object_set_new(tk, "dropped_by_recorder", json_integer((json_int_t)C.dropped));
-	if (C.nonfinite)
+	                    json_integer((json_int_t)cv->released_early));
+	json_object_set_new(tk, "dropped_by_recorder", json_integer((json_int_t)cv->dropped));
+	if (cv->nonfinite)
 		json_object_set_new(tk, "nonfinite_counter_samples_skipped",
-		                    json_integer((json_int_t)C.nonfinite));
-	if (C.bad_times)
+		                    json_integer((json_int_t)cv->nonfinite));
+	if (cv->bad_times)
 		json_object_set_new(tk, "events_with_impossible_times_skipped",
-		                    json_integer((json_int_t)C.bad_times));
-	json_object_set_new(tk, "errors", C.errors);
-	C.inputs = C.errors = NULL;
-	json_object_set_new(C.meta, "tracekit", tk);
+		                    json_integer((json_int_t)cv->bad_times));
+	json_object_set_new(tk, "errors", cv->errors);
+	cv->inputs = cv->errors = NULL;
+	json_object_set_new(cv->meta, "tracekit", tk);
 
-	char *dev = json_dumps(C.devices, JSON_COMPACT);
-	char *other = json_dumps(C.meta, JSON_COMPACT);
+	char *dev = json_dumps(cv->devices, JSON_COMPACT);
+	char *other = json_dumps(cv->meta, JSON_COMPACT);
 	if (!dev || !other)
 		cmd_die(EXIT_USAGE, "out of memory");
 	sb_lit(o, ",\n\"deviceProperties\":");
@@ -1190,25 +1238,25 @@ finish_output(void)
 /* ---- main ---------------------------------------------------------------------------- */
 
 static void
-cleanup(void)
+cleanup(struct conv *cv)
 {
-	chrome_reorder_free(&C.ro);
-	chrome_flows_free(&C.fl);
-	chrome_layout_free(&C.lay);
-	chrome_strings_free(&C.str);
-	sb_free(&C.ev);
-	free(C.name_ok);
-	for (size_t i = 0; i < C.ncats; i++) {
-		free((char *)C.cats[i].domain);
-		free((char *)C.cats[i].name);
+	chrome_reorder_free(&cv->ro);
+	chrome_flows_free(&cv->fl);
+	chrome_layout_free(&cv->lay);
+	chrome_strings_free(&cv->str);
+	sb_free(&cv->ev);
+	free(cv->name_ok);
+	for (size_t i = 0; i < cv->ncats; i++) {
+		free((char *)cv->cats[i].domain);
+		free((char *)cv->cats[i].name);
 	}
-	free(C.cats);
-	json_decref(C.meta);
-	json_decref(C.devices);
-	json_decref(C.inputs);
-	json_decref(C.errors);
-	if (C.opt.has_name)
-		regfree(&C.opt.name_re);
+	free(cv->cats);
+	json_decref(cv->meta);
+	json_decref(cv->devices);
+	json_decref(cv->inputs);
+	json_decref(cv->errors);
+	if (cv->opt.has_name)
+		regfree(&cv->opt.name_re);
 }
 
 int
@@ -1230,7 +1278,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	cmd_init("trace-to-chrome");
-	struct options *opt = &C.opt;
+	struct conv conv = { 0 }, *cv = &conv;
+	struct options *opt = &cv->opt;
 	opt->to = -1;
 	opt->flows = opt->counters = 1;
 	opt->buffer = 64u << 20;
@@ -1280,22 +1329,22 @@ main(int argc, char **argv)
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
 
-	C.first = 1;
-	C.meta = json_object();
-	C.devices = json_array();
-	C.inputs = json_array();
-	C.errors = json_array();
-	chrome_layout_init(&C.lay);
-	chrome_reorder_init(&C.ro, opt->buffer);
-	chrome_flows_init(&C.fl, 1u << 18, emit_flow, NULL);
-	chrome_out_open(&C.out, opt->output, opt->gzip);
-	atexit(cleanup);
+	cv->first = 1;
+	cv->meta = json_object();
+	cv->devices = json_array();
+	cv->inputs = json_array();
+	cv->errors = json_array();
+	chrome_layout_init(&cv->lay);
+	chrome_reorder_init(&cv->ro, opt->buffer);
+	chrome_flows_init(&cv->fl, 1u << 18, emit_flow, cv);
+	chrome_out_open(&cv->out, opt->output, opt->gzip);
 
-	sb_lit(&C.out.b, "{\"traceEvents\":[");
+	sb_lit(&cv->out.b, "{\"traceEvents\":[");
 	int status = 0;
 	for (int i = 0; i < nfiles; i++)
-		status |= convert_file(files[i]);
-	finish_output();
-	chrome_out_close(&C.out);
+		status |= convert_file(cv, files[i]);
+	finish_output(cv);
+	chrome_out_close(&cv->out);
+	cleanup(cv);
 	return cmd_finish(status);
 }
