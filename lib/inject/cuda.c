@@ -348,32 +348,36 @@ buffer_bytes(void)
 	return (size_t)v & ~(size_t)7;
 }
 
-int
-tki_cuda_attach(const struct tki_cupti *a, unsigned k)
+/* A CUPTI of the version the converter reads; 0, or -1 (said why). */
+static int
+check_version(uint32_t *version)
 {
-	api = *a;
-	kinds = k;
-	owner = getpid();
-	struct tki_cuda_conv cv = { 0 };
-	char msg[256], clock[160];
-	uint32_t version = 0;
-	CUptiResult r = api.cuptiGetVersion(&version);
+	char msg[256];
+	CUptiResult r = api.cuptiGetVersion(version);
 	if (r != CUPTI_SUCCESS) {
 		fail_call("cuptiGetVersion", r);
-		return 0;
+		return -1;
 	}
-	if (cupti_convert_check_api_version(version, msg, sizeof(msg)) < 0) {
+	if (cupti_convert_check_api_version(*version, msg, sizeof(msg)) < 0) {
 		tki_cuda_fail(msg);
-		return 0;
+		return -1;
 	}
+	return 0;
+}
 
+/* Our subscriber, the only one CUPTI allows; 0, or -1 (said why, with
+ * the other client's name when CUPTI tells it). */
+static int
+subscribe(void)
+{
+	char msg[256];
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
 	CUpti_SubscriberParams sp = { 0 };
 	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
 	sp.subscriberName = "tracekit";
 	sp.oldSubscriberName = other;
 	sp.oldSubscriberSize = sizeof(other);
-	r = api.cuptiSubscribe_v2(&subscriber, on_callback, NULL, &sp);
+	CUptiResult r = api.cuptiSubscribe_v2(&subscriber, on_callback, NULL, &sp);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		other[sizeof(other) - 1] = 0;
 		snprintf(msg, sizeof(msg),
@@ -382,76 +386,107 @@ tki_cuda_attach(const struct tki_cupti *a, unsigned k)
 		         "program runs on unrecorded",
 		         other[0] ? other : "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
 		tki_cuda_fail(msg);
-		return 0;
+		return -1;
 	}
 	if (r != CUPTI_SUCCESS) {
 		fail_call("cuptiSubscribe", r);
-		return 0;
+		return -1;
 	}
+	return 0;
+}
 
+/* CUPTI's clock and thread ids, and the API callbacks they and the
+ * capture filter need: fills the converter's settings, `clock` (how
+ * times are taken) and `note` (about thread ids, when they are mapped). */
+static void
+set_clock_and_threads(struct tki_cuda_conv *cv, char *clock, size_t nclock,
+                      char *note, size_t nnote)
+{
 	/* before any kind is enabled, as CUPTI asks */
 	if (api.cuptiActivityRegisterTimestampCallback(realtime_ns) == CUPTI_SUCCESS)
-		snprintf(clock, sizeof(clock), "CLOCK_REALTIME (timestamp callback)");
+		snprintf(clock, nclock, "CLOCK_REALTIME (timestamp callback)");
 	else
-		cv.clock_offset = measure_offset(clock, sizeof(clock));
-	r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+		cv->clock_offset = measure_offset(clock, nclock);
+	CUptiResult r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 	if (r != CUPTI_SUCCESS) {
-		cv.thread_map = 1;
-		snprintf(msg, sizeof(msg), "pthread ids mapped to kernel tids "
+		cv->thread_map = 1;
+		snprintf(note, nnote, "pthread ids mapped to kernel tids "
 		         "(cuptiSetThreadIdType: %s)", result_name(r));
 		tki_activity_map_thread();
 	}
-	cv.filter = tki_cfg.capture || tki_cfg.win_begin != INT64_MIN ||
-	            tki_cfg.win_end != INT64_MAX;
+	cv->filter = tki_cfg.capture || tki_cfg.win_begin != INT64_MIN ||
+	             tki_cfg.win_end != INT64_MAX;
 	/* every call's callback: to map its thread, or to judge it as it
 	 * begins (tki_activity_launch) */
-	map_threads = cv.thread_map;
-	judge_calls = cv.filter;
-	if (cv.thread_map || cv.filter) {
+	map_threads = cv->thread_map;
+	judge_calls = cv->filter;
+	if (cv->thread_map || cv->filter) {
 		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	}
-	cv.buffer_bytes = buffer_bytes();
-	cv.max_buffers = MAX_BUFFERS;
-	if (tki_activity_init(&api, &cv) < 0) {
+}
+
+/* The activity buffers and what the tracks need, whatever the schedule:
+ * devices, contexts, streams, and the callbacks that follow them; 0, or
+ * -1 (said why). */
+static int
+set_up_activity(struct tki_cuda_conv *cv)
+{
+	cv->buffer_bytes = buffer_bytes();
+	cv->max_buffers = MAX_BUFFERS;
+	if (tki_activity_init(&api, cv) < 0) {
 		fail_call("setting up", CUPTI_ERROR_OUT_OF_MEMORY);
-		return 0;
+		return -1;
 	}
-	r = api.cuptiActivityRegisterCallbacks(tki_activity_requested, tki_activity_completed);
+	CUptiResult r = api.cuptiActivityRegisterCallbacks(tki_activity_requested,
+	                                                   tki_activity_completed);
 	if (r != CUPTI_SUCCESS) {
 		fail_call("cuptiActivityRegisterCallbacks", r);
-		return 0;
+		return -1;
 	}
 	uint8_t zeroed = 1;
 	size_t zsize = sizeof(zeroed);
 	api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
 	                              &zsize, &zeroed);
-	/* what the tracks need, whatever the schedule */
 	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
 	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
 	api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_STREAM);
-	if (!cv.thread_map)
+	if (!cv->thread_map)
 		api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 		                        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
 	api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_STATE);
 	api.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 	                        CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+	return 0;
+}
 
+/* Hold the spool's watermarks for what CUPTI still has, and collect the
+ * kinds now if the schedule is already in a warmup or active phase; 0,
+ * or -1 (said why, and unsubscribed). */
+static int
+start_collection(void)
+{
 	hold = tki_hold_new();
 	tki_hold_set(hold, tki_activity_hold(tki_now(), LAG_INTERVALS * tki_cfg.flush_ns));
 	last_phase = (enum tki_phase)atomic_load(&tki_phase);
-	if (last_phase != TKI_PHASE_OFF) {
-		tki_activity_phase(last_phase == TKI_PHASE_ACTIVE, INT64_MIN);
-		if (!set_collection(1)) {
-			/* tki_cuda_fail said why */
-			tki_hold_set(hold, INT64_MAX);
-			api.cuptiUnsubscribe(subscriber);
-			subscriber = NULL;
-			return 0;
-		}
+	if (last_phase == TKI_PHASE_OFF)
+		return 0;
+	tki_activity_phase(last_phase == TKI_PHASE_ACTIVE, INT64_MIN);
+	if (!set_collection(1)) {
+		/* tki_cuda_fail said why */
+		tki_hold_set(hold, INT64_MAX);
+		api.cuptiUnsubscribe(subscriber);
+		subscriber = NULL;
+		return -1;
 	}
+	return 0;
+}
 
-	/* recording: say so, with what and how */
+/* Recording: say so, with what and how, in the metadata and the status
+ * page; then the hooks of the flushes, the phases, fork and exit. */
+static void
+announce(uint32_t version, const char *clock, const char *note)
+{
 	char what[128], b[512];
 	Dl_info dl;
 	const char *lib = dladdr((void *)(uintptr_t)api.cuptiGetVersion, &dl) && dl.dli_fname
@@ -460,7 +495,7 @@ tki_cuda_attach(const struct tki_cupti *a, unsigned k)
 	snprintf(b, sizeof(b), "recorded (pid %ld): %s%s; CUPTI %" PRIu32 " (%s); clock %s%s%s",
 	         (long)getpid(), what,
 	         tki_cfg.capture ? " (collected from the first warmup step)" : "",
-	         version, lib, clock, cv.thread_map ? "; " : "", cv.thread_map ? msg : "");
+	         version, lib, clock, note[0] ? "; " : "", note);
 	atomic_store(&state, TKI_CUDA_STATE_ON);
 	__atomic_store_n(&tki_status->cuda, TKI_CUDA_STATE_ON, __ATOMIC_RELEASE);
 	tki_activity_meta("cuda", b);
@@ -469,6 +504,23 @@ tki_cuda_attach(const struct tki_cupti *a, unsigned k)
 	pthread_atfork(NULL, NULL, after_fork_child);
 	/* after CUPTI's set-up: it runs before CUPTI's own teardown */
 	atexit(at_exit);
+}
+
+int
+tki_cuda_attach(const struct tki_cupti *a, unsigned k)
+{
+	api = *a;
+	kinds = k;
+	owner = getpid();
+	struct tki_cuda_conv cv = { 0 };
+	char clock[160], note[256] = "";
+	uint32_t version = 0;
+	if (check_version(&version) < 0 || subscribe() < 0)
+		return 0;
+	set_clock_and_threads(&cv, clock, sizeof(clock), note, sizeof(note));
+	if (set_up_activity(&cv) < 0 || start_collection() < 0)
+		return 0;
+	announce(version, clock, note);
 	return 1;
 }
 
