@@ -34,6 +34,7 @@
 #include <cupti_version.h>
 
 #include "cupti_convert.h"
+#include "support.h"
 
 /* The record layouts below are those of CUPTI 13.0; a libcupti of
  * another version writes others (cupti_convert_check_version()).  When
@@ -89,10 +90,7 @@ struct map {
 static uint64_t
 mix(uint64_t a, uint64_t b)
 {
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 29);
+	return tkp_hash_u64(tkp_hash_u64(a) ^ b);
 }
 
 static uint32_t *
@@ -226,17 +224,20 @@ struct cupti_convert {
 
 	struct map kernel_map;           /* (name pointer, 0) -> kname index */
 	struct kname *knames;
-	uint32_t nknames, capknames;
+	uint32_t nknames;
+	size_t capknames;
 	uint32_t generation;             /* see struct kname */
 	uint32_t until_next;             /* records left in this generation */
 	demangle_fn demangle;
 
 	struct map device_map;           /* (CUPTI device id, 0) -> index */
 	struct device *devices;
-	uint32_t ndevices, capdevices;
+	uint32_t ndevices;
+	size_t capdevices;
 	struct map context_map;          /* (context id, 0) -> index */
 	struct context *contexts;
-	uint32_t ncontexts, capcontexts;
+	uint32_t ncontexts;
+	size_t capcontexts;
 
 	uint32_t *api_names[2];          /* runtime, driver: cbid -> id */
 	uint32_t memcpy_names[TK_COPY_PTOP + 1][TK_MEM_MANAGED_STATIC + 1]
@@ -457,14 +458,11 @@ kernel_names(struct cupti_convert *c, const char *name, uint32_t *name_id,
 		}
 	}
 	if (!k) {
-		if (c->nknames == c->capknames) {
-			uint32_t cap = c->capknames ? c->capknames * 2 : 64;
-			struct kname *kn = realloc(c->knames, cap * sizeof(*kn));
-			if (!kn)
-				return TK_ENOMEM;
-			c->knames = kn;
-			c->capknames = cap;
-		}
+		struct kname *kn = tkp_grow(c->knames, &c->capknames,
+		                            (size_t)c->nknames + 1, sizeof(*kn));
+		if (!kn)
+			return TK_ENOMEM;
+		c->knames = kn;
 		k = &c->knames[c->nknames];
 		k->copy = strdup(name);
 		k->name_id = 0;
@@ -573,15 +571,12 @@ device_entry(struct cupti_convert *c, uint32_t id)
 	uint32_t *idx = map_get(&c->device_map, id, 0);
 	if (idx)
 		return &c->devices[*idx];
-	if (c->ndevices == c->capdevices) {
-		uint32_t cap = c->capdevices ? c->capdevices * 2 : 8;
-		struct device *d = realloc(c->devices, cap * sizeof(*d));
-		if (!d)
-			return NULL;
-		c->devices = d;
-		c->capdevices = cap;
-	}
-	struct device *d = &c->devices[c->ndevices];
+	struct device *d = tkp_grow(c->devices, &c->capdevices,
+	                            (size_t)c->ndevices + 1, sizeof(*d));
+	if (!d)
+		return NULL;
+	c->devices = d;
+	d = &c->devices[c->ndevices];
 	memset(d, 0, sizeof(*d));
 	d->def.index = id;
 	if (map_put(&c->device_map, id, 0, c->ndevices))
@@ -628,15 +623,12 @@ context_entry(struct cupti_convert *c, uint32_t id, int create)
 		return &c->contexts[*idx];
 	if (!create)
 		return NULL;
-	if (c->ncontexts == c->capcontexts) {
-		uint32_t cap = c->capcontexts ? c->capcontexts * 2 : 8;
-		struct context *x = realloc(c->contexts, cap * sizeof(*x));
-		if (!x)
-			return NULL;
-		c->contexts = x;
-		c->capcontexts = cap;
-	}
-	struct context *x = &c->contexts[c->ncontexts];
+	struct context *x = tkp_grow(c->contexts, &c->capcontexts,
+	                             (size_t)c->ncontexts + 1, sizeof(*x));
+	if (!x)
+		return NULL;
+	c->contexts = x;
+	x = &c->contexts[c->ncontexts];
 	memset(x, 0, sizeof(*x));
 	x->id = id;
 	if (map_put(&c->context_map, id, 0, c->ncontexts))

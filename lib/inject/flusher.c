@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "intern.h"
+#include "support.h"
 #include "tbuf.h"
 
 #define LAG_INTERVALS 10
@@ -41,7 +42,7 @@ struct open_entry {
 
 struct tki_open {            /* a domain's levels on one thread */
 	struct open_entry *e;
-	uint32_t cap;
+	size_t cap;
 	uint32_t top;            /* no entry at or above */
 };
 
@@ -72,11 +73,12 @@ static atomic_int stop, final_requested;
  * per scope, and an open range may outlive a scope */
 static struct tkp_intern names;
 static uint32_t *name_wid;       /* by name id: writer string id */
-static uint32_t name_wid_cap, name_wid_scope;
+static size_t name_wid_cap;
+static uint32_t name_wid_scope;
 static uint32_t *reg_name;       /* registered string id -> name id */
-static uint32_t reg_name_cap;
+static size_t reg_name_cap;
 static uint32_t *domain_wid;     /* domain id -> writer string id */
-static uint32_t domain_wid_cap;
+static size_t domain_wid_cap;
 
 static struct async_entry *async;
 static uint32_t async_cap, async_used;
@@ -86,7 +88,8 @@ struct pending_end {
 	uint32_t track;          /* of the thread it ended on */
 };
 static struct pending_end *pending;
-static uint32_t npending, pending_cap;
+static uint32_t npending;
+static size_t pending_cap;
 
 static size_t category_cursor;
 static uint32_t cursor_scope;
@@ -113,20 +116,25 @@ name_id(const char *s, size_t len)
 	return tkp_intern(&names, s, len, &added);
 }
 
-static uint32_t
-grow_u32(uint32_t **a, uint32_t *cap, uint32_t need)
+/* tkp_grow for a table indexed by id: what it adds is zeroed. */
+static void *
+grow_zeroed(void *items, size_t *cap, size_t need, size_t size)
 {
-	if (need < *cap)
-		return 1;
-	uint32_t n = *cap ? *cap : 64;
-	while (n <= need)
-		n *= 2;
-	uint32_t *p = realloc(*a, n * sizeof(*p));
+	size_t old = *cap;
+	char *p = tkp_grow(items, cap, need, size);
+	if (p && *cap > old)
+		memset(p + old * size, 0, (*cap - old) * size);
+	return p;
+}
+
+/* Makes index `i` of a table of ids valid; 0 when out of memory. */
+static int
+grow_u32(uint32_t **a, size_t *cap, uint32_t i)
+{
+	uint32_t *p = grow_zeroed(*a, cap, (size_t)i + 1, sizeof(*p));
 	if (!p)
 		return 0;
-	memset(p + *cap, 0, (n - *cap) * sizeof(*p));
 	*a = p;
-	*cap = n;
 	return 1;
 }
 
@@ -267,17 +275,11 @@ emit_async(const struct async_entry *a, uint32_t end_track, int64_t end,
 static struct tki_open *
 open_of(struct tki_thread *t, uint32_t domain)
 {
-	if (domain >= t->nopen) {
-		uint32_t n = t->nopen ? t->nopen * 2 : 4;
-		while (n <= domain)
-			n *= 2;
-		struct tki_open *a = realloc(t->open, n * sizeof(*a));
-		if (!a)
-			return NULL;
-		memset(a + t->nopen, 0, (n - t->nopen) * sizeof(*a));
-		t->open = a;
-		t->nopen = n;
-	}
+	struct tki_open *a = grow_zeroed(t->open, &t->nopen, (size_t)domain + 1,
+	                                 sizeof(*a));
+	if (!a)
+		return NULL;
+	t->open = a;
 	return &t->open[domain];
 }
 
@@ -288,18 +290,12 @@ on_push(struct tki_thread *t, const struct tki_rec *r, uint32_t level,
 	struct tki_open *o = open_of(t, r->domain);
 	if (!o)
 		return;
-	if (level >= o->cap) {
-		uint32_t n = o->cap ? o->cap * 2 : 16;
-		while (n <= level)
-			n *= 2;
-		struct open_entry *e = realloc(o->e, n * sizeof(*e));
-		if (!e)
-			return;
-		memset(e + o->cap, 0, (n - o->cap) * sizeof(*e));
-		o->e = e;
-		o->cap = n;
-	}
-	struct open_entry *e = &o->e[level];
+	struct open_entry *e = grow_zeroed(o->e, &o->cap, (size_t)level + 1,
+	                                   sizeof(*e));
+	if (!e)
+		return;
+	o->e = e;
+	e = &o->e[level];
 	/* a range still open at this level lost its pop (buffers were
 	 * full): it ended before this one began */
 	if (e->present)
@@ -337,6 +333,12 @@ on_pop(struct tki_thread *t, const struct tki_rec *r, uint32_t level)
 
 /* ---- start/end pairing: a hash table on the id --------------------------------- */
 
+static uint32_t
+async_home(uint64_t id)
+{
+	return (uint32_t)tkp_hash_u64(id);
+}
+
 static struct async_entry *
 async_find(uint64_t id, int insert)
 {
@@ -348,7 +350,7 @@ async_find(uint64_t id, int insert)
 		for (uint32_t i = 0; i < async_cap; i++) {
 			if (!async[i].id)
 				continue;
-			uint32_t h = (uint32_t)(async[i].id * 0x9e3779b97f4a7c15ull >> 32);
+			uint32_t h = async_home(async[i].id);
 			while (a[h & (n - 1)].id)
 				h++;
 			a[h & (n - 1)] = async[i];
@@ -359,7 +361,7 @@ async_find(uint64_t id, int insert)
 	}
 	if (!async_cap)
 		return NULL;
-	uint32_t h = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32);
+	uint32_t h = async_home(id);
 	for (;; h++) {
 		struct async_entry *e = &async[h & (async_cap - 1)];
 		if (e->id == id)
@@ -383,7 +385,7 @@ async_remove(struct async_entry *e)
 	e->id = 0;
 	async_used--;
 	for (uint32_t j = (i + 1) & mask; async[j].id; j = (j + 1) & mask) {
-		uint32_t h = (uint32_t)(async[j].id * 0x9e3779b97f4a7c15ull >> 32) & mask;
+		uint32_t h = async_home(async[j].id) & mask;
 		/* move j back to i if its home is not in (i, j] */
 		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
 			async[i] = async[j];
@@ -431,14 +433,11 @@ on_end(struct tki_thread *t, const struct tki_rec *r, uint64_t id)
 		async_remove(e);
 		return;
 	}
-	if (npending == pending_cap) {
-		uint32_t n = pending_cap ? pending_cap * 2 : 16;
-		struct pending_end *p = realloc(pending, n * sizeof(*p));
-		if (!p)
-			return;
-		pending = p;
-		pending_cap = n;
-	}
+	struct pending_end *p = tkp_grow(pending, &pending_cap,
+	                                 (size_t)npending + 1, sizeof(*p));
+	if (!p)
+		return;
+	pending = p;
 	pending[npending++] = (struct pending_end){ id, r->ts, thread_track(t) };
 }
 

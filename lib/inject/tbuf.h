@@ -112,7 +112,7 @@ struct tki_thread {
 	char name[64];                  /* as defined */
 	int64_t last_ts;
 	struct tki_open *open;          /* open push ranges, by domain */
-	uint32_t nopen;
+	size_t nopen;
 	struct tki_thread *next;        /* in the process's list */
 };
 
