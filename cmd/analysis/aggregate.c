@@ -147,7 +147,9 @@ agg_new(const struct agg_options *o)
 	a->filter_time = o->from > 0 || o->to != INT64_MAX || o->run;
 	a->run.t_min = INT64_MAX;
 	a->run.t_max = INT64_MIN;
-	if (o->per && !(a->per = perinst_new(o->approx))) {
+	a->run.exact = (struct dist_budget)DIST_BUDGET_INIT(
+		o->exact_budget ? o->exact_budget : SIZE_MAX);
+	if (o->per && !(a->per = perinst_new(o->approx, &a->run.exact))) {
 		free(a);
 		return NULL;
 	}
@@ -269,7 +271,7 @@ group_for(struct agg *a, unsigned kind, const char *domain, const char *name,
 		gr->src_kind = src;
 		gr->dst_kind = dst;
 		gr->first_ts = INT64_MAX;
-		dist_init(&gr->dur, a->opt.approx);
+		dist_init_budget(&gr->dur, a->opt.approx, &a->run.exact);
 		oom_if(strmap_put(&a->group_map, key, klen, g));
 	}
 	if (key != stackbuf)

@@ -15,8 +15,10 @@
  *
  * Input is streamed: the trace is never held (--run and by_run read
  * it twice: a first pass finds the runs; stdin is spooled to a file).  Exact mode keeps every
- * duration (8 bytes per operation); approximate mode keeps a sketch
- * per group instead (quantiles within 1 %, constant memory).
+ * duration (8 bytes per operation), within options.exact_budget;
+ * approximate mode keeps a sketch per group instead (quantiles within
+ * 1 %, constant memory).  An aggregation shares nothing with another:
+ * two can be filled in two threads.
  */
 #ifndef TK_CMD_AGGREGATE_H
 #define TK_CMD_AGGREGATE_H
@@ -119,6 +121,10 @@ struct agg_run {
 	int64_t *run_wall;       /* duration of run i + 1 (added up over
 	                            inputs), from its TK_RUN event */
 	int run_missing;         /* --run N: some scope had no run N */
+	struct dist_budget exact; /* the exact values of every distribution
+	                            (groups, per-instance) against
+	                            options.exact_budget; exact.converted:
+	                            how many outgrew it and keep a sketch */
 };
 
 struct agg_options {
@@ -139,9 +145,12 @@ struct agg_options {
 	                            comparing --repeat recordings run by run) */
 	unsigned skip;           /* work not wanted: AGG_SKIP_* (events are
 	                            still read and counted by kind) */
+	size_t exact_budget;     /* bytes of exact values at most (-S), in all
+	                            the distributions together; past it, those
+	                            that grow keep a sketch; 0 = no limit */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0, 0 }
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */

@@ -4,23 +4,7 @@
 #include <string.h>
 
 #include "dist.h"
-
-/* The bytes of exact values every distribution holds, the most they may
- * take (dist_set_exact_budget), and how many turned into sketches. */
-static size_t exact_bytes, exact_budget = SIZE_MAX;
-static size_t converted;
-
-void
-dist_set_exact_budget(size_t bytes)
-{
-	exact_budget = bytes;
-}
-
-size_t
-dist_converted(void)
-{
-	return converted;
-}
+#include "support.h"
 
 /* Exact values over the budget: this distribution, the one that grows,
  * keeps a sketch of them instead (the largest ones grow most often). */
@@ -43,32 +27,42 @@ to_sketch(struct dist *d)
 	d->sk = sk;
 	d->mean = mean;
 	d->m2 = m2;
-	exact_bytes -= d->cap * sizeof(*d->v);
+	if (d->budget) {
+		d->budget->used -= d->cap * sizeof(*d->v);
+		d->budget->converted++;
+	}
 	free(d->v);
 	d->v = NULL;
 	d->cap = 0;
 	d->approx = 1;
-	converted++;
 	return 0;
 }
 
 void
-dist_init(struct dist *d, int approx)
+dist_init_budget(struct dist *d, int approx, struct dist_budget *b)
 {
 	memset(d, 0, sizeof(*d));
 	d->approx = approx;
 	d->min = INT64_MAX;
 	d->max = INT64_MIN;
+	d->budget = b;
 	sketch_init(&d->sk);
+}
+
+void
+dist_init(struct dist *d, int approx)
+{
+	dist_init_budget(d, approx, NULL);
 }
 
 void
 dist_free(struct dist *d)
 {
-	exact_bytes -= d->cap * sizeof(*d->v);
+	if (d->budget)
+		d->budget->used -= d->cap * sizeof(*d->v);
 	free(d->v);
 	sketch_free(&d->sk);
-	dist_init(d, d->approx);
+	dist_init_budget(d, d->approx, d->budget);
 }
 
 int
@@ -83,16 +77,18 @@ dist_add_slow(struct dist *d, int64_t v)
 		d->m2 += delta * ((double)v - d->mean);
 	} else {
 		if (d->count == d->cap) {
+			/* the budget counts capacity: 16 values, then doubled */
+			struct dist_budget *b = d->budget;
 			size_t cap = d->cap ? d->cap * 2 : 16;
 			size_t more = (cap - d->cap) * sizeof(*d->v);
-			if (exact_bytes + more > exact_budget)
+			if (b && b->used + more > b->limit)
 				return to_sketch(d) < 0 ? -1 : dist_add_slow(d, v);
-			int64_t *nv = realloc(d->v, cap * sizeof(*nv));
+			int64_t *nv = tkp_grow(d->v, &d->cap, cap, sizeof(*nv));
 			if (!nv)
 				return -1;
 			d->v = nv;
-			d->cap = cap;
-			exact_bytes += more;
+			if (b)
+				b->used += more;
 		}
 		d->v[d->count++] = v;
 	}

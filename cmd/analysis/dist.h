@@ -18,6 +18,17 @@
 
 #include "sketch.h"
 
+/* How much memory exact values may take, shared by the distributions
+ * of one owner (one aggregation: the -S budget), and what it cost.  The
+ * owner keeps it; each distribution points to it (dist_init_budget()),
+ * so owners in different threads share nothing. */
+struct dist_budget {
+	size_t limit;            /* bytes of exact values at most; SIZE_MAX = none */
+	size_t used;             /* bytes the distributions hold now */
+	size_t converted;        /* distributions that outgrew it (sketches now) */
+};
+#define DIST_BUDGET_INIT(limit) { (limit), 0, 0 }
+
 struct dist {
 	uint64_t count;
 	int64_t total;           /* saturates at INT64_MAX */
@@ -29,6 +40,7 @@ struct dist {
 	/* approx: sketch plus running moments (Welford) */
 	struct sketch sk;
 	double mean, m2;
+	struct dist_budget *budget; /* borrowed; NULL = no limit, not counted */
 };
 
 struct summary {
@@ -39,12 +51,14 @@ struct summary {
 	double p50, p95, p99;
 };
 
+/* An empty distribution with no budget: exact values without limit. */
 void dist_init(struct dist *d, int approx);
-/* At most `bytes` of exact values in all distributions together (the
- * default: no limit); past it, a distribution that grows turns into a
- * sketch, as with approx.  How many did: dist_converted(). */
-void dist_set_exact_budget(size_t bytes);
-size_t dist_converted(void);
+/* The same within budget `b` (borrowed until dist_free(); NULL = none):
+ * the exact values of all the distributions on `b` take at most
+ * b->limit bytes; past it, a distribution that grows turns into a
+ * sketch, as with approx, and b->converted counts it. */
+void dist_init_budget(struct dist *d, int approx, struct dist_budget *b);
+/* Frees the values and empties d (on the same budget). */
 void dist_free(struct dist *d);
 /* Add a value; -1 when out of memory. */
 int dist_add_slow(struct dist *d, int64_t v);

@@ -41,6 +41,7 @@ struct cell {
 
 struct perinst {
 	int approx;
+	struct dist_budget *budget;
 	/* scope */
 	struct thread_insts *threads;   /* by thread track id */
 	size_t nthreads;
@@ -67,13 +68,14 @@ mix(uint64_t x)
 }
 
 struct perinst *
-perinst_new(int approx)
+perinst_new(int approx, struct dist_budget *budget)
 {
 	struct perinst *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->approx = approx;
-	dist_init(&p->res.dur, approx);
+	p->budget = budget;
+	dist_init_budget(&p->res.dur, approx, budget);
 	p->res.first = INT64_MAX;
 	p->res.last = INT64_MIN;
 	return p;
@@ -415,8 +417,8 @@ perinst_finish(struct perinst *p)
 		uint32_t g = (uint32_t)(p->cells[i].key >> 32);
 		struct perinst_child *c = &r->children[r->nchildren++];
 		c->group = g;
-		dist_init(&c->count, p->approx);
-		dist_init(&c->time, p->approx);
+		dist_init_budget(&c->count, p->approx, p->budget);
+		dist_init_budget(&c->time, p->approx, p->budget);
 		uint64_t seen = 0;
 		for (; i < n && (uint32_t)(p->cells[i].key >> 32) == g; i++) {
 			if (dist_add(&c->count, (int64_t)p->cells[i].count) < 0 ||

@@ -52,8 +52,10 @@ struct perinst_result {
 	int64_t gpu_outside_ns, gpu_no_launch_ns;
 };
 
-/* NULL when out of memory. */
-struct perinst *perinst_new(int approx);
+/* NULL when out of memory.  The result's distributions hold their
+ * exact values within `budget` (borrowed until perinst_free(); NULL =
+ * no limit). */
+struct perinst *perinst_new(int approx, struct dist_budget *budget);
 void perinst_free(struct perinst *p);
 
 /* Each returns -1 when out of memory. */

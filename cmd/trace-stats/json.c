@@ -315,10 +315,11 @@ stats_emit(const char *s, size_t n)
 void
 stats_json(struct agg *a, unsigned reports, char **files, int nfiles)
 {
+	size_t converted = agg_run(a)->exact.converted;
 	json_t *o = json_object();
 	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
-	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx || dist_converted()));
-	cmd_jset(o, "approx_rows", json_integer((json_int_t)dist_converted()));
+	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx || converted));
+	cmd_jset(o, "approx_rows", json_integer((json_int_t)converted));
 	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(a, files, nfiles));
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		static const enum report rep[AGG_NTABLES] = {

@@ -166,9 +166,9 @@ text_run(struct agg *a, char **files, int nfiles)
 	}
 	if (run->run_missing)
 		printf("  %-10sno run %u in some of the input\n", "note", stats_opt.agg.run);
-	if (dist_converted())
+	if (run->exact.converted)
 		printf("  %-10spercentiles of %zu rows within 1%%, not exact: exact ones "
-		       "need more than -S %s\n", "note", dist_converted(),
+		       "need more than -S %s\n", "note", run->exact.converted,
 		       cmd_fmt_bytes(b, sizeof(b), (double)stats_opt.buffer_size));
 	text_metadata(run);
 }

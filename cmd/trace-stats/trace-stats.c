@@ -14,7 +14,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "analysis/dist.h"
 #include "stats.h"
 #include "common/util.h"
 
@@ -327,7 +326,7 @@ main(int argc, char **argv)
 		cmd_usage_error("--to must be later than --from");
 	stats_opt.line_width = stats_opt.full_names ? 0 : line_width();
 	/* exact percentiles keep every duration: within -S, then a sketch */
-	dist_set_exact_budget(stats_opt.buffer_size);
+	stats_opt.agg.exact_budget = stats_opt.buffer_size;
 
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;

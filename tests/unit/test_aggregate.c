@@ -153,7 +153,7 @@ child(const struct perinst_result *r, uint32_t group)
 
 TEST(perinst_attribution)
 {
-	struct perinst *p = perinst_new(0);
+	struct perinst *p = perinst_new(0, NULL);
 	/* thread 2 has steps [0,100) and [100,200); thread 3 one step
 	 * [0,1000) holding a nested step [10,20) */
 	perinst_instance(p, 2, 100, 200);        /* written when it ended */
@@ -210,7 +210,7 @@ TEST(perinst_attribution)
 TEST(perinst_scopes_forget_ids)
 {
 	/* track ids are per scope: a second scope's thread 2 is another */
-	struct perinst *p = perinst_new(0);
+	struct perinst *p = perinst_new(0, NULL);
 	perinst_instance(p, 2, 0, 100);
 	perinst_launch(p, 1, 5, 2, 50);
 	perinst_scope_end(p);
@@ -552,6 +552,34 @@ TEST(aggregate_approx_mode)
 	unlink(path);
 }
 
+/* The exact budget (-S) is the aggregation's own: past it, the groups
+ * that grow keep sketches, and its results count them. */
+TEST(aggregate_exact_budget)
+{
+	char *path = temp_trace(0);
+	struct agg_options o = AGG_OPTIONS_INIT;
+	struct agg *a = agg_new(&o);
+	agg_read(a, path);
+	agg_finish(a);
+	CHECK(agg_run(a)->exact.limit == SIZE_MAX);  /* 0: no limit */
+	CHECK_EQ_INT(agg_run(a)->exact.converted, 0);
+	size_t ngroups = agg_ngroups(a);
+	agg_free(a);
+	/* room for the first group's first 16 values (128 bytes) only */
+	o.exact_budget = 200;
+	a = agg_new(&o);
+	agg_read(a, path);
+	agg_finish(a);
+	CHECK_EQ_INT(agg_ngroups(a), ngroups);
+	CHECK_EQ_INT(agg_run(a)->exact.converted, ngroups - 1);
+	CHECK_EQ_INT(agg_run(a)->exact.used, 128);
+	CHECK(!agg_group(a, 0)->dur.approx && agg_group(a, 1)->dur.approx);
+	const struct agg_group *g = find(a, TK_KERNEL, NULL, "gemm");
+	CHECK(g && g->s.count == 2 && g->s.total == 300 && g->s.min == 100);
+	agg_free(a);
+	unlink(path);
+}
+
 /* Two runs of a repeated recording: [1000,2000) and [3000,4000). */
 static char *
 runs_trace(void)
@@ -662,6 +690,7 @@ main(void)
 	RUN(aggregate_filters);
 	RUN(aggregate_concatenated_traces);
 	RUN(aggregate_approx_mode);
+	RUN(aggregate_exact_budget);
 	RUN(aggregate_runs);
 	RUN(aggregate_bad_input);
 	return tap_done();

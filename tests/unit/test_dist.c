@@ -390,23 +390,21 @@ TEST(approx_summary)
  * and the others stay exact. */
 TEST(exact_budget_turns_growers_into_sketches)
 {
+	struct dist_budget b = DIST_BUDGET_INIT(64 * 1024);
 	struct dist small, big, ref;
-	dist_init(&small, 0);
-	dist_init(&big, 0);
-	dist_init(&ref, 0);
-	dist_set_exact_budget(64 * 1024);
-	size_t before = dist_converted();
+	dist_init_budget(&small, 0, &b);
+	dist_init_budget(&big, 0, &b);
+	dist_init(&ref, 0);      /* no budget: the reference stays exact */
 	for (int i = 0; i < 10; i++)
 		dist_add(&small, i);
 	for (int i = 0; i < 100000; i++) {
 		int64_t x = (int64_t)(20000 * exp(0.3 * normal())) + 1;
 		dist_add(&big, x);
-		dist_set_exact_budget(SIZE_MAX); /* the reference stays exact */
 		dist_add(&ref, x);
-		dist_set_exact_budget(64 * 1024);
 	}
-	CHECK_EQ_INT(dist_converted() - before, 1);
-	CHECK(big.approx && !small.approx);
+	CHECK_EQ_INT(b.converted, 1);
+	CHECK(b.used <= b.limit);
+	CHECK(big.approx && !small.approx && !ref.approx);
 	struct summary s, t;
 	dist_summary(&big, &s);
 	dist_summary(&ref, &t);
@@ -421,10 +419,33 @@ TEST(exact_budget_turns_growers_into_sketches)
 	/* an exact one merged with a sketch becomes one */
 	CHECK(dist_merge(&small, &big) == 0);
 	CHECK(small.approx && small.count == 100010);
-	dist_set_exact_budget(SIZE_MAX);
+	CHECK_EQ_INT(b.converted, 2);
 	dist_free(&small);
 	dist_free(&big);
+	CHECK_EQ_INT(b.used, 0);
 	dist_free(&ref);
+}
+
+/* Two budgets share nothing: what one spends the other does not see
+ * (trace-diff fills two aggregations in two threads). */
+TEST(budgets_are_separate)
+{
+	struct dist_budget b1 = DIST_BUDGET_INIT(4096), b2 = DIST_BUDGET_INIT(SIZE_MAX);
+	struct dist d1, d2;
+	dist_init_budget(&d1, 0, &b1);
+	dist_init_budget(&d2, 0, &b2);
+	for (int i = 0; i < 10000; i++) {
+		dist_add(&d1, i);
+		dist_add(&d2, i);
+	}
+	CHECK(d1.approx && !d2.approx);
+	CHECK_EQ_INT(b1.converted, 1);
+	CHECK_EQ_INT(b1.used, 0);
+	CHECK_EQ_INT(b2.converted, 0);
+	CHECK(b2.used >= 10000 * sizeof(int64_t));
+	dist_free(&d1);
+	dist_free(&d2);
+	CHECK_EQ_INT(b2.used, 0);
 }
 
 int
@@ -440,5 +461,6 @@ main(void)
 	RUN(sketch_merge_equals_union);
 	RUN(approx_summary);
 	RUN(exact_budget_turns_growers_into_sketches);
+	RUN(budgets_are_separate);
 	return tap_done();
 }
