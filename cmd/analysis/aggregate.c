@@ -22,6 +22,7 @@
 #include "busy.h"
 #include "common/strmap.h"
 #include "common/util.h"
+#include "support.h"
 
 /* A cached name: group index + 1 (0 = not looked up, -1 = filtered out). */
 struct nslot {
@@ -58,7 +59,7 @@ struct run_window {
 
 struct scope_runs {
 	struct run_window *v;
-	size_t n;
+	size_t n, cap;
 };
 
 struct scope {
@@ -87,7 +88,7 @@ struct device {
 	uint8_t uuid[16];
 	struct dev_scope cur;
 	struct segment *segs;    /* activity window in each scope */
-	size_t nsegs;
+	size_t nsegs, capsegs;
 };
 
 struct agg {
@@ -100,12 +101,13 @@ struct agg {
 	int32_t memcpy_map[11][8][8]; /* by copy, src, dst kind: group + 1 */
 	int32_t memset_map[8];
 	struct device *devs;
-	size_t ndevs;
+	size_t ndevs, capdevs;
 	struct strmap dev_map;
 	struct agg_process *procs;
-	size_t nprocs;
+	size_t nprocs, capprocs;
 	struct strmap proc_map;
 	struct strmap meta_map, drop_map;
+	size_t capmeta, capdrops; /* of run.meta, run.drops */
 	struct agg_run run;
 	struct scope sc;
 	struct scope_runs *runs; /* --run, by_run: by scope number */
@@ -116,12 +118,21 @@ struct agg {
 };
 
 
-
 static void
 oom_if(int rc)
 {
 	if (rc < 0)
 		cmd_die(EXIT_USAGE, "out of memory");
+}
+
+/* tkp_grow(), or exit 2 when memory runs out. */
+static void *
+xgrow(void *items, size_t *cap, size_t need, size_t size)
+{
+	void *p = tkp_grow(items, cap, need, size);
+	if (!p)
+		cmd_die(EXIT_USAGE, "out of memory");
+	return p;
 }
 
 int
@@ -256,10 +267,8 @@ group_for(struct agg *a, unsigned kind, const char *domain, const char *name,
 	size_t klen = 2 + ld + ln;
 	long g = strmap_get(&a->group_map, key, klen);
 	if (g < 0) {
-		if (a->ngroups == a->capgroups) {
-			a->capgroups = a->capgroups ? a->capgroups * 2 : 64;
-			a->groups = cmd_xrealloc(a->groups, a->capgroups * sizeof(*a->groups));
-		}
+		a->groups = xgrow(a->groups, &a->capgroups, a->ngroups + 1,
+		                  sizeof(*a->groups));
 		g = (long)a->ngroups++;
 		struct agg_group *gr = &a->groups[g];
 		memset(gr, 0, sizeof(*gr));
@@ -283,9 +292,9 @@ static struct nslot *
 name_slot(struct scope *sc, unsigned kind, uint32_t id)
 {
 	if (id >= sc->nnames[kind]) {
-		size_t n = (size_t)id + 1 > sc->nnames[kind] * 2 ? (size_t)id + 1
-		                                                  : sc->nnames[kind] * 2;
-		sc->names[kind] = cmd_xrealloc(sc->names[kind], n * sizeof(struct nslot));
+		size_t n = sc->nnames[kind];
+		sc->names[kind] = xgrow(sc->names[kind], &n, (size_t)id + 1,
+		                        sizeof(struct nslot));
 		memset(sc->names[kind] + sc->nnames[kind], 0,
 		       (n - sc->nnames[kind]) * sizeof(struct nslot));
 		sc->nnames[kind] = n;
@@ -379,7 +388,7 @@ device_for(struct agg *a, const struct tk_device *d)
 	long i = strmap_get(&a->dev_map, key, (size_t)n);
 	if (i >= 0)
 		return (int32_t)i;
-	a->devs = cmd_xrealloc(a->devs, (a->ndevs + 1) * sizeof(*a->devs));
+	a->devs = xgrow(a->devs, &a->capdevs, a->ndevs + 1, sizeof(*a->devs));
 	struct device *dv = &a->devs[a->ndevs];
 	memset(dv, 0, sizeof(*dv));
 	dv->pub.host = cmd_xstrdup(d ? d->host : "");
@@ -402,8 +411,8 @@ scope_device(struct agg *a, const struct tk_reader *r, uint32_t id)
 	if (id < sc->ndevmap && sc->devmap[id] >= 0)
 		return sc->devmap[id];
 	if (id >= sc->ndevmap) {
-		size_t n = (size_t)id + 8;
-		sc->devmap = cmd_xrealloc(sc->devmap, n * sizeof(*sc->devmap));
+		size_t n = sc->ndevmap;
+		sc->devmap = xgrow(sc->devmap, &n, (size_t)id + 1, sizeof(*sc->devmap));
 		for (size_t i = sc->ndevmap; i < n; i++)
 			sc->devmap[i] = -1;
 		sc->ndevmap = n;
@@ -454,7 +463,7 @@ process_for(struct agg *a, const struct tk_track *t)
 	long i = strmap_get(&a->proc_map, key, (size_t)n);
 	if (i >= 0)
 		return (int32_t)i;
-	a->procs = cmd_xrealloc(a->procs, (a->nprocs + 1) * sizeof(*a->procs));
+	a->procs = xgrow(a->procs, &a->capprocs, a->nprocs + 1, sizeof(*a->procs));
 	struct agg_process *pr = &a->procs[a->nprocs];
 	memset(pr, 0, sizeof(*pr));
 	pr->host = cmd_xstrdup(p->host);
@@ -476,8 +485,8 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 {
 	struct scope *sc = &a->sc;
 	if (id >= sc->ntrk) {
-		size_t n = (size_t)id + 16;
-		sc->trk = cmd_xrealloc(sc->trk, n * sizeof(*sc->trk));
+		size_t n = sc->ntrk;
+		sc->trk = xgrow(sc->trk, &n, (size_t)id + 1, sizeof(*sc->trk));
 		memset(sc->trk + sc->ntrk, 0, (n - sc->ntrk) * sizeof(*sc->trk));
 		sc->ntrk = n;
 	}
@@ -543,7 +552,8 @@ add_meta(struct agg *a, const char *key, const char *value)
 	memcpy(k + lk + 1, value, lv + 1);
 	if (strmap_get(&a->meta_map, k, lk + lv + 1) < 0) {
 		oom_if(strmap_put(&a->meta_map, k, lk + lv + 1, 0));
-		a->run.meta = cmd_xrealloc(a->run.meta, (a->run.nmeta + 1) * sizeof(*a->run.meta));
+		a->run.meta = xgrow(a->run.meta, &a->capmeta, a->run.nmeta + 1,
+		                    sizeof(*a->run.meta));
 		a->run.meta[a->run.nmeta].key = cmd_xstrdup(key);
 		a->run.meta[a->run.nmeta].value = cmd_xstrdup(value);
 		a->run.nmeta++;
@@ -557,7 +567,8 @@ add_drop(struct agg *a, const char *reason, uint64_t count)
 	long i = strmap_get(&a->drop_map, reason, strlen(reason));
 	if (i < 0) {
 		i = (long)a->run.ndrops;
-		a->run.drops = cmd_xrealloc(a->run.drops, (a->run.ndrops + 1) * sizeof(*a->run.drops));
+		a->run.drops = xgrow(a->run.drops, &a->capdrops, a->run.ndrops + 1,
+		                     sizeof(*a->run.drops));
 		a->run.drops[i].reason = cmd_xstrdup(reason);
 		a->run.drops[i].count = 0;
 		a->run.ndrops++;
@@ -622,7 +633,7 @@ end_scope(struct agg *a)
 		d->pub.kernel += busy_class_total(b, BUSY_KERNEL);
 		d->pub.copy += busy_class_total(b, BUSY_COPY);
 		if (b->n) {
-			d->segs = cmd_xrealloc(d->segs, (d->nsegs + 1) * sizeof(*d->segs));
+			d->segs = xgrow(d->segs, &d->capsegs, d->nsegs + 1, sizeof(*d->segs));
 			d->segs[d->nsegs++] = (struct segment){ b->first, b->last };
 			if (b->first < d->pub.first)
 				d->pub.first = b->first;
@@ -912,12 +923,13 @@ find_runs(struct agg *a, int fd, const char *path)
 			continue;
 		unsigned s = tk_reader_scope(r);
 		if (s >= a->nruns) {
-			a->runs = cmd_xrealloc(a->runs, (s + 1) * sizeof(*a->runs));
-			memset(a->runs + a->nruns, 0, (s + 1 - a->nruns) * sizeof(*a->runs));
-			a->nruns = s + 1;
+			size_t n = a->nruns;
+			a->runs = xgrow(a->runs, &n, (size_t)s + 1, sizeof(*a->runs));
+			memset(a->runs + a->nruns, 0, (n - a->nruns) * sizeof(*a->runs));
+			a->nruns = n;
 		}
 		struct scope_runs *sr = &a->runs[s];
-		sr->v = cmd_xrealloc(sr->v, (sr->n + 1) * sizeof(*sr->v));
+		sr->v = xgrow(sr->v, &sr->cap, sr->n + 1, sizeof(*sr->v));
 		sr->v[sr->n++] = (struct run_window){ e->u.run.index, e->ts,
 		                                      e->ts + e->dur };
 	}

@@ -3,18 +3,15 @@
 #include <string.h>
 
 #include "busy.h"
+#include "support.h"
 
 int
 pairbuf_push(struct pairbuf *p, int64_t a, int64_t b)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct pair *v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		p->v = v;
-		p->cap = cap;
-	}
+	struct pair *v = tkp_grow(p->v, &p->cap, p->n + 1, sizeof(*v));
+	if (!v)
+		return -1;
+	p->v = v;
 	if (p->n && a < p->v[p->n - 1].a)
 		p->unsorted = 1;
 	p->v[p->n].a = a;

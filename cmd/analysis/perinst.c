@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "perinst.h"
+#include "support.h"
 
 /* An instance as seen on its thread in the current scope. */
 struct inst {
@@ -56,17 +57,6 @@ struct perinst {
 	struct perinst_result res;
 };
 
-static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x7fb5d329728ea185ull;
-	x ^= x >> 27;
-	x *= 0x81dadef4bc2dd44dull;
-	x ^= x >> 33;
-	return x;
-}
-
 struct perinst *
 perinst_new(int approx, struct dist_budget *budget)
 {
@@ -119,8 +109,9 @@ thread_list(struct perinst *p, uint32_t thread, int create)
 	if (thread >= p->nthreads) {
 		if (!create)
 			return NULL;
-		size_t n = (size_t)thread + 16;
-		struct thread_insts *t = realloc(p->threads, n * sizeof(*t));
+		size_t n = p->nthreads;
+		struct thread_insts *t = tkp_grow(p->threads, &n, (size_t)thread + 1,
+		                                  sizeof(*t));
 		if (!t)
 			return NULL;
 		memset(t + p->nthreads, 0, (n - p->nthreads) * sizeof(*t));
@@ -137,14 +128,10 @@ perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
 	struct thread_insts *t = thread_list(p, thread, 1);
 	if (!t)
 		return -1;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct inst *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		t->v = v;
-		t->cap = cap;
-	}
+	struct inst *v = tkp_grow(t->v, &t->cap, t->n + 1, sizeof(*v));
+	if (!v)
+		return -1;
+	t->v = v;
 	if (end < begin)
 		end = begin;
 	t->v[t->n++] = (struct inst){ begin, end, (uint32_t)p->ninst++, -1 };
@@ -228,7 +215,8 @@ static struct launch *
 launch_slot(struct launch *tab, size_t cap, uint32_t process, uint64_t corr)
 {
 	size_t mask = cap - 1;
-	for (size_t i = mix(corr ^ (uint64_t)process << 40) & mask;; i = (i + 1) & mask)
+	for (size_t i = tkp_hash_u64(corr ^ (uint64_t)process << 40) & mask;;
+	     i = (i + 1) & mask)
 		if (tab[i].corr == 0 || (tab[i].corr == corr && tab[i].process == process))
 			return &tab[i];
 }
@@ -264,14 +252,10 @@ perinst_launch(struct perinst *p, uint32_t process, uint64_t corr,
 static int
 push_pending(struct perinst *p, const struct pending *x)
 {
-	if (p->npend == p->cappend) {
-		size_t cap = p->cappend ? p->cappend * 2 : 1024;
-		struct pending *v = realloc(p->pend, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		p->pend = v;
-		p->cappend = cap;
-	}
+	struct pending *v = tkp_grow(p->pend, &p->cappend, p->npend + 1, sizeof(*v));
+	if (!v)
+		return -1;
+	p->pend = v;
 	p->pend[p->npend++] = *x;
 	return 0;
 }
@@ -296,7 +280,7 @@ static struct cell *
 cell_slot(struct cell *tab, size_t cap, uint64_t key)
 {
 	size_t mask = cap - 1;
-	for (size_t i = mix(key) & mask;; i = (i + 1) & mask)
+	for (size_t i = tkp_hash_u64(key) & mask;; i = (i + 1) & mask)
 		if (tab[i].key == UINT64_MAX || tab[i].key == key)
 			return &tab[i];
 }
