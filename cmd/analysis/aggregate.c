@@ -744,6 +744,132 @@ gpu_work(struct agg *a, const struct tk_reader *r, struct trk *t,
 		                   t->proc_track, corr, e->ts, e->dur));
 }
 
+/* A kept event of a table: its group's figures. */
+static void
+add_to_group(struct agg *a, struct agg_group *gr, const struct tk_event *e)
+{
+	oom_if(dist_add(&gr->dur, e->dur));
+	if (e->ts < gr->first_ts) {
+		gr->first_ts = e->ts;
+		gr->first_dur = e->dur;
+	}
+	uint32_t run;
+	if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
+		if (run > gr->nrun_total) {
+			gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
+			memset(gr->run_total + gr->nrun_total, 0,
+			       (run - gr->nrun_total) * sizeof(*gr->run_total));
+			gr->nrun_total = run;
+		}
+		gr->run_total[run - 1] += e->dur;
+	}
+	if (gr->table == AGG_MEMOPS) {
+		uint64_t bytes = e->kind == TK_MEMCPY ? e->u.memcpy.bytes
+		                                      : e->u.memset.bytes;
+		gr->bytes += bytes;
+		if (e->dur > 0) {
+			gr->rate_sum += (double)bytes / (double)e->dur;
+			gr->rate_n++;
+		}
+	}
+}
+
+/* The per-instance view: an API call launches GPU work and may be a
+ * child of an instance; a range is an instance or a child. */
+static void
+per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
+               int32_t g, int is_per)
+{
+	if (e->kind == TK_API) {
+		oom_if(perinst_launch(a->per, t->proc_track, e->u.api.correlation,
+		                      e->track, e->ts));
+		if (g > 0)
+			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track,
+			                   e->ts, e->dur));
+	} else if (is_per) {
+		oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
+	} else if (g > 0) {
+		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track, e->ts, e->dur));
+	}
+}
+
+/* The "rss" and "device memory" counters: their highest sample. */
+static void
+counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
+{
+	if (t->counter == CTR_RSS && t->proc >= 0) {
+		struct agg_process *p = &a->procs[t->proc];
+		if (!p->has_rss || e->u.counter.value > p->rss_max)
+			p->rss_max = e->u.counter.value;
+		p->has_rss = 1;
+	} else if (t->counter == CTR_DEVMEM && t->dev >= 0) {
+		struct agg_device *d = &a->devs[t->dev].pub;
+		if (!d->has_counter || e->u.counter.value > d->counter_max)
+			d->counter_max = e->u.counter.value;
+		d->has_counter = 1;
+	}
+}
+
+/* An allocation or a free on a device: counted now, the peak once the
+ * watermark passes it (device_memory_release()). */
+static void
+memory_event(struct agg *a, const struct tk_reader *r, struct trk *t,
+             const struct tk_event *e)
+{
+	if (t->dev < 0 || (a->opt.skip & AGG_SKIP_MEMORY))
+		return;
+	struct device *d = active_device(a, r, t);
+	uint64_t n = e->u.memory.bytes > INT64_MAX ? INT64_MAX : e->u.memory.bytes;
+	if (e->u.memory.op == TK_MEM_FREE) {
+		d->pub.frees++;
+		oom_if(pairbuf_push(&d->cur.mem, e->ts, -(int64_t)n));
+	} else {
+		d->pub.allocs++;
+		d->pub.alloc_bytes += n;
+		oom_if(pairbuf_push(&d->cur.mem, e->ts, (int64_t)n));
+	}
+}
+
+/* The end of a process: its rusage and exit. */
+static void
+process_event(struct agg *a, const struct trk *t, const struct tk_event *e)
+{
+	if (t->proc < 0)
+		return;
+	struct agg_process *p = &a->procs[t->proc];
+	const struct tk_process_attrs *pa = &e->u.process;
+	p->has_rusage = 1;
+	p->wall = e->dur;
+	p->utime = pa->utime;
+	p->stime = pa->stime;
+	p->max_rss = pa->max_rss;
+	p->exit = pa->exit;
+	p->exit_code = pa->exit_code;
+	p->signal = pa->signal;
+	if (*e->name && !*p->name) {
+		free(p->name);
+		p->name = cmd_xstrdup(e->name);
+	}
+}
+
+/* A run of a repeated recording: its wall time, added up over inputs. */
+static void
+run_event(struct agg *a, const struct tk_event *e)
+{
+	uint32_t n = e->u.run.index;
+	if (n == 0)
+		return;
+	if (n > a->run.runs_seen) {
+		a->run.run_wall = cmd_xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
+		memset(a->run.run_wall + a->run.runs_seen, 0,
+		       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
+		a->run.runs_seen = n;
+	}
+	a->run.run_wall[n - 1] += e->dur;
+}
+
+/* One event: the filters (time window, track, name), the counts of
+ * what was kept, its group, then what its kind adds. */
 static void
 ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 {
@@ -778,33 +904,8 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		a->run.t_min = e->ts;
 	if (e->ts + e->dur > a->run.t_max)
 		a->run.t_max = e->ts + e->dur;
-	if (g > 0) {
-		struct agg_group *gr = &a->groups[g - 1];
-		oom_if(dist_add(&gr->dur, e->dur));
-		if (e->ts < gr->first_ts) {
-			gr->first_ts = e->ts;
-			gr->first_dur = e->dur;
-		}
-		uint32_t run;
-		if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
-			if (run > gr->nrun_total) {
-				gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
-				memset(gr->run_total + gr->nrun_total, 0,
-				       (run - gr->nrun_total) * sizeof(*gr->run_total));
-				gr->nrun_total = run;
-			}
-			gr->run_total[run - 1] += e->dur;
-		}
-		if (table == AGG_MEMOPS) {
-			uint64_t bytes = e->kind == TK_MEMCPY ? e->u.memcpy.bytes
-			                                      : e->u.memset.bytes;
-			gr->bytes += bytes;
-			if (e->dur > 0) {
-				gr->rate_sum += (double)bytes / (double)e->dur;
-				gr->rate_n++;
-			}
-		}
-	}
+	if (g > 0)
+		add_to_group(a, &a->groups[g - 1], e);
 	switch (e->kind) {
 	case TK_KERNEL:
 		gpu_work(a, r, t, e, g, e->u.kernel.correlation);
@@ -816,83 +917,23 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		gpu_work(a, r, t, e, g, e->u.memset.correlation);
 		break;
 	case TK_API:
-		if (a->per) {
-			oom_if(perinst_launch(a->per, t->proc_track, e->u.api.correlation,
-			                      e->track, e->ts));
-			if (g > 0)
-				oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track,
-				                   e->ts, e->dur));
-		}
-		break;
 	case TK_RANGE:
 	case TK_ASYNC_RANGE:
-		if (!a->per)
-			break;
-		if (is_per)
-			oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
-		else if (g > 0)
-			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track, e->ts,
-			                   e->dur));
+		if (a->per)
+			per_host_event(a, t, e, g, is_per);
 		break;
 	case TK_COUNTER:
-		if (t->counter == CTR_RSS && t->proc >= 0) {
-			struct agg_process *p = &a->procs[t->proc];
-			if (!p->has_rss || e->u.counter.value > p->rss_max)
-				p->rss_max = e->u.counter.value;
-			p->has_rss = 1;
-		} else if (t->counter == CTR_DEVMEM && t->dev >= 0) {
-			struct agg_device *d = &a->devs[t->dev].pub;
-			if (!d->has_counter || e->u.counter.value > d->counter_max)
-				d->counter_max = e->u.counter.value;
-			d->has_counter = 1;
-		}
+		counter_sample(a, t, e);
 		break;
-	case TK_MEMORY: {
-		if (t->dev < 0 || (a->opt.skip & AGG_SKIP_MEMORY))
-			break;
-		struct device *d = active_device(a, r, t);
-		uint64_t n = e->u.memory.bytes > INT64_MAX ? INT64_MAX : e->u.memory.bytes;
-		if (e->u.memory.op == TK_MEM_FREE) {
-			d->pub.frees++;
-			oom_if(pairbuf_push(&d->cur.mem, e->ts, -(int64_t)n));
-		} else {
-			d->pub.allocs++;
-			d->pub.alloc_bytes += n;
-			oom_if(pairbuf_push(&d->cur.mem, e->ts, (int64_t)n));
-		}
+	case TK_MEMORY:
+		memory_event(a, r, t, e);
 		break;
-	}
 	case TK_PROCESS:
-		if (t->proc >= 0) {
-			struct agg_process *p = &a->procs[t->proc];
-			const struct tk_process_attrs *pa = &e->u.process;
-			p->has_rusage = 1;
-			p->wall = e->dur;
-			p->utime = pa->utime;
-			p->stime = pa->stime;
-			p->max_rss = pa->max_rss;
-			p->exit = pa->exit;
-			p->exit_code = pa->exit_code;
-			p->signal = pa->signal;
-			if (*e->name && !*p->name) {
-				free(p->name);
-				p->name = cmd_xstrdup(e->name);
-			}
-		}
+		process_event(a, t, e);
 		break;
-	case TK_RUN: {
-		uint32_t n = e->u.run.index;
-		if (n == 0)
-			break;
-		if (n > a->run.runs_seen) {
-			a->run.run_wall = cmd_xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
-			memset(a->run.run_wall + a->run.runs_seen, 0,
-			       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
-			a->run.runs_seen = n;
-		}
-		a->run.run_wall[n - 1] += e->dur;
+	case TK_RUN:
+		run_event(a, e);
 		break;
-	}
 	default:
 		break;
 	}
