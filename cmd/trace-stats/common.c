@@ -15,13 +15,13 @@
 /* ---- formatting ------------------------------------------------------------- */
 
 char *
-stats_fmt_time(char *buf, size_t n, double ns)
+stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns)
 {
-	if (stats_opt.unit > 0) {
-		if (stats_opt.unit == 1)
+	if (st->opt.unit > 0) {
+		if (st->opt.unit == 1)
 			snprintf(buf, n, "%.0f", ns);
 		else
-			snprintf(buf, n, "%.3f", ns / stats_opt.unit);
+			snprintf(buf, n, "%.3f", ns / st->opt.unit);
 		return buf;
 	}
 	double a = fabs(ns);
@@ -38,14 +38,12 @@ stats_fmt_time(char *buf, size_t n, double ns)
 
 /* Column title for a time: "Total" or "Total [ms]". */
 const char *
-stats_time_title(const char *title)
+stats_time_title(struct stats *st, const char *title)
 {
-	static char bufs[16][32];
-	static unsigned next;
-	if (stats_opt.unit == 0)
+	if (st->opt.unit == 0)
 		return title;
-	char *b = bufs[next++ % 16];
-	snprintf(b, sizeof(bufs[0]), "%s [%s]", title, stats_opt.unit_name);
+	char *b = st->titles[st->ntitles++ % 16];
+	snprintf(b, sizeof(st->titles[0]), "%s [%s]", title, st->opt.unit_name);
 	return b;
 }
 
@@ -59,24 +57,24 @@ stats_pct(double part, double whole)
 /* A name for people (common/short_name.h) unless --full-names; `max` > 0 cuts
  * here (findings). */
 static const char *
-short_name(const char *name, size_t max)
+short_name(const struct stats *st, const char *name, size_t max)
 {
-	if (stats_opt.full_names)
+	if (st->opt.full_names)
 		return name;
 	return cmd_short_name(name, max);
 }
 
 const char *
-stats_display_name(const char *name)
+stats_display_name(const struct stats *st, const char *name)
 {
-	return short_name(name, 0);
+	return short_name(st, name, 0);
 }
 
 /* Names in the one-line findings. */
 const char *
-stats_finding_name(const char *name)
+stats_finding_name(const struct stats *st, const char *name)
 {
-	return short_name(name, 60);
+	return short_name(st, name, 60);
 }
 
 const char *
@@ -103,9 +101,9 @@ const char *const stats_table_keys[AGG_NTABLES] = {
 };
 
 static double
-sort_value(const struct agg_group *g)
+sort_value(enum sort_key sort, const struct agg_group *g)
 {
-	switch (stats_opt.sort) {
+	switch (sort) {
 	case S_TOTAL: return (double)g->s.total;
 	case S_COUNT: return (double)g->s.count;
 	case S_MEAN: return g->s.mean;
@@ -117,13 +115,15 @@ sort_value(const struct agg_group *g)
 	return 0;
 }
 
+/* qsort_r: `key` points to the enum sort_key. */
 static int
-cmp_rows(const void *x, const void *y)
+cmp_rows(const void *x, const void *y, void *key)
 {
 	const struct agg_group *a = *(struct agg_group *const *)x;
 	const struct agg_group *b = *(struct agg_group *const *)y;
-	if (stats_opt.sort != S_NAME) {
-		double va = sort_value(a), vb = sort_value(b);
+	enum sort_key sort = *(const enum sort_key *)key;
+	if (sort != S_NAME) {
+		double va = sort_value(sort, a), vb = sort_value(sort, b);
 		if (va != vb)
 			return va > vb ? -1 : 1;
 	}
@@ -136,8 +136,9 @@ cmp_rows(const void *x, const void *y)
 
 
 struct stats_rows
-stats_table_rows(struct agg *a, enum agg_table t)
+stats_table_rows(const struct stats *st, enum agg_table t)
 {
+	struct agg *a = st->agg;
 	struct stats_rows r = { 0 };
 	r.v = calloc(agg_ngroups(a) + 1, sizeof(*r.v));
 	if (!r.v)
@@ -151,8 +152,9 @@ stats_table_rows(struct agg *a, enum agg_table t)
 			r.total = INT64_MAX;
 		r.count += g->s.count;
 	}
-	qsort(r.v, r.n, sizeof(*r.v), cmp_rows);
-	r.shown = stats_opt.top && stats_opt.top < r.n ? stats_opt.top : r.n;
+	enum sort_key sort = st->opt.sort;
+	qsort_r(r.v, r.n, sizeof(*r.v), cmp_rows, &sort);
+	r.shown = st->opt.top && st->opt.top < r.n ? st->opt.top : r.n;
 	return r;
 }
 
@@ -213,15 +215,19 @@ stats_child(struct agg *a, const struct perinst_child *c)
 	return d;
 }
 
-static struct agg *sort_agg;
-static const struct perinst_result *sort_per;
+/* What cmp_children() compares the indices of. */
+struct children_sort {
+	struct agg *a;
+	const struct perinst_result *p;
+};
 
 static int
-cmp_children(const void *x, const void *y)
+cmp_children(const void *x, const void *y, void *ctx)
 {
-	const struct perinst_child *a = &sort_per->children[*(const size_t *)x];
-	const struct perinst_child *b = &sort_per->children[*(const size_t *)y];
-	struct stats_child da = stats_child(sort_agg, a), db = stats_child(sort_agg, b);
+	const struct children_sort *cs = ctx;
+	const struct perinst_child *a = &cs->p->children[*(const size_t *)x];
+	const struct perinst_child *b = &cs->p->children[*(const size_t *)y];
+	struct stats_child da = stats_child(cs->a, a), db = stats_child(cs->a, b);
 	if (da.rank != db.rank)
 		return da.rank - db.rank;
 	if (a->time.total != b->time.total)
@@ -238,8 +244,7 @@ stats_children_order(struct agg *a, const struct perinst_result *p)
 		cmd_die(EXIT_USAGE, "out of memory");
 	for (size_t i = 0; i < p->nchildren; i++)
 		order[i] = i;
-	sort_agg = a;
-	sort_per = p;
-	qsort(order, p->nchildren, sizeof(*order), cmp_children);
+	struct children_sort cs = { a, p };
+	qsort_r(order, p->nchildren, sizeof(*order), cmp_children, &cs);
 	return order;
 }

@@ -44,14 +44,14 @@ csv_num(struct csv_line *l, size_t i, const char *fmt, ...)
 }
 
 static void
-csv_ops(struct agg *a, unsigned reports)
+csv_ops(struct stats *st, unsigned reports)
 {
 	csv_record(stdout, ops_columns, NOPS);
 	static const enum report rep[AGG_NTABLES] = { R_KERNELS, R_MEMOPS, R_API, R_RANGES };
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		if (!(reports & 1u << rep[t]))
 			continue;
-		struct stats_rows r = stats_table_rows(a, (enum agg_table)t);
+		struct stats_rows r = stats_table_rows(st, (enum agg_table)t);
 		for (size_t i = 0; i < r.shown; i++) {
 			const struct agg_group *g = r.v[i];
 			const struct summary *s = &g->s;
@@ -239,8 +239,9 @@ csv_memory(struct agg *a)
 }
 
 static void
-csv_per(struct agg *a)
+csv_per(struct stats *st)
 {
+	struct agg *a = st->agg;
 	static const char *const cols[] = {
 		"report", "kind", "domain", "name", "instances", "instances_with",
 		"count_mean", "count_min", "count_max", "time_mean_ns", "time_std_ns",
@@ -257,7 +258,7 @@ csv_per(struct agg *a)
 	struct csv_line l = { 0 };
 	l.f[0] = "per";
 	l.f[1] = "instance";
-	l.f[3] = stats_opt.agg.per;
+	l.f[3] = st->opt.agg.per;
 	csv_num(&l, 4, "%" PRIu64, s.count);
 	csv_num(&l, 5, "%" PRIu64, s.count);
 	csv_num(&l, 9, "%lld", (long long)cmd_ns_int(s.mean));
@@ -301,32 +302,33 @@ csv_per(struct agg *a)
 }
 
 static void
-csv_findings(void)
+csv_findings(const struct stats *st)
 {
 	static const char *const cols[] = { "report", "type", "table", "name", "value", "message" };
 	csv_record(stdout, cols, 6);
-	for (size_t i = 0; i < stats_nfindings; i++) {
+	for (size_t i = 0; i < st->nfindings; i++) {
 		char v[48];
-		snprintf(v, sizeof(v), "%.4f", stats_findings[i].value);
-		const char *f[6] = { "findings", stats_findings[i].type, stats_findings[i].report,
-		                     stats_findings[i].name, v, stats_findings[i].message };
+		snprintf(v, sizeof(v), "%.4f", st->findings[i].value);
+		const char *f[6] = { "findings", st->findings[i].type, st->findings[i].report,
+		                     st->findings[i].name, v, st->findings[i].message };
 		csv_record(stdout, f, 6);
 	}
 }
 
 void
-stats_csv(struct agg *a, unsigned reports)
+stats_csv(struct stats *st, unsigned reports)
 {
+	struct agg *a = st->agg;
 	/* the operation tables share one header; other reports follow as
 	 * their own tables after a blank line */
 	int sections = 0;
 #define SECTION() do { if (sections++) putchar('\n'); } while (0)
-	if (reports & STATS_OPS) { SECTION(); csv_ops(a, reports); }
+	if (reports & STATS_OPS) { SECTION(); csv_ops(st, reports); }
 	if (reports & 1u << R_RUN) { SECTION(); csv_run(a); }
 	if (reports & 1u << R_PROCESSES) { SECTION(); csv_processes(a); }
 	if (reports & 1u << R_GPU) { SECTION(); csv_gpus(a); }
 	if (reports & 1u << R_MEMORY) { SECTION(); csv_memory(a); }
-	if (agg_per(a)) { SECTION(); csv_per(a); }
-	if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(); }
+	if (agg_per(a)) { SECTION(); csv_per(st); }
+	if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(st); }
 #undef SECTION
 }

@@ -12,26 +12,25 @@
 
 #include "stats.h"
 #include "common/util.h"
+#include "support.h"
 
 /* ---- findings ------------------------------------------------------------------ */
 
-
-struct stats_finding *stats_findings;
-size_t stats_nfindings;
+static void
+add_finding(struct stats *st, const char *type, const char *report,
+            const char *name, double value, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 
 static void
-add_finding(const char *type, const char *report, const char *name,
-            double value, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static void
-add_finding(const char *type, const char *report, const char *name,
-            double value, const char *fmt, ...)
+add_finding(struct stats *st, const char *type, const char *report,
+            const char *name, double value, const char *fmt, ...)
 {
-	stats_findings = realloc(stats_findings, (stats_nfindings + 1) * sizeof(*stats_findings));
-	if (!stats_findings)
+	struct stats_finding *v = tkp_grow(st->findings, &st->capfindings,
+	                                   st->nfindings + 1, sizeof(*v));
+	if (!v)
 		cmd_die(EXIT_USAGE, "out of memory");
-	struct stats_finding *f = &stats_findings[stats_nfindings++];
+	st->findings = v;
+	struct stats_finding *f = &v[st->nfindings++];
 	f->type = type;
 	f->report = report;
 	f->name = strdup(name ? name : "");
@@ -51,9 +50,10 @@ static const char *const table_nouns[AGG_NTABLES] = {
 #define FINDINGS_PER_TABLE 3
 
 static void
-table_findings(struct agg *a, enum agg_table t)
+table_findings(struct stats *st, enum agg_table t)
 {
-	struct stats_rows r = stats_table_rows(a, t);
+	struct agg *a = st->agg;
+	struct stats_rows r = stats_table_rows(st, t);
 	char b1[32], b2[32];
 	/* share of the table: nested ranges contain each other, so their
 	 * shares say nothing (--per gives shares of an instance instead) */
@@ -68,10 +68,10 @@ table_findings(struct agg *a, enum agg_table t)
 			    (double)g->s.total < 0.05 * (double)agg_wall(a))
 				continue;
 			listed++;
-			add_finding(p >= 50 ? "bottleneck" : "hotspot", stats_table_keys[t],
+			add_finding(st, p >= 50 ? "bottleneck" : "hotspot", stats_table_keys[t],
 			            g->name, p, "%s takes %.1f%% of %s (%s)",
-			            stats_finding_name(g->name), p, table_nouns[t],
-			            stats_fmt_time(b1, sizeof(b1), (double)g->s.total));
+			            stats_finding_name(st, g->name), p, table_nouns[t],
+			            stats_fmt_time(st, b1, sizeof(b1), (double)g->s.total));
 		}
 	}
 	/* copies and memsets of different sizes share a group: their
@@ -96,12 +96,12 @@ table_findings(struct agg *a, enum agg_table t)
 			continue;
 		}
 		listed++;
-		add_finding("variance", stats_table_keys[t], g->name, cv,
+		add_finding(st, "variance", stats_table_keys[t], g->name, cv,
 		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
-		            stats_finding_name(g->name),
+		            stats_finding_name(st, g->name),
 		            isinf(ratio) ? "inf" : (snprintf(b2, sizeof(b2), "%.1f", ratio), b2),
-		            cv, stats_fmt_time(b1, sizeof(b1), (double)g->s.min),
-		            stats_fmt_time((char[32]){ 0 }, 32, (double)g->s.max));
+		            cv, stats_fmt_time(st, b1, sizeof(b1), (double)g->s.min),
+		            stats_fmt_time(st, (char[32]){ 0 }, 32, (double)g->s.max));
 	}
 	/* warm-up: the first instance much slower than the median */
 	unsigned wl = 0;
@@ -118,30 +118,31 @@ table_findings(struct agg *a, enum agg_table t)
 		}
 		wl++;
 		double x = (double)g->first_dur / g->s.p50;
-		add_finding("warmup", stats_table_keys[t], g->name, x,
+		add_finding(st, "warmup", stats_table_keys[t], g->name, x,
 		            "%s: the first instance took %s, %.1fx the median %s",
-		            stats_finding_name(g->name),
-		            stats_fmt_time(b1, sizeof(b1), (double)g->first_dur), x,
-		            stats_fmt_time(b2, sizeof(b2), g->s.p50));
+		            stats_finding_name(st, g->name),
+		            stats_fmt_time(st, b1, sizeof(b1), (double)g->first_dur), x,
+		            stats_fmt_time(st, b2, sizeof(b2), g->s.p50));
 	}
 	free(r.v);
 }
 
 void
-stats_compute_findings(struct agg *a)
+stats_compute_findings(struct stats *st)
 {
+	struct agg *a = st->agg;
 	const struct agg_run *run = agg_run(a);
 	char b1[32], b2[32];
 	if (run->dropped)
-		add_finding("dropped", "run", "", (double)run->dropped,
+		add_finding(st, "dropped", "run", "", (double)run->dropped,
 		            "the recorder dropped %" PRIu64 " events: figures "
 		            "undercount what ran", run->dropped);
 	if (run->skipped)
-		add_finding("dropped", "run", "", (double)run->skipped,
+		add_finding(st, "dropped", "run", "", (double)run->skipped,
 		            "%" PRIu64 " events of kinds this version does not "
 		            "know were skipped", run->skipped);
 	for (int t = 0; t < AGG_NTABLES; t++)
-		table_findings(a, (enum agg_table)t);
+		table_findings(st, (enum agg_table)t);
 	int64_t wall = agg_wall(a);
 	for (size_t i = 0; i < agg_ndevices(a); i++) {
 		const struct agg_device *d = agg_device(a, i);
@@ -156,15 +157,15 @@ stats_compute_findings(struct agg *a)
 			 * has work, which is what a training loop can change */
 			int64_t span = d->last - d->first;
 			int64_t gaps = span > d->busy ? span - d->busy : 0;
-			add_finding("gpu_idle", "gpu", name, idle,
+			add_finding(st, "gpu_idle", "gpu", name, idle,
 			            "%s is idle %.1f%% of the run (%s of %s); "
 			            "%.1f%% from its first operation to its last (%s of %s)",
 			            d->index >= 0 ? name : "an unknown GPU", idle,
-			            stats_fmt_time(b1, sizeof(b1), (double)(wall - d->busy)),
-			            stats_fmt_time(b2, sizeof(b2), (double)wall),
+			            stats_fmt_time(st, b1, sizeof(b1), (double)(wall - d->busy)),
+			            stats_fmt_time(st, b2, sizeof(b2), (double)wall),
 			            stats_pct((double)gaps, (double)span),
-			            stats_fmt_time(b3, sizeof(b3), (double)gaps),
-			            stats_fmt_time(b4, sizeof(b4), (double)span));
+			            stats_fmt_time(st, b3, sizeof(b3), (double)gaps),
+			            stats_fmt_time(st, b4, sizeof(b4), (double)span));
 		}
 	}
 	const struct perinst_result *p = agg_per(a);
@@ -183,22 +184,22 @@ stats_compute_findings(struct agg *a)
 			if (share < 20 || share > 99.5)
 				continue;
 			listed++;
-			add_finding(share >= 50 ? "bottleneck" : "hotspot", "per",
+			add_finding(st, share >= 50 ? "bottleneck" : "hotspot", "per",
 			            d.name, share, "%s takes %.1f%% of each %s",
-			            stats_finding_name(d.name), share, stats_opt.agg.per);
+			            stats_finding_name(st, d.name), share, st->opt.agg.per);
 		}
 		free(order);
 	}
 }
 
 void
-stats_free_findings(void)
+stats_free_findings(struct stats *st)
 {
-	for (size_t i = 0; i < stats_nfindings; i++) {
-		free(stats_findings[i].name);
-		free(stats_findings[i].message);
+	for (size_t i = 0; i < st->nfindings; i++) {
+		free(st->findings[i].name);
+		free(st->findings[i].message);
 	}
-	free(stats_findings);
-	stats_findings = NULL;
-	stats_nfindings = 0;
+	free(st->findings);
+	st->findings = NULL;
+	st->nfindings = st->capfindings = 0;
 }

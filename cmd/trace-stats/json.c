@@ -43,9 +43,9 @@ jstats(json_t *o, const struct summary *s, const char *prefix)
 }
 
 static json_t *
-json_ops(struct agg *a, enum agg_table t)
+json_ops(const struct stats *st, enum agg_table t)
 {
-	struct stats_rows r = stats_table_rows(a, t);
+	struct stats_rows r = stats_table_rows(st, t);
 	json_t *arr = json_array();
 	for (size_t i = 0; i < r.shown; i++) {
 		const struct agg_group *g = r.v[i];
@@ -76,13 +76,14 @@ json_ops(struct agg *a, enum agg_table t)
 }
 
 static json_t *
-json_run(struct agg *a, char **files, int nfiles)
+json_run(const struct stats *st)
 {
+	struct agg *a = st->agg;
 	const struct agg_run *run = agg_run(a);
 	json_t *o = json_object();
 	json_t *in = json_array();
-	for (int i = 0; i < nfiles; i++)
-		json_array_append_new(in, cmd_jstr(cmd_display_path(files[i])));
+	for (int i = 0; i < st->nfiles; i++)
+		json_array_append_new(in, cmd_jstr(cmd_display_path(st->files[i])));
 	cmd_jset(o, "inputs", in);
 	cmd_jset(o, "scopes", json_integer(run->scopes));
 	json_t *meta = json_object();
@@ -114,8 +115,8 @@ json_run(struct agg *a, char **files, int nfiles)
 	for (size_t i = 0; i < agg_ndevices(a); i++)
 		ngpus += agg_device(a, i)->index >= 0;
 	cmd_jset(o, "gpus", json_integer((json_int_t)ngpus));
-	if (stats_opt.agg.run) {
-		cmd_jset(o, "run", json_integer(stats_opt.agg.run));
+	if (st->opt.agg.run) {
+		cmd_jset(o, "run", json_integer(st->opt.agg.run));
 		cmd_jset(o, "run_missing", json_boolean(run->run_missing));
 	}
 	json_t *runs = json_array();
@@ -229,15 +230,16 @@ json_memory(struct agg *a)
 }
 
 static json_t *
-json_per(struct agg *a)
+json_per(const struct stats *st)
 {
+	struct agg *a = st->agg;
 	const struct perinst_result *p = agg_per(a);
 	json_t *o = json_object();
 	struct dist dur = p->dur;
 	struct summary s;
 	dist_summary(&dur, &s);
 	int64_t span = p->last > p->first ? p->last - p->first : 0;
-	cmd_jset(o, "range", cmd_jstr(stats_opt.agg.per));
+	cmd_jset(o, "range", cmd_jstr(st->opt.agg.per));
 	cmd_jset(o, "instances", json_integer((json_int_t)s.count));
 	cmd_jset(o, "per_second", json_real(span > 0 ? (double)s.count * 1e9 / (double)span : 0));
 	json_t *d = json_object();
@@ -282,16 +284,16 @@ json_per(struct agg *a)
 }
 
 static json_t *
-json_findings(void)
+json_findings(const struct stats *st)
 {
 	json_t *arr = json_array();
-	for (size_t i = 0; i < stats_nfindings; i++) {
+	for (size_t i = 0; i < st->nfindings; i++) {
 		json_t *o = json_object();
-		cmd_jset(o, "type", json_string(stats_findings[i].type));
-		cmd_jset(o, "report", json_string(stats_findings[i].report));
-		cmd_jset(o, "name", cmd_jstr(stats_findings[i].name));
-		cmd_jset(o, "value", json_real(stats_findings[i].value));
-		cmd_jset(o, "message", cmd_jstr(stats_findings[i].message));
+		cmd_jset(o, "type", json_string(st->findings[i].type));
+		cmd_jset(o, "report", json_string(st->findings[i].report));
+		cmd_jset(o, "name", cmd_jstr(st->findings[i].name));
+		cmd_jset(o, "value", json_real(st->findings[i].value));
+		cmd_jset(o, "message", cmd_jstr(st->findings[i].message));
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -313,25 +315,26 @@ stats_emit(const char *s, size_t n)
 }
 
 void
-stats_json(struct agg *a, unsigned reports, char **files, int nfiles)
+stats_json(struct stats *st, unsigned reports)
 {
+	struct agg *a = st->agg;
 	size_t converted = agg_run(a)->exact.converted;
 	json_t *o = json_object();
 	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
-	cmd_jset(o, "approx", json_boolean(stats_opt.agg.approx || converted));
+	cmd_jset(o, "approx", json_boolean(st->opt.agg.approx || converted));
 	cmd_jset(o, "approx_rows", json_integer((json_int_t)converted));
-	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(a, files, nfiles));
+	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(st));
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		static const enum report rep[AGG_NTABLES] = {
 			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
 		if (reports & 1u << rep[t])
-			cmd_jset(o, stats_table_keys[t], json_ops(a, (enum agg_table)t));
+			cmd_jset(o, stats_table_keys[t], json_ops(st, (enum agg_table)t));
 	}
 	if (reports & 1u << R_PROCESSES) cmd_jset(o, "processes", json_processes(a));
 	if (reports & 1u << R_GPU) cmd_jset(o, "gpus", json_gpus(a));
 	if (reports & 1u << R_MEMORY) cmd_jset(o, "memory", json_memory(a));
-	if (agg_per(a)) cmd_jset(o, "per", json_per(a));
-	if (reports & 1u << R_FINDINGS) cmd_jset(o, "findings", json_findings());
+	if (agg_per(a)) cmd_jset(o, "per", json_per(st));
+	if (reports & 1u << R_FINDINGS) cmd_jset(o, "findings", json_findings(st));
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	if (!text)
 		cmd_die(EXIT_USAGE, "out of memory");

@@ -4,6 +4,8 @@
  * common.c (units, names, rows), findings.c, and one file per
  * output format (text.c, csv.c, json.c).  The figures
  * come from analysis/aggregate.h; these files choose, order and print them.
+ * They share no variable: main() owns one struct stats (the options, the
+ * aggregation, the findings) and hands it to each part.
  */
 #ifndef TK_CMD_STATS_H
 #define TK_CMD_STATS_H
@@ -36,25 +38,39 @@ struct stats_options {
 	int findings;
 	int full_names;
 	size_t line_width;       /* text tables are cut to this; 0 = never */
-	size_t buffer_size;      /* exact values held at most (-S) */
-	struct agg_options agg;
+	struct agg_options agg;  /* agg.exact_budget: -S */
 };
 
-extern struct stats_options stats_opt;
+struct stats_finding;
+
+/* One run of trace-stats. */
+struct stats {
+	struct stats_options opt;
+	char **files;            /* the operands ("-" = stdin) */
+	int nfiles;
+	struct agg *agg;         /* the figures */
+	struct stats_finding *findings; /* stats_compute_findings() */
+	size_t nfindings, capfindings;
+	/* text output */
+	unsigned sections;       /* sections printed so far */
+	char titles[16][32];     /* stats_time_title()'s, reused in turn */
+	unsigned ntitles;
+};
 
 /* ---- units and names (common.c) ---- */
 
 /* A time for text: readable units, or --units. */
-char *stats_fmt_time(char *buf, size_t n, double ns);
-/* A column title for times: "Total", or "Total [ms]" with --units. */
-const char *stats_time_title(const char *title);
+char *stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns);
+/* A column title for times: "Total", or "Total [ms]" with --units (valid
+ * for the next 15 calls). */
+const char *stats_time_title(struct stats *st, const char *title);
 /* 100 * part / whole, 0 when whole is 0. */
 double stats_pct(double part, double whole);
 /* Names for text (template kernels shortened unless --full-names), and
  * for the one-line findings (also cut).  Buffers valid until the next
  * call. */
-const char *stats_display_name(const char *name);
-const char *stats_finding_name(const char *name);
+const char *stats_display_name(const struct stats *st, const char *name);
+const char *stats_finding_name(const struct stats *st, const char *name);
 const char *stats_exit_text(char *buf, size_t n, unsigned how, int32_t code,
                             uint32_t sig);
 
@@ -70,7 +86,7 @@ struct stats_rows {
 	uint64_t count;
 };
 /* Caller frees rows.v. */
-struct stats_rows stats_table_rows(struct agg *a, enum agg_table t);
+struct stats_rows stats_table_rows(const struct stats *st, enum agg_table t);
 int stats_has_domains(const struct stats_rows *r);
 int stats_has_async(const struct stats_rows *r);
 /* Memory operations: bytes per second over their time, and the mean of
@@ -97,15 +113,14 @@ struct stats_finding {
 	double value;
 	char *message;
 };
-extern struct stats_finding *stats_findings;
-extern size_t stats_nfindings;
-void stats_compute_findings(struct agg *a);
-void stats_free_findings(void);
+/* Fill st->findings from st->agg; stats_free_findings() empties them. */
+void stats_compute_findings(struct stats *st);
+void stats_free_findings(struct stats *st);
 
 /* ---- output formats ---- */
 
-void stats_text(struct agg *a, unsigned reports, char **files, int nfiles);
-void stats_csv(struct agg *a, unsigned reports);
-void stats_json(struct agg *a, unsigned reports, char **files, int nfiles);
+void stats_text(struct stats *st, unsigned reports);
+void stats_csv(struct stats *st, unsigned reports);
+void stats_json(struct stats *st, unsigned reports);
 
 #endif

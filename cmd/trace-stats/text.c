@@ -15,22 +15,20 @@
 
 /* ---- text ---------------------------------------------------------------------- */
 
-static int printed_section;
-
 /* A section title, after a blank line unless it comes first. */
 static void
-text_section(const char *title)
+text_section(struct stats *st, const char *title)
 {
-	printf("%s%s\n", printed_section++ ? "\n" : "", title);
+	printf("%s%s\n", st->sections++ ? "\n" : "", title);
 }
 
 /* The other metadata as key=value, wrapped to the line width, long
  * values cut (--json has them whole), at most a few lines. */
 static void
-text_metadata(const struct agg_run *run)
+text_metadata(const struct stats *st, const struct agg_run *run)
 {
 	enum { MAX_VALUE = 40, MAX_LINES = 4 };
-	size_t width = stats_opt.line_width ? stats_opt.line_width : SIZE_MAX;
+	size_t width = st->opt.line_width ? st->opt.line_width : SIZE_MAX;
 	size_t col = 0, lines = 0, shown = 0, total = 0;
 	for (size_t i = 0; i < run->nmeta; i++) {
 		const char *k = run->meta[i].key, *v = run->meta[i].value;
@@ -42,7 +40,7 @@ text_metadata(const struct agg_run *run)
 			continue;
 		char item[MAX_VALUE + 256];
 		int vlen = (int)strlen(v);
-		int cut = !stats_opt.full_names && vlen > MAX_VALUE;
+		int cut = !st->opt.full_names && vlen > MAX_VALUE;
 		snprintf(item, sizeof(item), "%.200s=%.*s%s", k,
 		         cut ? MAX_VALUE - 3 : vlen, v, cut ? "..." : "");
 		size_t len = strlen(item);
@@ -65,19 +63,11 @@ text_metadata(const struct agg_run *run)
 		printf("  %-10s(%zu more in --json)\n", "", total - shown);
 }
 
+/* The commands, hosts and labels of the run: from its metadata, else
+ * from its processes. */
 static void
-text_run(struct agg *a, char **files, int nfiles)
+text_origin(struct agg *a, const struct agg_run *run)
 {
-	const struct agg_run *run = agg_run(a);
-	char b[64];
-	text_section("Run");
-	printf("  %-10s", nfiles > 1 ? "inputs" : "input");
-	for (int i = 0; i < nfiles; i++)
-		printf("%s%s", i ? ", " : "", cmd_display_path(files[i]));
-	if (run->scopes > (unsigned)nfiles)
-		printf(" (%u traces)", run->scopes);
-	putchar('\n');
-	/* commands, hosts and labels: from metadata, else from processes */
 	static const char *const keys[] = { "command", "host", "label" };
 	static const char *const titles[] = { "command", "host", "labels" };
 	for (int k = 0; k < 3; k++) {
@@ -105,7 +95,47 @@ text_run(struct agg *a, char **files, int nfiles)
 				printf("  %-10s%s\n", n++ ? "" : titles[k], v);
 		}
 	}
-	printf("  %-10s%s", "wall", stats_fmt_time(b, sizeof(b), (double)agg_wall(a)));
+}
+
+/* The events kept, and their kinds by count, largest first. */
+static void
+text_events(const struct agg_run *run)
+{
+	printf("  %-10s%" PRIu64, "events", run->events);
+	if (run->events != run->events_read)
+		printf(" of %" PRIu64 " read", run->events_read);
+	unsigned order[16];
+	int n = 0;
+	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
+		if (run->kind[k])
+			order[n++] = k;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && run->kind[order[j]] > run->kind[order[j - 1]]; j--) {
+			unsigned t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		printf("%s%s %" PRIu64, i ? ", " : ": ", tk_kind_name(order[i]),
+		       run->kind[order[i]]);
+	putchar('\n');
+}
+
+static void
+text_run(struct stats *st)
+{
+	struct agg *a = st->agg;
+	const struct agg_run *run = agg_run(a);
+	char b[64];
+	text_section(st, "Run");
+	printf("  %-10s", st->nfiles > 1 ? "inputs" : "input");
+	for (int i = 0; i < st->nfiles; i++)
+		printf("%s%s", i ? ", " : "", cmd_display_path(st->files[i]));
+	if (run->scopes > (unsigned)st->nfiles)
+		printf(" (%u traces)", run->scopes);
+	putchar('\n');
+	text_origin(a, run);
+	printf("  %-10s%s", "wall", stats_fmt_time(st, b, sizeof(b), (double)agg_wall(a)));
 	putchar('\n');
 	printf("  %-10s%zu", "processes", agg_nprocesses(a));
 	for (size_t i = 0; i < agg_nprocesses(a) && i < 8; i++)
@@ -125,25 +155,7 @@ text_run(struct agg *a, char **files, int nfiles)
 		       *d->host ? " on " : "", d->host);
 	}
 	putchar('\n');
-	printf("  %-10s%" PRIu64, "events", run->events);
-	if (run->events != run->events_read)
-		printf(" of %" PRIu64 " read", run->events_read);
-	/* kinds by count, largest first */
-	unsigned order[16];
-	int n = 0;
-	for (unsigned k = 1; k <= TK_KIND_MAX; k++)
-		if (run->kind[k])
-			order[n++] = k;
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && run->kind[order[j]] > run->kind[order[j - 1]]; j--) {
-			unsigned t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
-	for (int i = 0; i < n; i++)
-		printf("%s%s %" PRIu64, i ? ", " : ": ", tk_kind_name(order[i]),
-		       run->kind[order[i]]);
-	putchar('\n');
+	text_events(run);
 	if (!run->dropped && !run->skipped) {
 		printf("  %-10snone\n", "dropped");
 	} else {
@@ -161,16 +173,16 @@ text_run(struct agg *a, char **files, int nfiles)
 		/* a repeated recording: the wall time of each run */
 		printf("  %-10s%u:", "runs", run->runs_seen);
 		for (uint32_t i = 0; i < run->runs_seen && i < 10; i++)
-			printf("%s %s", i ? "," : "", stats_fmt_time(b, sizeof(b), (double)run->run_wall[i]));
+			printf("%s %s", i ? "," : "", stats_fmt_time(st, b, sizeof(b), (double)run->run_wall[i]));
 		printf("%s\n", run->runs_seen > 10 ? ", ..." : "");
 	}
 	if (run->run_missing)
-		printf("  %-10sno run %u in some of the input\n", "note", stats_opt.agg.run);
+		printf("  %-10sno run %u in some of the input\n", "note", st->opt.agg.run);
 	if (run->exact.converted)
 		printf("  %-10spercentiles of %zu rows within 1%%, not exact: exact ones "
 		       "need more than -S %s\n", "note", run->exact.converted,
-		       cmd_fmt_bytes(b, sizeof(b), (double)stats_opt.buffer_size));
-	text_metadata(run);
+		       cmd_fmt_bytes(b, sizeof(b), (double)st->opt.agg.exact_budget));
+	text_metadata(st, run);
 }
 
 enum {
@@ -179,29 +191,29 @@ enum {
 };
 
 static void
-text_ops(struct agg *a, enum agg_table t, int force)
+text_ops(struct stats *st, enum agg_table t, int force)
 {
-	struct stats_rows r = stats_table_rows(a, t);
+	struct stats_rows r = stats_table_rows(st, t);
 	char b[64];
 	char title[160];
 	if (!r.n) {
 		if (force) {
 			snprintf(title, sizeof(title), "%s: none", stats_table_titles[t]);
-			text_section(title);
+			text_section(st, title);
 		}
 		free(r.v);
 		return;
 	}
 	snprintf(title, sizeof(title), "%s: %" PRIu64 " in %zu group%s, %s in all",
 	         stats_table_titles[t], r.count, r.n, r.n == 1 ? "" : "s",
-	         stats_fmt_time(b, sizeof(b), (double)r.total));
-	text_section(title);
+	         stats_fmt_time(st, b, sizeof(b), (double)r.total));
+	text_section(st, title);
 	struct table_col cols[C_NCOLS] = {
-		{ "Time %", 0 }, { stats_time_title("Total"), 0 }, { "Count", 0 },
-		{ stats_time_title("Mean"), 0 }, { stats_time_title("StdDev"), 0 },
-		{ stats_time_title("Min"), 0 }, { stats_time_title("Median"), 0 },
-		{ stats_time_title("P95"), 0 }, { stats_time_title("P99"), 0 },
-		{ stats_time_title("Max"), 0 }, { "Bytes", 0 }, { "Bandwidth", 0 },
+		{ "Time %", 0 }, { stats_time_title(st, "Total"), 0 }, { "Count", 0 },
+		{ stats_time_title(st, "Mean"), 0 }, { stats_time_title(st, "StdDev"), 0 },
+		{ stats_time_title(st, "Min"), 0 }, { stats_time_title(st, "Median"), 0 },
+		{ stats_time_title(st, "P95"), 0 }, { stats_time_title(st, "P99"), 0 },
+		{ stats_time_title(st, "Max"), 0 }, { "Bytes", 0 }, { "Bandwidth", 0 },
 		{ "Mean BW", 0 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
 	};
 	struct table tb;
@@ -213,15 +225,15 @@ text_ops(struct agg *a, enum agg_table t, int force)
 		const struct summary *s = &g->s;
 		table_row(&tb);
 		table_set(&tb, C_PCT, "%.1f", stats_pct((double)s->total, (double)r.total));
-		table_set(&tb, C_TOTAL, "%s", stats_fmt_time(b, sizeof(b), (double)s->total));
+		table_set(&tb, C_TOTAL, "%s", stats_fmt_time(st, b, sizeof(b), (double)s->total));
 		table_set(&tb, C_COUNT, "%" PRIu64, s->count);
-		table_set(&tb, C_MEAN, "%s", stats_fmt_time(b, sizeof(b), s->mean));
-		table_set(&tb, C_STD, "%s", stats_fmt_time(b, sizeof(b), s->std));
-		table_set(&tb, C_MIN, "%s", stats_fmt_time(b, sizeof(b), (double)s->min));
-		table_set(&tb, C_MED, "%s", stats_fmt_time(b, sizeof(b), s->p50));
-		table_set(&tb, C_P95, "%s", stats_fmt_time(b, sizeof(b), s->p95));
-		table_set(&tb, C_P99, "%s", stats_fmt_time(b, sizeof(b), s->p99));
-		table_set(&tb, C_MAX, "%s", stats_fmt_time(b, sizeof(b), (double)s->max));
+		table_set(&tb, C_MEAN, "%s", stats_fmt_time(st, b, sizeof(b), s->mean));
+		table_set(&tb, C_STD, "%s", stats_fmt_time(st, b, sizeof(b), s->std));
+		table_set(&tb, C_MIN, "%s", stats_fmt_time(st, b, sizeof(b), (double)s->min));
+		table_set(&tb, C_MED, "%s", stats_fmt_time(st, b, sizeof(b), s->p50));
+		table_set(&tb, C_P95, "%s", stats_fmt_time(st, b, sizeof(b), s->p95));
+		table_set(&tb, C_P99, "%s", stats_fmt_time(st, b, sizeof(b), s->p99));
+		table_set(&tb, C_MAX, "%s", stats_fmt_time(st, b, sizeof(b), (double)s->max));
 		if (t == AGG_MEMOPS) {
 			table_set(&tb, C_BYTES, "%s", cmd_fmt_bytes(b, sizeof(b), (double)g->bytes));
 			table_set(&tb, C_BW, "%s", cmd_fmt_rate(b, sizeof(b), stats_bandwidth(g)));
@@ -231,9 +243,9 @@ text_ops(struct agg *a, enum agg_table t, int force)
 			table_set(&tb, C_KIND, "%s", g->kind == TK_ASYNC_RANGE ? "async" : "push/pop");
 		if (domains)
 			table_set(&tb, C_DOMAIN, "%s", *g->domain ? g->domain : "-");
-		table_set(&tb, C_NAME, "%s", stats_display_name(g->name));
+		table_set(&tb, C_NAME, "%s", stats_display_name(st, g->name));
 	}
-	tb.max_width = stats_opt.line_width;
+	tb.max_width = st->opt.line_width;
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	if (r.shown < r.n) {
@@ -244,7 +256,7 @@ text_ops(struct agg *a, enum agg_table t, int force)
 			cnt += r.v[i]->s.count;
 		}
 		printf("  ... %zu more (%" PRIu64 " instances, %s, %.1f%% of the time)\n",
-		       r.n - r.shown, cnt, stats_fmt_time(b, sizeof(b), (double)rest),
+		       r.n - r.shown, cnt, stats_fmt_time(st, b, sizeof(b), (double)rest),
 		       stats_pct((double)rest, (double)r.total));
 	}
 	free(r.v);
@@ -252,8 +264,9 @@ text_ops(struct agg *a, enum agg_table t, int force)
 }
 
 static void
-text_processes(struct agg *a)
+text_processes(struct stats *st)
 {
+	struct agg *a = st->agg;
 	static const struct table_col cols[] = {
 		{ "PID", 0 }, { "PPID", 0 }, { "Wall", 0 }, { "User", 0 },
 		{ "System", 0 }, { "CPU %", 0 }, { "Max RSS", 0 }, { "Exit", 1 },
@@ -263,9 +276,9 @@ text_processes(struct agg *a)
 	struct table tb;
 	struct table_col tc[11];
 	memcpy(tc, cols, sizeof(tc));
-	tc[2].title = stats_time_title("Wall");
-	tc[3].title = stats_time_title("User");
-	tc[4].title = stats_time_title("System");
+	tc[2].title = stats_time_title(st, "Wall");
+	tc[3].title = stats_time_title(st, "User");
+	tc[4].title = stats_time_title(st, "System");
 	table_init(&tb, tc, 11);
 	for (size_t i = 0; i < agg_nprocesses(a); i++) {
 		const struct agg_process *p = agg_process(a, i);
@@ -273,9 +286,9 @@ text_processes(struct agg *a)
 		table_set(&tb, 0, "%" PRId64, p->pid);
 		table_set(&tb, 1, "%" PRId64, p->ppid);
 		if (p->has_rusage) {
-			table_set(&tb, 2, "%s", stats_fmt_time(b, sizeof(b), (double)p->wall));
-			table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), (double)p->utime));
-			table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)p->stime));
+			table_set(&tb, 2, "%s", stats_fmt_time(st, b, sizeof(b), (double)p->wall));
+			table_set(&tb, 3, "%s", stats_fmt_time(st, b, sizeof(b), (double)p->utime));
+			table_set(&tb, 4, "%s", stats_fmt_time(st, b, sizeof(b), (double)p->stime));
 			table_set(&tb, 5, "%.1f", stats_pct((double)(p->utime + p->stime),
 			                             (double)p->wall));
 			table_set(&tb, 6, "%s", cmd_fmt_bytes(b, sizeof(b), (double)p->max_rss));
@@ -289,15 +302,16 @@ text_processes(struct agg *a)
 		table_set(&tb, 9, "%s", p->label);
 		table_set(&tb, 10, "%s", *p->command ? p->command : p->name);
 	}
-	text_section("Processes");
-	tb.max_width = stats_opt.line_width;
+	text_section(st, "Processes");
+	tb.max_width = st->opt.line_width;
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 }
 
 static void
-text_gpus(struct agg *a)
+text_gpus(struct stats *st)
 {
+	struct agg *a = st->agg;
 	int64_t wall = agg_wall(a);
 	char b[64];
 	static const struct table_col cols[] = {
@@ -309,7 +323,7 @@ text_gpus(struct agg *a)
 	memcpy(tc, cols, sizeof(tc));
 	for (int c = 1; c <= 6; c++)
 		if (c != 2)
-			tc[c].title = stats_time_title(cols[c].title);
+			tc[c].title = stats_time_title(st, cols[c].title);
 	struct table tb;
 	table_init(&tb, tc, 10);
 	int inexact = 0;
@@ -322,15 +336,15 @@ text_gpus(struct agg *a)
 			table_set(&tb, 0, "%" PRId64, d->index);
 		else
 			table_set(&tb, 0, "?");
-		table_set(&tb, 1, "%s%s", stats_fmt_time(b, sizeof(b), (double)d->busy),
+		table_set(&tb, 1, "%s%s", stats_fmt_time(st, b, sizeof(b), (double)d->busy),
 		          d->overlap ? "*" : "");
 		inexact |= d->overlap;
 		table_set(&tb, 2, "%.1f", stats_pct((double)d->busy, (double)wall));
-		table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), (double)d->kernel));
-		table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)d->copy));
-		table_set(&tb, 5, "%s", stats_fmt_time(b, sizeof(b),
+		table_set(&tb, 3, "%s", stats_fmt_time(st, b, sizeof(b), (double)d->kernel));
+		table_set(&tb, 4, "%s", stats_fmt_time(st, b, sizeof(b), (double)d->copy));
+		table_set(&tb, 5, "%s", stats_fmt_time(st, b, sizeof(b),
 		          (double)(d->kernel + d->copy - d->busy)));
-		table_set(&tb, 6, "%s", stats_fmt_time(b, sizeof(b), (double)(wall - d->busy)));
+		table_set(&tb, 6, "%s", stats_fmt_time(st, b, sizeof(b), (double)(wall - d->busy)));
 		table_set(&tb, 7, "%.1f", stats_pct((double)(wall - d->busy), (double)wall));
 		table_set(&tb, 8, "%" PRIu64, d->ops);
 		table_set(&tb, 9, "%s%s%s", d->name, *d->host ? " on " : "", d->host);
@@ -339,8 +353,8 @@ text_gpus(struct agg *a)
 		table_free(&tb);
 		return;
 	}
-	text_section("GPU time (busy: the union of the intervals with work on the GPU)");
-	tb.max_width = stats_opt.line_width;
+	text_section(st, "GPU time (busy: the union of the intervals with work on the GPU)");
+	tb.max_width = st->opt.line_width;
 	table_print(&tb, stdout, "  ");
 	if (inexact)
 		printf("  * several traces overlap in time on this GPU: their busy "
@@ -350,8 +364,9 @@ text_gpus(struct agg *a)
 }
 
 static void
-text_memory(struct agg *a)
+text_memory(struct stats *st)
 {
+	struct agg *a = st->agg;
 	char b[64], c[64];
 	struct table_col cols[] = {
 		{ "Where", 1 }, { "Peak", 0 }, { "Source", 1 },
@@ -398,16 +413,17 @@ text_memory(struct agg *a)
 		}
 	}
 	if (tb.nrows) {
-		text_section("Memory peaks");
-		tb.max_width = stats_opt.line_width;
+		text_section(st, "Memory peaks");
+		tb.max_width = st->opt.line_width;
 	table_print(&tb, stdout, "  ");
 	}
 	table_free(&tb);
 }
 
 static void
-text_per(struct agg *a)
+text_per(struct stats *st)
 {
+	struct agg *a = st->agg;
 	const struct perinst_result *p = agg_per(a);
 	char b[64], c[64];
 	if (!p)
@@ -418,27 +434,27 @@ text_per(struct agg *a)
 	int64_t span = p->last > p->first ? p->last - p->first : 0;
 	char title[512];
 	int n = snprintf(title, sizeof(title), "Per instance of range \"%s\": %" PRIu64
-	                 " instance%s", stats_opt.agg.per, s.count, s.count == 1 ? "" : "s");
+	                 " instance%s", st->opt.agg.per, s.count, s.count == 1 ? "" : "s");
 	if (span > 0 && s.count && n > 0 && (size_t)n < sizeof(title))
 		snprintf(title + n, sizeof(title) - (size_t)n, ", %.3f per second",
 		         (double)s.count * 1e9 / (double)span);
-	text_section(title);
+	text_section(st, title);
 	if (!s.count) {
 		printf("  (no such range)\n");
 		return;
 	}
-	printf("  duration  mean %s", stats_fmt_time(b, sizeof(b), s.mean));
-	printf("  std %s", stats_fmt_time(b, sizeof(b), s.std));
-	printf("  min %s", stats_fmt_time(b, sizeof(b), (double)s.min));
-	printf("  median %s", stats_fmt_time(b, sizeof(b), s.p50));
-	printf("  p95 %s", stats_fmt_time(b, sizeof(b), s.p95));
-	printf("  p99 %s", stats_fmt_time(b, sizeof(b), s.p99));
-	printf("  max %s\n", stats_fmt_time(b, sizeof(b), (double)s.max));
+	printf("  duration  mean %s", stats_fmt_time(st, b, sizeof(b), s.mean));
+	printf("  std %s", stats_fmt_time(st, b, sizeof(b), s.std));
+	printf("  min %s", stats_fmt_time(st, b, sizeof(b), (double)s.min));
+	printf("  median %s", stats_fmt_time(st, b, sizeof(b), s.p50));
+	printf("  p95 %s", stats_fmt_time(st, b, sizeof(b), s.p95));
+	printf("  p99 %s", stats_fmt_time(st, b, sizeof(b), s.p99));
+	printf("  max %s\n", stats_fmt_time(st, b, sizeof(b), (double)s.max));
 	struct table_col cols[] = {
-		{ "Count/inst", 0 }, { "Min-Max", 0 }, { stats_time_title("Time/inst"), 0 },
-		{ stats_time_title("StdDev"), 0 }, { stats_time_title("Min"), 0 },
-		{ stats_time_title("Median"), 0 }, { stats_time_title("P95"), 0 },
-		{ stats_time_title("Max"), 0 }, { "Share %", 0 }, { "Kind", 1 },
+		{ "Count/inst", 0 }, { "Min-Max", 0 }, { stats_time_title(st, "Time/inst"), 0 },
+		{ stats_time_title(st, "StdDev"), 0 }, { stats_time_title(st, "Min"), 0 },
+		{ stats_time_title(st, "Median"), 0 }, { stats_time_title(st, "P95"), 0 },
+		{ stats_time_title(st, "Max"), 0 }, { "Share %", 0 }, { "Kind", 1 },
 		{ "Name", 1 },
 	};
 	struct table tb;
@@ -453,7 +469,7 @@ text_per(struct agg *a)
 			last_rank = d.rank;
 			in_rank = 0;
 		}
-		if (stats_opt.top && in_rank++ >= stats_opt.top)
+		if (st->opt.top && in_rank++ >= st->opt.top)
 			continue;
 		struct dist cd = ch->count, td = ch->time;
 		struct summary cs, ts;
@@ -462,67 +478,67 @@ text_per(struct agg *a)
 		table_row(&tb);
 		table_set(&tb, 0, cs.mean == floor(cs.mean) ? "%.0f" : "%.2f", cs.mean);
 		table_set(&tb, 1, "%" PRId64 "-%" PRId64, cs.min, cs.max);
-		table_set(&tb, 2, "%s", stats_fmt_time(b, sizeof(b), ts.mean));
-		table_set(&tb, 3, "%s", stats_fmt_time(b, sizeof(b), ts.std));
-		table_set(&tb, 4, "%s", stats_fmt_time(b, sizeof(b), (double)ts.min));
-		table_set(&tb, 5, "%s", stats_fmt_time(b, sizeof(b), ts.p50));
-		table_set(&tb, 6, "%s", stats_fmt_time(b, sizeof(b), ts.p95));
-		table_set(&tb, 7, "%s", stats_fmt_time(b, sizeof(b), (double)ts.max));
+		table_set(&tb, 2, "%s", stats_fmt_time(st, b, sizeof(b), ts.mean));
+		table_set(&tb, 3, "%s", stats_fmt_time(st, b, sizeof(b), ts.std));
+		table_set(&tb, 4, "%s", stats_fmt_time(st, b, sizeof(b), (double)ts.min));
+		table_set(&tb, 5, "%s", stats_fmt_time(st, b, sizeof(b), ts.p50));
+		table_set(&tb, 6, "%s", stats_fmt_time(st, b, sizeof(b), ts.p95));
+		table_set(&tb, 7, "%s", stats_fmt_time(st, b, sizeof(b), (double)ts.max));
 		table_set(&tb, 8, "%.1f", stats_pct((double)ts.total, (double)s.total));
 		table_set(&tb, 9, "%s", d.kind);
 		table_set(&tb, 10, "%s", *d.domain ? d.domain : "");
 		if (*d.domain)
-			table_set(&tb, 10, "%s:%s", d.domain, stats_display_name(d.name));
+			table_set(&tb, 10, "%s:%s", d.domain, stats_display_name(st, d.name));
 		else
-			table_set(&tb, 10, "%s", stats_display_name(d.name));
+			table_set(&tb, 10, "%s", stats_display_name(st, d.name));
 	}
 	if (tb.nrows)
-		tb.max_width = stats_opt.line_width;
+		tb.max_width = st->opt.line_width;
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	free(order);
 	if (p->gpu_outside)
 		printf("  GPU work launched outside any instance: %" PRIu64 " operations, %s\n",
-		       p->gpu_outside, stats_fmt_time(b, sizeof(b), (double)p->gpu_outside_ns));
+		       p->gpu_outside, stats_fmt_time(st, b, sizeof(b), (double)p->gpu_outside_ns));
 	if (p->gpu_no_launch)
 		printf("  GPU work whose launch call is not in the trace: %" PRIu64
 		       " operations, %s\n", p->gpu_no_launch,
-		       stats_fmt_time(c, sizeof(c), (double)p->gpu_no_launch_ns));
+		       stats_fmt_time(st, c, sizeof(c), (double)p->gpu_no_launch_ns));
 }
 
 static void
-text_findings(void)
+text_findings(struct stats *st)
 {
-	text_section("Findings");
-	if (!stats_nfindings) {
+	text_section(st, "Findings");
+	if (!st->nfindings) {
 		printf("  none\n");
 		return;
 	}
-	for (size_t i = 0; i < stats_nfindings; i++) {
-		const char *t = stats_findings[i].type;
+	for (size_t i = 0; i < st->nfindings; i++) {
+		const char *t = st->findings[i].type;
 		const char *label = !strcmp(t, "hotspot") ? "worth a look"
 		                  : !strcmp(t, "warmup") ? "warm-up"
 		                  : !strcmp(t, "gpu_idle") ? "GPU idle"
 		                  : !strcmp(t, "variance") ? "high variance"
 		                  : !strcmp(t, "dropped") ? "data loss" : t;
-		printf("  %-13s %s\n", label, stats_findings[i].message);
+		printf("  %-13s %s\n", label, st->findings[i].message);
 	}
 }
 
 void
-stats_text(struct agg *a, unsigned reports, char **files, int nfiles)
+stats_text(struct stats *st, unsigned reports)
 {
-	int force = stats_opt.reports != 0;
+	int force = st->opt.reports != 0;
 	if (reports & 1u << R_RUN)
-		text_run(a, files, nfiles);
-	if (reports & 1u << R_KERNELS) text_ops(a, AGG_KERNELS, force);
-	if (reports & 1u << R_MEMOPS) text_ops(a, AGG_MEMOPS, force);
-	if (reports & 1u << R_API) text_ops(a, AGG_API, force);
-	if (reports & 1u << R_RANGES) text_ops(a, AGG_RANGES, force);
-	if (reports & 1u << R_PROCESSES) text_processes(a);
-	if (reports & 1u << R_GPU) text_gpus(a);
-	if (reports & 1u << R_MEMORY) text_memory(a);
-	text_per(a);
+		text_run(st);
+	if (reports & 1u << R_KERNELS) text_ops(st, AGG_KERNELS, force);
+	if (reports & 1u << R_MEMOPS) text_ops(st, AGG_MEMOPS, force);
+	if (reports & 1u << R_API) text_ops(st, AGG_API, force);
+	if (reports & 1u << R_RANGES) text_ops(st, AGG_RANGES, force);
+	if (reports & 1u << R_PROCESSES) text_processes(st);
+	if (reports & 1u << R_GPU) text_gpus(st);
+	if (reports & 1u << R_MEMORY) text_memory(st);
+	text_per(st);
 	if (reports & 1u << R_FINDINGS)
-		text_findings();
+		text_findings(st);
 }

@@ -16,6 +16,7 @@
 
 #include "stats.h"
 #include "common/util.h"
+#include "support.h"
 
 static const char *const report_names[R_NREPORTS] = {
 	"run", "kernels", "memops", "api", "ranges", "processes", "gpu", "memory",
@@ -26,22 +27,23 @@ static const char *const sort_names[] = {
 	"total", "count", "mean", "median", "p95", "max", "name",
 };
 
-struct stats_options stats_opt;
-
-/* What the selection options allocate; stats_opt.agg points at them. */
-static regex_t name_re, exclude_re;
-static int64_t *pids, *devices, *streams;
+/* What the selection options allocate; the aggregation's options point
+ * at them. */
+struct selection {
+	regex_t name_re, exclude_re;
+	int64_t *pids, *devices, *streams;
+};
 
 static void
-free_selection(void)
+free_selection(struct selection *sel, const struct agg_options *o)
 {
-	free(pids);
-	free(devices);
-	free(streams);
-	if (stats_opt.agg.name)
-		regfree(&name_re);
-	if (stats_opt.agg.exclude)
-		regfree(&exclude_re);
+	free(sel->pids);
+	free(sel->devices);
+	free(sel->streams);
+	if (o->name)
+		regfree(&sel->name_re);
+	if (o->exclude)
+		regfree(&sel->exclude_re);
 }
 
 static void
@@ -86,7 +88,7 @@ usage(void)
 static size_t
 parse_list(const char *what, const char *s, int64_t **out)
 {
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	int64_t *v = NULL;
 	char *copy = strdup(s), *save = NULL;
 	if (!copy)
@@ -95,9 +97,10 @@ parse_list(const char *what, const char *s, int64_t **out)
 		uint64_t x;
 		if (cmd_parse_uint(t, &x) < 0 || x > INT64_MAX)
 			cmd_usage_error("invalid --%s '%s'", what, s);
-		v = realloc(v, (n + 1) * sizeof(*v));
-		if (!v)
+		int64_t *nv = tkp_grow(v, &cap, n + 1, sizeof(*nv));
+		if (!nv)
 			cmd_die(EXIT_USAGE, "out of memory");
+		v = nv;
 		v[n++] = (int64_t)x;
 	}
 	free(copy);
@@ -196,191 +199,232 @@ enum {
 	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN,
 };
 
-int
-main(int argc, char **argv)
+static const struct option longopts[] = {
+	{ "csv", no_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "report", required_argument, NULL, 'r' },
+	{ "top", required_argument, NULL, 'n' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "units", required_argument, NULL, O_UNITS },
+	{ "full-names", no_argument, NULL, O_FULL },
+	{ "no-findings", no_argument, NULL, O_NOFIND },
+	{ "per", required_argument, NULL, O_PER },
+	{ "approx", no_argument, NULL, O_APPROX },
+	{ "buffer-size", required_argument, NULL, 'S' },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "exclude", required_argument, NULL, O_EXCLUDE },
+	{ "pid", required_argument, NULL, O_PID },
+	{ "device", required_argument, NULL, O_DEVICE },
+	{ "stream", required_argument, NULL, O_STREAM },
+	{ "from", required_argument, NULL, O_FROM },
+	{ "to", required_argument, NULL, O_TO },
+	{ "run", required_argument, NULL, O_RUN },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static enum sort_key
+parse_sort(const char *s)
 {
-	static const struct option longopts[] = {
-		{ "csv", no_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "report", required_argument, NULL, 'r' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "units", required_argument, NULL, O_UNITS },
-		{ "full-names", no_argument, NULL, O_FULL },
-		{ "no-findings", no_argument, NULL, O_NOFIND },
-		{ "per", required_argument, NULL, O_PER },
-		{ "approx", no_argument, NULL, O_APPROX },
-		{ "buffer-size", required_argument, NULL, 'S' },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "exclude", required_argument, NULL, O_EXCLUDE },
-		{ "pid", required_argument, NULL, O_PID },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "stream", required_argument, NULL, O_STREAM },
-		{ "from", required_argument, NULL, O_FROM },
-		{ "to", required_argument, NULL, O_TO },
-		{ "run", required_argument, NULL, O_RUN },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	size_t k;
+	for (k = 0; k < sizeof(sort_names) / sizeof(sort_names[0]); k++)
+		if (strcmp(s, sort_names[k]) == 0)
+			return (enum sort_key)k;
+	cmd_usage_error("invalid --sort '%s' (total, count, mean, "
+	                "median, p95, max or name)", s);
+}
+
+static void
+parse_units(struct stats_options *o, const char *s)
+{
+	static const struct { const char *n; double ns; } u[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
 	};
-	cmd_init("trace-stats");
-	struct agg_options ao = AGG_OPTIONS_INIT;
-	stats_opt.agg = ao;
-	stats_opt.findings = 1;
-	stats_opt.buffer_size = (size_t)1 << 30;
-	int c;
+	size_t k;
+	for (k = 0; k < 4; k++)
+		if (strcmp(s, u[k].n) == 0)
+			break;
+	if (k == 4)
+		cmd_usage_error("invalid --units '%s' (ns, us, ms or s)", s);
+	o->unit = u[k].ns;
+	o->unit_name = u[k].n;
+}
+
+/* The selection options: what the aggregation keeps. */
+static void
+parse_selection(struct agg_options *ao, struct selection *sel, int c,
+                const char *arg)
+{
 	uint64_t v;
+	switch (c) {
+	case O_NAME:
+		if (ao->name)
+			regfree(&sel->name_re);
+		compile_regex(&sel->name_re, arg, "name");
+		ao->name = &sel->name_re;
+		break;
+	case O_EXCLUDE:
+		if (ao->exclude)
+			regfree(&sel->exclude_re);
+		compile_regex(&sel->exclude_re, arg, "exclude");
+		ao->exclude = &sel->exclude_re;
+		break;
+	case O_PID:
+		free(sel->pids);
+		ao->npids = parse_list("pid", arg, &sel->pids);
+		ao->pids = sel->pids;
+		break;
+	case O_DEVICE:
+		free(sel->devices);
+		ao->ndevices = parse_list("device", arg, &sel->devices);
+		ao->devices = sel->devices;
+		break;
+	case O_STREAM:
+		free(sel->streams);
+		ao->nstreams = parse_list("stream", arg, &sel->streams);
+		ao->streams = sel->streams;
+		break;
+	case O_FROM:
+		if (cmd_parse_duration(arg, &ao->from) < 0)
+			cmd_usage_error("invalid --from '%s'", arg);
+		break;
+	case O_TO:
+		if (cmd_parse_duration(arg, &ao->to) < 0)
+			cmd_usage_error("invalid --to '%s'", arg);
+		break;
+	case O_RUN:
+		if (cmd_parse_uint(arg, &v) < 0 || v == 0 || v > UINT32_MAX)
+			cmd_usage_error("invalid --run '%s'", arg);
+		ao->run = (uint32_t)v;
+		break;
+	}
+}
+
+/* The command line into o and sel; returns the index of the first
+ * operand.  Exits after --help, --version and usage errors. */
+static int
+parse_options(int argc, char **argv, struct stats_options *o,
+              struct selection *sel)
+{
+	struct agg_options ao = AGG_OPTIONS_INIT;
+	o->agg = ao;
+	o->findings = 1;
+	o->agg.exact_budget = (size_t)1 << 30;
+	int c;
 	while ((c = getopt_long(argc, argv, ":cjr:n:s:S:hV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': stats_opt.format = FMT_CSV; break;
-		case 'j': stats_opt.format = FMT_JSON; break;
-		case 'r': stats_opt.reports |= parse_reports(optarg); break;
+		case 'c': o->format = FMT_CSV; break;
+		case 'j': o->format = FMT_JSON; break;
+		case 'r': o->reports |= parse_reports(optarg); break;
 		case 'n':
-			if (cmd_parse_uint(optarg, &stats_opt.top) < 0 || stats_opt.top == 0)
+			if (cmd_parse_uint(optarg, &o->top) < 0 || o->top == 0)
 				cmd_usage_error("invalid --top '%s'", optarg);
 			break;
-		case 's': {
-			size_t k;
-			for (k = 0; k < sizeof(sort_names) / sizeof(sort_names[0]); k++)
-				if (strcmp(optarg, sort_names[k]) == 0)
-					break;
-			if (k == sizeof(sort_names) / sizeof(sort_names[0]))
-				cmd_usage_error("invalid --sort '%s' (total, count, mean, "
-				                "median, p95, max or name)", optarg);
-			stats_opt.sort = (enum sort_key)k;
-			break;
-		}
-		case O_UNITS: {
-			static const struct { const char *n; double ns; } u[] = {
-				{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-			};
-			size_t k;
-			for (k = 0; k < 4; k++)
-				if (strcmp(optarg, u[k].n) == 0)
-					break;
-			if (k == 4)
-				cmd_usage_error("invalid --units '%s' (ns, us, ms or s)", optarg);
-			stats_opt.unit = u[k].ns;
-			stats_opt.unit_name = u[k].n;
-			break;
-		}
-		case O_FULL: stats_opt.full_names = 1; break;
-		case O_NOFIND: stats_opt.findings = 0; break;
+		case 's': o->sort = parse_sort(optarg); break;
+		case O_UNITS: parse_units(o, optarg); break;
+		case O_FULL: o->full_names = 1; break;
+		case O_NOFIND: o->findings = 0; break;
 		case O_PER:
 			if (!*optarg)
 				cmd_usage_error("invalid --per ''");
-			stats_opt.agg.per = optarg;
+			o->agg.per = optarg;
 			break;
-		case O_APPROX: stats_opt.agg.approx = 1; break;
+		case O_APPROX: o->agg.approx = 1; break;
 		case 'S':
-			if (cmd_parse_size(optarg, &stats_opt.buffer_size) < 0 ||
-			    stats_opt.buffer_size == 0)
+			/* exact percentiles keep every duration: within -S,
+			 * then a sketch */
+			if (cmd_parse_size(optarg, &o->agg.exact_budget) < 0 ||
+			    o->agg.exact_budget == 0)
 				cmd_usage_error("invalid --buffer-size '%s'", optarg);
 			break;
-		case O_NAME:
-			if (stats_opt.agg.name)
-				regfree(&name_re);
-			compile_regex(&name_re, optarg, "name");
-			stats_opt.agg.name = &name_re;
+		case O_NAME: case O_EXCLUDE: case O_PID: case O_DEVICE:
+		case O_STREAM: case O_FROM: case O_TO: case O_RUN:
+			parse_selection(&o->agg, sel, c, optarg);
 			break;
-		case O_EXCLUDE:
-			if (stats_opt.agg.exclude)
-				regfree(&exclude_re);
-			compile_regex(&exclude_re, optarg, "exclude");
-			stats_opt.agg.exclude = &exclude_re;
-			break;
-		case O_PID:
-			free(pids);
-			stats_opt.agg.npids = parse_list("pid", optarg, &pids);
-			stats_opt.agg.pids = pids;
-			break;
-		case O_DEVICE:
-			free(devices);
-			stats_opt.agg.ndevices = parse_list("device", optarg, &devices);
-			stats_opt.agg.devices = devices;
-			break;
-		case O_STREAM:
-			free(streams);
-			stats_opt.agg.nstreams = parse_list("stream", optarg, &streams);
-			stats_opt.agg.streams = streams;
-			break;
-		case O_FROM:
-			if (cmd_parse_duration(optarg, &stats_opt.agg.from) < 0)
-				cmd_usage_error("invalid --from '%s'", optarg);
-			break;
-		case O_TO:
-			if (cmd_parse_duration(optarg, &stats_opt.agg.to) < 0)
-				cmd_usage_error("invalid --to '%s'", optarg);
-			break;
-		case O_RUN:
-			if (cmd_parse_uint(optarg, &v) < 0 || v == 0 || v > UINT32_MAX)
-				cmd_usage_error("invalid --run '%s'", optarg);
-			stats_opt.agg.run = (uint32_t)v;
-			break;
-		case 'h': usage(); return cmd_finish(0);
+		case 'h':
+			usage();
+			free_selection(sel, &o->agg);
+			exit(cmd_finish(0));
 		case 'V': cmd_version();
 		default: cmd_bad_option(c, argv);
 		}
 	}
-	if (stats_opt.agg.to <= stats_opt.agg.from)
+	if (o->agg.to <= o->agg.from)
 		cmd_usage_error("--to must be later than --from");
-	stats_opt.line_width = stats_opt.full_names ? 0 : line_width();
-	/* exact percentiles keep every duration: within -S, then a sketch */
-	stats_opt.agg.exact_budget = stats_opt.buffer_size;
+	o->line_width = o->full_names ? 0 : line_width();
+	return optind;
+}
 
+/* What the chosen reports do not need is not computed: a script asking
+ * for the kernel table does not pay for the rest. */
+static void
+skip_unwanted(struct stats_options *o)
+{
+	if (!o->reports && o->format != FMT_CSV)
+		return;
+	unsigned want = o->reports ? o->reports : STATS_OPS;
+	if (!o->findings)
+		want &= ~(1u << R_FINDINGS);
+	if ((want & 1u << R_FINDINGS) || o->agg.per)
+		want |= STATS_OPS;
+	static const enum report rep[AGG_NTABLES] = {
+		R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+	for (int t = 0; t < AGG_NTABLES; t++)
+		if (!(want & 1u << rep[t]))
+			o->agg.skip |= AGG_SKIP_TABLE(t);
+	if (!(want & ((1u << R_GPU) | (1u << R_FINDINGS))))
+		o->agg.skip |= AGG_SKIP_GPU;
+	if (!(want & 1u << R_MEMORY))
+		o->agg.skip |= AGG_SKIP_MEMORY;
+}
+
+/* The reports to print: those asked for, else every one with data and
+ * the findings but in CSV, which is then the one table of the
+ * operations. */
+static unsigned
+chosen_reports(const struct stats *st)
+{
+	unsigned reports = st->opt.reports ? st->opt.reports
+	                 : st->opt.format == FMT_CSV ? STATS_OPS
+	                 : reports_with_data(st->agg) | 1u << R_FINDINGS;
+	if (!st->opt.findings)
+		reports &= ~(1u << R_FINDINGS);
+	return reports;
+}
+
+int
+main(int argc, char **argv)
+{
+	cmd_init("trace-stats");
+	struct stats st = { 0 };
+	struct selection sel = { 0 };
+	int first = parse_options(argc, argv, &st.opt, &sel);
 	static char *stdin_only[] = { "-", NULL };
-	char **files = optind < argc ? argv + optind : stdin_only;
-	int nfiles = optind < argc ? argc - optind : 1;
-	/* what the chosen reports do not need is not computed: a script
-	 * asking for the kernel table does not pay for the rest */
-	if (stats_opt.reports || stats_opt.format == FMT_CSV) {
-		unsigned want = stats_opt.reports ? stats_opt.reports : STATS_OPS;
-		if (!stats_opt.findings)
-			want &= ~(1u << R_FINDINGS);
-		if ((want & 1u << R_FINDINGS) || stats_opt.agg.per)
-			want |= STATS_OPS;
-		static const enum report rep[AGG_NTABLES] = {
-			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
-		for (int t = 0; t < AGG_NTABLES; t++)
-			if (!(want & 1u << rep[t]))
-				stats_opt.agg.skip |= AGG_SKIP_TABLE(t);
-		if (!(want & ((1u << R_GPU) | (1u << R_FINDINGS))))
-			stats_opt.agg.skip |= AGG_SKIP_GPU;
-		if (!(want & 1u << R_MEMORY))
-			stats_opt.agg.skip |= AGG_SKIP_MEMORY;
-	}
-	struct agg *a = agg_new(&stats_opt.agg);
-	if (!a)
+	st.files = first < argc ? argv + first : stdin_only;
+	st.nfiles = first < argc ? argc - first : 1;
+	skip_unwanted(&st.opt);
+
+	if (!(st.agg = agg_new(&st.opt.agg)))
 		cmd_die(EXIT_USAGE, "out of memory");
 	int status = 0;
-	for (int i = 0; i < nfiles; i++)
-		status |= agg_read(a, files[i]);
-	agg_finish(a);
-	if (status && agg_run(a)->events_read == 0) {
-		/* nothing could be read: the messages say it all */
-		agg_free(a);
-		free_selection();
-		return cmd_finish(status);
+	for (int i = 0; i < st.nfiles; i++)
+		status |= agg_read(st.agg, st.files[i]);
+	agg_finish(st.agg);
+	/* when nothing could be read, the messages say it all */
+	if (!status || agg_run(st.agg)->events_read) {
+		unsigned reports = chosen_reports(&st);
+		if (reports & 1u << R_FINDINGS)
+			stats_compute_findings(&st);
+		switch (st.opt.format) {
+		case FMT_TEXT: stats_text(&st, reports); break;
+		case FMT_CSV: stats_csv(&st, reports); break;
+		case FMT_JSON: stats_json(&st, reports); break;
+		}
+		cmd_check_output(stdout);
+		stats_free_findings(&st);
 	}
-
-	/* the default: every report with data, and the findings but in CSV,
-	 * which is then the one table of the operations */
-	unsigned reports = stats_opt.reports ? stats_opt.reports
-	                 : stats_opt.format == FMT_CSV ? STATS_OPS
-	                 : reports_with_data(a) | 1u << R_FINDINGS;
-	if (!stats_opt.findings)
-		reports &= ~(1u << R_FINDINGS);
-	if (reports & 1u << R_FINDINGS)
-		stats_compute_findings(a);
-
-	switch (stats_opt.format) {
-	case FMT_TEXT: stats_text(a, reports, files, nfiles); break;
-	case FMT_CSV: stats_csv(a, reports); break;
-	case FMT_JSON: stats_json(a, reports, files, nfiles); break;
-	}
-	cmd_check_output(stdout);
-	stats_free_findings();
-	agg_free(a);
-	free_selection();
+	agg_free(st.agg);
+	free_selection(&sel, &st.opt.agg);
 	return cmd_finish(status);
 }
