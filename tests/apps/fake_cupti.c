@@ -22,7 +22,9 @@
  *                           (default 1000), and each kernel's record comes
  *                           before its launch's, as a busy GPU's do
  *   FAKE_CUPTI_LOG=FILE     one line per call that matters: subscribe,
- *                           enable KIND, disable KIND, flush FLAG, ...
+ *                           enable KIND, disable KIND, flush FLAG, ...,
+ *                           and one per kernel and launch record written,
+ *                           with its fields (kernel corr=N start=NS ...)
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -165,6 +167,9 @@ launch_call(uint32_t c, uint64_t t)
 		a->threadId = system_tids ? (uint32_t)syscall(SYS_gettid)
 		                          : (uint32_t)(uintptr_t)pthread_self();
 		a->correlationId = c;
+		note("runtime corr=%u start=%llu end=%llu tid=%u cbid=%u", c,
+		     (unsigned long long)a->start, (unsigned long long)a->end,
+		     (unsigned)a->threadId, (unsigned)a->cbid);
 	}
 }
 
@@ -201,16 +206,31 @@ fake_launch(const char *name)
 			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			k->name = name; /* CUPTI keeps names for the process's life */
 			k->start = now() + lag;
-			k->end = k->start + 5000;
+			/* every field its own value, and changing with each
+			 * launch, so that a field converted wrong or swapped
+			 * with another cannot pass */
+			k->end = k->start + 5000 + 10 * c;
 			k->deviceId = 0;
 			k->contextId = 1;
 			k->streamId = 7;
 			k->correlationId = c;
-			k->gridX = 64;
-			k->gridY = k->gridZ = 1;
+			k->gridX = (int32_t)(64 + c);
+			k->gridY = 3;
+			k->gridZ = 2;
 			k->blockX = 128;
-			k->blockY = k->blockZ = 1;
-			k->registersPerThread = 32;
+			k->blockY = 4;
+			k->blockZ = 5;
+			k->registersPerThread = (uint16_t)(32 + c);
+			k->staticSharedMemory = (int32_t)(1024 + c);
+			k->dynamicSharedMemory = (int32_t)(4096 + 2 * c);
+			note("kernel corr=%u start=%llu end=%llu device=%u stream=%u "
+			     "grid=%u,%u,%u block=%u,%u,%u registers=%u static=%u dynamic=%u name=%s",
+			     c, (unsigned long long)k->start, (unsigned long long)k->end,
+			     (unsigned)k->deviceId, (unsigned)k->streamId, (unsigned)k->gridX,
+			     (unsigned)k->gridY, (unsigned)k->gridZ, (unsigned)k->blockX,
+			     (unsigned)k->blockY, (unsigned)k->blockZ,
+			     (unsigned)k->registersPerThread, (unsigned)k->staticSharedMemory,
+			     (unsigned)k->dynamicSharedMemory, name);
 		}
 	}
 	if (e)

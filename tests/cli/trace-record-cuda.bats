@@ -182,6 +182,35 @@ for k in (e for e in evs if e["kind"] == "kernel"):
         print("launch", k["correlation"], "not in one step")' > "$BATS_TEST_TMPDIR/bad"
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/bad")" ""
 	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | sort -n | paste -sd,)" "1,2,3,4,5"
+	# every field of every record the stand-in wrote (its log), converted
+	trace-dump --json "$T" | python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin]
+recs = [dict(f.split("=", 1) for f in l.split()[1:]) | {"kind": l.split()[0]}
+        for l in open(sys.argv[1]) if l.startswith(("kernel ", "runtime "))]
+got = {(e["kind"], e["correlation"]): e for e in evs if e["kind"] in ("kernel", "api")}
+n = 0
+for r in recs:
+    kind = "api" if r["kind"] == "runtime" else "kernel"
+    e = got.pop((kind, int(r["corr"])), None)
+    if e is None:
+        print("no event for", r)
+        continue
+    want = {"ts": int(r["start"]), "dur": int(r["end"]) - int(r["start"])}
+    if kind == "kernel":
+        want |= {"device": int(r["device"]), "stream": int(r["stream"]), "name": r["name"],
+                 "grid": [int(x) for x in r["grid"].split(",")],
+                 "block": [int(x) for x in r["block"].split(",")],
+                 "registers": int(r["registers"]), "shared_static": int(r["static"]),
+                 "shared_dynamic": int(r["dynamic"])}
+    else:
+        want |= {"tid": int(r["tid"]), "cbid": int(r["cbid"]), "name": "cudaLaunchKernel"}
+    for k, v in want.items():
+        if e.get(k) != v:
+            print("correlation", r["corr"], kind, k, e.get(k), "expected", v)
+    n += 1
+print(n, "records,", len(got), "events not from one")' "$BATS_TEST_TMPDIR/log" > "$BATS_TEST_TMPDIR/fields"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/fields")" "10 records, 0 events not from one"
 	m=$(meta cuda)
 	[[ "$m" == "recorded (pid $pid): kernel,memcpy,memset,memory,runtime,driver,sync,overhead; CUPTI 130001 ($FAKE); clock CLOCK_REALTIME (timestamp callback)" ]]
 	[[ "$(meta cuda.stats)" == "pid $pid: 12 records, 10 events, 0 dropped by CUPTI, 1 buffers (0 refused: pool full), 0 late, longest delay "* ]]

@@ -511,8 +511,9 @@ TEST(kernel_fields)
 	                                      1000, 4500);
 	k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
 	k.gridX = 264; k.gridY = 2; k.gridZ = 3;
-	k.blockX = 256; k.blockY = 4; k.blockZ = 1;
-	k.clusterX = 2; k.clusterY = 1; k.clusterZ = 1;
+	/* no two fields alike: a swap or a constant is seen */
+	k.blockX = 256; k.blockY = 4; k.blockZ = 5;
+	k.clusterX = 2; k.clusterY = 6; k.clusterZ = 7;
 	k.staticSharedMemory = 1024;
 	k.dynamicSharedMemory = 73728;
 	k.registersPerThread = 238;
@@ -547,10 +548,10 @@ TEST(kernel_fields)
 		CHECK_EQ_INT(a->grid[2], 3);
 		CHECK_EQ_INT(a->block[0], 256);
 		CHECK_EQ_INT(a->block[1], 4);
-		CHECK_EQ_INT(a->block[2], 1);
+		CHECK_EQ_INT(a->block[2], 5);
 		CHECK_EQ_INT(a->cluster[0], 2);
-		CHECK_EQ_INT(a->cluster[1], 1);
-		CHECK_EQ_INT(a->cluster[2], 1);
+		CHECK_EQ_INT(a->cluster[1], 6);
+		CHECK_EQ_INT(a->cluster[2], 7);
 		CHECK_EQ_INT(a->static_smem, 1024);
 		CHECK_EQ_INT(a->dynamic_smem, 73728);
 		CHECK_EQ_INT(a->registers, 238);
