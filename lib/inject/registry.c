@@ -11,15 +11,18 @@
 #include <wchar.h>
 
 #include "inject.h"
+#include "support.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct tki_domain default_domain = { 0, "", 0 };
 static struct tki_domain **domains;      /* by id; [0] = default */
-static uint32_t ndomains, domains_cap;
+static uint32_t ndomains;
+static size_t domains_cap;
 
 static struct tki_string **strings;      /* by id; [0] unused */
-static uint32_t nstrings, strings_cap;
+static uint32_t nstrings;
+static size_t strings_cap;
 
 struct category {
 	uint32_t domain;
@@ -28,7 +31,7 @@ struct category {
 };
 static struct category *categories;
 static size_t ncategories;
-static uint32_t categories_cap;
+static size_t categories_cap;
 
 struct named {
 	int kind;                /* 0 = OS thread, else enum tki_resource */
@@ -37,23 +40,7 @@ struct named {
 };
 static struct named *names;
 static size_t nnames;
-static uint32_t names_cap;
-
-static int
-grow(void **p, uint32_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	uint32_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *a = realloc(*p, n * size);
-	if (!a)
-		return -1;
-	*p = a;
-	*cap = n;
-	return 0;
-}
+static size_t names_cap;
 
 struct tki_domain *
 tki_domain_default(void)
@@ -74,9 +61,11 @@ tki_domain_get(const char *name)
 			goto out;
 		}
 	}
-	if (grow((void **)&domains, &domains_cap, ndomains ? ndomains + 1 : 2,
-	         sizeof(*domains)) < 0)
+	struct tki_domain **ds = tkp_grow(domains, &domains_cap,
+	                                  ndomains ? ndomains + 1 : 2, sizeof(*ds));
+	if (!ds)
 		goto out;
+	domains = ds;
 	if (ndomains == 0)
 		domains[ndomains++] = &default_domain;
 	/* record ids are 16 bits wide */
@@ -123,9 +112,11 @@ tki_string_register(struct tki_domain *d, const char *s, size_t len)
 			goto out;
 		}
 	}
-	if (grow((void **)&strings, &strings_cap, nstrings ? nstrings + 1 : 2,
-	         sizeof(*strings)) < 0)
+	struct tki_string **ss = tkp_grow(strings, &strings_cap,
+	                                  nstrings ? nstrings + 1 : 2, sizeof(*ss));
+	if (!ss)
 		goto out;
+	strings = ss;
 	if (nstrings == 0)
 		strings[nstrings++] = NULL;
 	if (len > UINT32_MAX - 1 || !(r = malloc(sizeof(*r) + len + 1)))
@@ -157,8 +148,10 @@ tki_category_set(uint32_t domain, uint32_t category, const char *name)
 	if (!name)
 		return;
 	pthread_mutex_lock(&reg_lock);
-	if (grow((void **)&categories, &categories_cap, ncategories + 1,
-	         sizeof(*categories)) == 0) {
+	struct category *cs = tkp_grow(categories, &categories_cap,
+	                               ncategories + 1, sizeof(*cs));
+	if (cs) {
+		categories = cs;
 		struct category *c = &categories[ncategories];
 		if ((c->name = strdup(name))) {
 			c->domain = domain;
@@ -197,8 +190,10 @@ name_set(int kind, uint64_t key, const char *name)
 			n = &names[i];
 	char *copy = strdup(name);
 	if (copy && !n) {
-		if (grow((void **)&names, &names_cap, nnames + 1,
-		         sizeof(*names)) == 0) {
+		struct named *ns = tkp_grow(names, &names_cap, nnames + 1,
+		                            sizeof(*ns));
+		if (ns) {
+			names = ns;
 			n = &names[nnames++];
 			n->kind = kind;
 			n->key = key;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "support.h"
 #include "tk_private.h"
 
 pthread_mutex_t tki_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +48,8 @@ struct thread_track {
 	char name[64];
 };
 static struct thread_track *tracks;
-static uint32_t ntracks, tracks_cap;
+static uint32_t ntracks;
+static size_t tracks_cap;
 
 static void __attribute__((constructor))
 status_init(void)
@@ -382,14 +384,11 @@ tki_spool_thread(int64_t tid, int refresh)
 	if (tt && (strcmp(name, tt->name) == 0 || !name[0]))
 		return tt->track;
 	if (!tt) {
-		if (ntracks == tracks_cap) {
-			uint32_t cap = tracks_cap ? tracks_cap * 2 : 16;
-			struct thread_track *a = realloc(tracks, cap * sizeof(*a));
-			if (!a)
-				return 0;
-			tracks = a;
-			tracks_cap = cap;
-		}
+		struct thread_track *a = tkp_grow(tracks, &tracks_cap,
+		                                  (size_t)ntracks + 1, sizeof(*a));
+		if (!a)
+			return 0;
+		tracks = a;
 		tt = &tracks[ntracks];
 		tt->tid = tid;
 		tt->track = 0;
