@@ -4,9 +4,15 @@
  * TK_FUZZING the reader skips its checksum comparisons, so mutations
  * reach the decoders behind them.  Every field of every record is
  * touched so that the sanitizers see any bad pointer; then the same
- * bytes are read by columns.
+ * bytes are read by columns.  What reads back must agree with itself
+ * (a failure aborts, as libFuzzer wants): the columns give the events
+ * of the record-by-record pass, in order, with the same kind, times
+ * and name, and end the same way (all of them at TK_EOF, a prefix at
+ * the same error); after an end, every later call returns it again.
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tracekit.h"
@@ -40,6 +46,56 @@ touch_track(const struct tk_track *t)
 	}
 }
 
+#define REQUIRE(cond)                                                       \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "%s:%d: %s fails\n", __FILE__,     \
+			        __LINE__, #cond);                           \
+			abort();                                            \
+		}                                                           \
+	} while (0)
+
+/* What the first pass read of each event, to check the second. */
+struct seen {
+	int64_t ts, dur;
+	uint64_t name;
+	unsigned kind;
+};
+static struct seen *seen;
+static size_t nseen, capseen;
+
+static uint64_t
+hash(const char *s)
+{
+	uint64_t h = 1469598103934665603u;
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+static void
+remember(const struct tk_event *e)
+{
+	if (nseen == capseen) {
+		capseen = capseen ? 2 * capseen : 256;
+		seen = realloc(seen, capseen * sizeof(*seen));
+		REQUIRE(seen);
+	}
+	seen[nseen++] = (struct seen){ e->ts, e->dur, hash(e->name), e->kind };
+}
+
+/* The next event of the second pass against the first's. */
+static void
+agree(size_t *i, unsigned kind, int64_t ts, int64_t dur, const char *name)
+{
+	REQUIRE(*i < nseen);
+	const struct seen *s = &seen[(*i)++];
+	REQUIRE(s->kind == kind);
+	REQUIRE(s->ts == ts);
+	REQUIRE(s->dur == dur);
+	REQUIRE(s->name == hash(name));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -47,13 +103,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tk_reader *r = tk_reader_new();
 	struct tk_record rec;
+	int rc1, rc2;
 	if (!r)
 		return 0;
-	if (tk_reader_open_mem(r, data, size, "fuzz") == TK_OK) {
-		while (tk_reader_next(r, &rec) == TK_OK) {
+	nseen = 0;
+	if ((rc1 = tk_reader_open_mem(r, data, size, "fuzz")) == TK_OK) {
+		while ((rc1 = tk_reader_next(r, &rec)) == TK_OK) {
 			switch (rec.type) {
 			case TK_REC_EVENT: {
 				const struct tk_event *e = rec.u.event;
+				remember(e);
 				touch(e->name);
 				touch_track(e->trk);
 				if (e->args)
@@ -87,6 +146,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 		touch(tk_reader_error(r));
+		/* the end, or the error, stays */
+		REQUIRE(tk_reader_next(r, &rec) == rc1);
 	}
 	tk_reader_free(r);
 
@@ -94,21 +155,40 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * events one by one */
 	if (!(r = tk_reader_new()))
 		return 0;
-	if (tk_reader_open_mem(r, data, size, "fuzz") == TK_OK) {
+	if ((rc2 = tk_reader_open_mem(r, data, size, "fuzz")) == TK_OK) {
 		struct tk_columns c;
 		const struct tk_event *e;
-		for (unsigned batch = 0; tk_reader_next_columns(r, &c) == TK_OK; batch++) {
+		size_t at = 0;
+		for (unsigned batch = 0; (rc2 = tk_reader_next_columns(r, &c)) == TK_OK; batch++) {
+			REQUIRE(c.n > 0);
 			for (size_t i = 0; i < c.n; i++) {
-				touch(tk_reader_string(r, c.name_id[i]));
+				const char *name = tk_reader_string(r, c.name_id[i]);
+				touch(name);
 				const struct tk_track *t = tk_reader_track(r, c.track[i]);
 				if (t)
 					touch_track(t);
 				sink += c.kind[i] + (size_t)c.ts[i] + (size_t)c.dur[i];
+				agree(&at, c.kind[i], c.ts[i], c.dur[i], name);
 			}
-			if (batch % 2 && tk_reader_next_event(r, &e) == TK_OK)
-				touch(e->name);
+			if (batch % 2) {
+				int rc = tk_reader_next_event(r, &e);
+				if (rc == TK_OK) {
+					touch(e->name);
+					agree(&at, e->kind, e->ts, e->dur, e->name);
+				} else {
+					REQUIRE(tk_reader_next_columns(r, &c) == rc);
+					rc2 = rc;
+					break;
+				}
+			}
 		}
 		touch(tk_reader_error(r));
+		REQUIRE(tk_reader_next_columns(r, &c) == rc2);
+		/* the same end; at the clean end, every event */
+		REQUIRE(rc2 == rc1);
+		REQUIRE(rc1 != TK_EOF || at == nseen);
+	} else {
+		REQUIRE(rc2 == rc1);
 	}
 	tk_reader_free(r);
 	return 0;

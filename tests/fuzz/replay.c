@@ -2,7 +2,9 @@
 /*
  * Runs a libFuzzer target over saved inputs without libFuzzer, so that
  * `make check` replays every corpus file with any compiler (and under
- * the sanitizers with SAN=...).  Prints TAP: one test per file.
+ * the sanitizers with SAN=...).  Prints TAP: one test per file, each
+ * run in a child process, so that a target's failed check (an abort, as
+ * libFuzzer wants it) or a crash fails that file alone, by name.
  * Usage: fuzz_x-replay DIR|FILE...
  */
 #include <dirent.h>
@@ -11,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,9 +39,23 @@ run_file(const char *path)
 		free(buf);
 		return;
 	}
-	LLVMFuzzerTestOneInput(buf, got);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		LLVMFuzzerTestOneInput(buf, got);
+		_exit(0);
+	}
 	free(buf);
-	printf("ok %d - %s\n", ++count, path);
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		printf("not ok %d - %s: cannot run it\n", ++count, path);
+	else if (WIFSIGNALED(st))
+		printf("not ok %d - %s: killed by signal %d\n", ++count, path, WTERMSIG(st));
+	else if (WEXITSTATUS(st) != 0)
+		printf("not ok %d - %s: exit %d\n", ++count, path, WEXITSTATUS(st));
+	else
+		printf("ok %d - %s\n", ++count, path);
 	fflush(stdout);
 }
 
