@@ -260,6 +260,13 @@ parse_options(struct rec_options *opt, int argc, char **argv)
 #endif
 }
 
+static void
+free_options(struct rec_options *opt)
+{
+	free(opt->meta);
+	free(opt->capture);
+}
+
 /* ---- signals --------------------------------------------------------------------- */
 
 /* Whether a process has `sig` pending (it got a signal sent to its group). */
@@ -637,8 +644,10 @@ main(int argc, char **argv)
 
 	int status;
 	char *path = rec_find_command(rc.opt.argv[0], &status);
-	if (!path)
+	if (!path) {
+		free_options(&rc.opt);
 		return status;
+	}
 	char *inject = inject_library();
 	rec_meta_collect();
 	if (rc.opt.cuda) {
@@ -673,8 +682,7 @@ main(int argc, char **argv)
 	rec_procs_free();
 	rec_spools_free();
 	rec_ptrace_free();
-	free(rc.opt.meta);
-	free(rc.opt.capture);
+	free_options(&rc.opt);
 	free(path);
 	free(inject);
 	return cmd_finish(status);
