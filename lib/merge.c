@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -97,8 +96,7 @@ struct hent {
 struct tk_merge {
 	struct tk_writer *out;
 	struct tk_merge_options opt;
-	char errmsg[512];
-	int err;
+	struct tkp_error error;  /* sticky: the first failure */
 
 	struct input **inputs;
 	size_t ninputs, inputs_cap;
@@ -131,29 +129,22 @@ struct tk_merge {
 	struct tk_merge_stats stats;
 };
 
-static int merge_fail(struct tk_merge *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
-merge_fail(struct tk_merge *m, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->errmsg, sizeof(m->errmsg), fmt, ap);
-	va_end(ap);
-	m->err = code;
-	return code;
-}
+/* A failure, with the errno that caused it (0 if none did). */
+#define merge_fail(m, code, errnum, ...) \
+	tkp_error_set(&(m)->error, (code), (errnum), __VA_ARGS__)
 
 static int
 nomem(struct tk_merge *m)
 {
-	return merge_fail(m, TK_ENOMEM, "out of memory");
+	return merge_fail(m, TK_ENOMEM, ENOMEM, "out of memory");
 }
 
+/* The output writer failed: its errno is the merge's. */
 static int
 out_fail(struct tk_merge *m)
 {
-	return merge_fail(m, TK_EIO, "output: %s", tk_writer_error(m->out));
+	return merge_fail(m, TK_EIO, tk_writer_errno(m->out), "output: %s",
+	                  tk_writer_error(m->out));
 }
 
 static int64_t
@@ -683,7 +674,8 @@ refill(struct tk_merge *m, struct input *in)
 			report(m, in, tk_reader_error(in->r));
 			in->eof = 1;
 			if (!m->opt.keep_going)
-				return merge_fail(m, rc, "%s: %s", tk_reader_name(in->r),
+				return merge_fail(m, rc, tk_reader_errno(in->r), "%s: %s",
+				                  tk_reader_name(in->r),
 				                  tk_reader_error(in->r));
 			break;
 		}
@@ -945,9 +937,12 @@ open_spill_file(struct tk_merge *m)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/tracekit-merge-XXXXXX", dir);
 	int fd = mkstemp(path);
-	if (fd < 0)
-		return merge_fail(m, TK_EIO, "cannot create a temporary file in %s: %s",
-		                  dir, strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+		return merge_fail(m, TK_EIO, e,
+		                  "cannot create a temporary file in %s: %s", dir,
+		                  strerror(e));
+	}
 	unlink(path); /* nothing is left behind, even if we are killed */
 	return fd;
 }
@@ -957,11 +952,11 @@ open_spill_file(struct tk_merge *m)
 static int
 spill_abandon(struct tk_merge *m, struct tk_writer *w, int fd, int rc)
 {
-	if (!m->err)
-		merge_fail(m, rc, "temporary file: %s", tk_writer_error(w));
+	merge_fail(m, rc, tk_writer_errno(w), "temporary file: %s",
+	           tk_writer_error(w));
 	tk_writer_free(w);
 	close(fd);
-	return m->err;
+	return m->error.code;
 }
 
 /* A new spill file (*fd) and its writer: sorted, raw ids, fast; NULL
@@ -998,7 +993,8 @@ spill_input(struct tk_merge *m, struct tk_writer *w, int fd, unsigned level,
 	tk_writer_free(w);
 	struct tk_reader *r = tk_reader_new();
 	if (!r || lseek(fd, 0, SEEK_SET) < 0 || tk_reader_open_fd(r, fd, "(spill)")) {
-		rc = r ? merge_fail(m, TK_EIO, "temporary file: %s", strerror(errno))
+		int e = errno;
+		rc = r ? merge_fail(m, TK_EIO, e, "temporary file: %s", strerror(e))
 		       : nomem(m);
 		tk_reader_free(r);
 		close(fd);
@@ -1066,7 +1062,7 @@ compact_spills(struct tk_merge *m, unsigned level)
 	int fd;
 	struct tk_writer *w = spill_writer(m, &fd);
 	if (!w)
-		return m->err;
+		return m->error.code;
 	int rc;
 	uint64_t n = 0;
 	for (;;) {
@@ -1108,7 +1104,7 @@ spill(struct tk_merge *m)
 	int fd;
 	struct tk_writer *w = spill_writer(m, &fd);
 	if (!w)
-		return m->err;
+		return m->error.code;
 	uint64_t n = 0;
 	while (m->nheap) {
 		struct slot *s = heap_pop(m);
@@ -1197,8 +1193,8 @@ tk_merge_step(struct tk_merge *m)
 {
 	if (!m)
 		return TK_EINVAL;
-	if (m->err)
-		return m->err;
+	if (m->error.code)
+		return m->error.code;
 	/* inputs with nothing read ahead: new, or waiting for bytes that
 	 * may have been fed since */
 	for (size_t i = 0; i < m->ninputs; i++) {
@@ -1248,7 +1244,7 @@ tk_merge_run(struct tk_merge *m)
 		return rc;
 	for (size_t i = 0; i < m->ninputs; i++)
 		if (!m->inputs[i]->eof)
-			return merge_fail(m, TK_EINVAL,
+			return merge_fail(m, TK_EINVAL, EINVAL,
 			                  "%s: input still waiting for data",
 			                  tk_reader_name(m->inputs[i]->r));
 	if ((rc = release(m, INT64_MAX)))
@@ -1274,5 +1270,11 @@ tk_merge_stats(const struct tk_merge *m, struct tk_merge_stats *s)
 TK_PUBLIC const char *
 tk_merge_error(const struct tk_merge *m)
 {
-	return m && m->errmsg[0] ? m->errmsg : "no error";
+	return m ? tkp_error_msg(&m->error) : "no error";
+}
+
+TK_PUBLIC int
+tk_merge_errno(const struct tk_merge *m)
+{
+	return m ? m->error.errnum : 0;
 }

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -83,9 +82,7 @@ struct tk_reader {
 	uint64_t offset;
 	int is_open;
 
-	int err;
-	int err_no;
-	char errmsg[512];
+	struct tkp_error error;   /* sticky: every later call returns it */
 	unsigned major, minor;
 	unsigned scope;
 	int raw;
@@ -153,26 +150,13 @@ struct tk_reader {
 
 static const struct tk_track unknown_track = { 0, TK_TRACK_UNKNOWN, { { 0 } } };
 
-static int fail(struct tk_reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
-fail(struct tk_reader *r, int code, const char *fmt, ...)
-{
-	if (r->err)
-		return r->err;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
-	va_end(ap);
-	r->err = code;
-	return code;
-}
+/* A failure not caused by a system call (errno 0). */
+#define fail(r, code, ...) tkp_error_set(&(r)->error, (code), 0, __VA_ARGS__)
 
 static int
 nomem(struct tk_reader *r)
 {
-	r->err_no = ENOMEM;
-	return fail(r, TK_ENOMEM, "out of memory");
+	return tkp_error_set(&r->error, TK_ENOMEM, ENOMEM, "out of memory");
 }
 
 static int
@@ -409,12 +393,13 @@ input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 		if (k == 0)
 			break;
 		if (k < 0) {
-			if (errno == EINTR)
+			int e = errno;
+			if (e == EINTR)
 				continue;
-			r->err_no = errno;
 			r->offset += *got;
-			return fail(r, TK_EIO, "read error at byte %llu: %s",
-			            (unsigned long long)r->offset, strerror(errno));
+			return tkp_error_set(&r->error, TK_EIO, e,
+			                     "read error at byte %llu: %s",
+			                     (unsigned long long)r->offset, strerror(e));
 		}
 	}
 	r->offset += *got;
@@ -447,9 +432,7 @@ reset_input(struct tk_reader *r)
 {
 	close_input(r);
 	clear_defs(r);
-	r->err = 0;
-	r->err_no = 0;
-	r->errmsg[0] = 0;
+	tkp_error_clear(&r->error);
 	r->offset = 0;
 	r->scope = 0;
 	r->skipped = 0;
@@ -494,7 +477,7 @@ tk_reader_open_fd(struct tk_reader *r, int fd, const char *name)
 		return TK_EINVAL;
 	reset_input(r);
 	if (set_name(r, name))
-		return r->err;
+		return r->error.code;
 	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
 		return nomem(r);
 	r->fd = fd;
@@ -509,7 +492,7 @@ tk_reader_open_range(struct tk_reader *r, int fd, uint64_t offset,
 		return TK_EINVAL;
 	reset_input(r);
 	if (set_name(r, name))
-		return r->err;
+		return r->error.code;
 	if (!r->ibuf && !(r->ibuf = malloc(IBUF_SIZE)))
 		return nomem(r);
 	r->fd = fd;
@@ -529,11 +512,11 @@ tk_reader_open_path(struct tk_reader *r, const char *path)
 		return tk_reader_open_fd(r, STDIN_FILENO, "(stdin)");
 	reset_input(r);
 	if (set_name(r, path))
-		return r->err;
+		return r->error.code;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		r->err_no = errno;
-		return fail(r, TK_EIO, "%s", strerror(errno));
+		int e = errno;
+		return tkp_error_set(&r->error, TK_EIO, e, "%s", strerror(e));
 	}
 	int rc = tk_reader_open_fd(r, fd, path);
 	r->own_fd = 1;
@@ -548,7 +531,7 @@ tk_reader_open_mem(struct tk_reader *r, const void *buf, size_t len,
 		return TK_EINVAL;
 	reset_input(r);
 	if (set_name(r, name))
-		return r->err;
+		return r->error.code;
 	static const uint8_t empty[1];
 	r->mem = buf ? buf : empty;
 	r->mem_len = len;
@@ -562,7 +545,7 @@ tk_reader_open_feed(struct tk_reader *r, const char *name)
 		return TK_EINVAL;
 	reset_input(r);
 	if (set_name(r, name))
-		return r->err;
+		return r->error.code;
 	r->feed = 1;
 	r->need_header = 1;
 	r->is_open = 1;
@@ -832,7 +815,7 @@ def_process(struct tk_reader *r, struct cursor *c)
 	struct tk_track *t = track_slot(r, id, TK_TRACK_PROCESS);
 	if (!t) {
 		free(argv);
-		return r->err;
+		return r->error.code;
 	}
 	free((void *)t->u.process.argv);
 	t->u.process = p;
@@ -851,7 +834,7 @@ def_thread(struct tk_reader *r, struct cursor *c)
 		return corrupt(r, "bad thread definition");
 	struct tk_track *t = track_slot(r, id, TK_TRACK_THREAD);
 	if (!t)
-		return r->err;
+		return r->error.code;
 	t->u.thread = th;
 	return add_pending(r, TK_REC_TRACK, t);
 }
@@ -870,7 +853,7 @@ def_stream(struct tk_reader *r, struct cursor *c)
 		return corrupt(r, "bad stream definition");
 	struct tk_track *t = track_slot(r, id, TK_TRACK_STREAM);
 	if (!t)
-		return r->err;
+		return r->error.code;
 	t->u.stream = s;
 	return add_pending(r, TK_REC_TRACK, t);
 }
@@ -888,7 +871,7 @@ def_counter(struct tk_reader *r, struct cursor *c)
 		return corrupt(r, "bad counter definition");
 	struct tk_track *t = track_slot(r, id, TK_TRACK_COUNTER);
 	if (!t)
-		return r->err;
+		return r->error.code;
 	t->u.counter = k;
 	return add_pending(r, TK_REC_TRACK, t);
 }
@@ -1923,8 +1906,8 @@ next_unit(struct tk_reader *r, int *scope)
 static int
 check_ready(struct tk_reader *r)
 {
-	if (r->err)
-		return r->err;
+	if (r->error.code)
+		return r->error.code;
 	if (!r->is_open)
 		return fail(r, TK_EINVAL, "reader is not open");
 	return TK_OK;
@@ -1985,7 +1968,7 @@ TK_PUBLIC int
 tk_reader_next_event(struct tk_reader *r, const struct tk_event **ev)
 {
 	/* the common case: the next event of a decoded chunk */
-	if (r && !r->err && r->pending_pos >= r->npending && r->ev_pos < r->nev &&
+	if (r && !r->error.code && r->pending_pos >= r->npending && r->ev_pos < r->nev &&
 	    !r->attrs_pending && r->kinds[r->ev_pos] <= TK_KIND_MAX) {
 		fill_event(r, r->ev_pos++);
 		*ev = &r->ev;
@@ -2007,7 +1990,7 @@ uint32_t
 tkp_reader_take_events(struct tk_reader *r, void *out, size_t stride,
                        uint32_t max)
 {
-	if (r->err || r->pending_pos < r->npending || r->ev_pos >= r->nev)
+	if (r->error.code || r->pending_pos < r->npending || r->ev_pos >= r->nev)
 		return 0;
 	if (r->attrs_pending && decode_attrs(r)) {
 		r->nev = 0; /* the error stays for tk_reader_next() */
@@ -2062,13 +2045,13 @@ tk_reader_name(const struct tk_reader *r)
 TK_PUBLIC const char *
 tk_reader_error(const struct tk_reader *r)
 {
-	return r && r->errmsg[0] ? r->errmsg : "no error";
+	return r ? tkp_error_msg(&r->error) : "no error";
 }
 
 TK_PUBLIC int
 tk_reader_errno(const struct tk_reader *r)
 {
-	return r ? r->err_no : 0;
+	return r ? r->error.errnum : 0;
 }
 
 TK_PUBLIC uint64_t

@@ -282,6 +282,43 @@ tkp_field_set_str(struct tk_event *ev, const struct tkp_attr *a, const char *s)
 	memcpy((char *)&ev->u + (a->str_off - TKP_UNION_OFF), &s, sizeof(s));
 }
 
+/* ---- Errors ---------------------------------------------------------------- */
+
+/* The last error of a handle (reader, writer, merge): one line of text,
+ * its TK_E* code and the errno that caused it (0 when none did). */
+struct tkp_error {
+	int code;                /* 0 while the handle is usable */
+	int errnum;
+	char msg[512];
+};
+
+/* Record a failure: the handle is unusable from then on, and its first
+ * failure is the one it reports (later calls change nothing).  Returns
+ * the code recorded. */
+TKP_HIDDEN int tkp_error_set(struct tkp_error *e, int code, int errnum,
+                             const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Record a rejected call: message and errno, but the handle stays
+ * usable (code stays 0); ignored after a failure.  Returns `code`. */
+TKP_HIDDEN int tkp_error_reject(struct tkp_error *e, int code, int errnum,
+                                const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static inline void
+tkp_error_clear(struct tkp_error *e)
+{
+	e->code = 0;
+	e->errnum = 0;
+	e->msg[0] = 0;
+}
+
+/* The message for tk_*_error(). */
+static inline const char *
+tkp_error_msg(const struct tkp_error *e)
+{
+	return e->msg[0] ? e->msg : "no error";
+}
+
 /* ---- Misc ------------------------------------------------------------------ */
 
 TKP_HIDDEN uint32_t tkp_crc32(uint32_t crc, const void *p, size_t n);

@@ -9,7 +9,9 @@
  *
  * Conventions:
  *  - Functions return TK_OK (0), TK_EOF (1) or a negative TK_E* code.
- *    The handle keeps a one-line message: tk_reader_error().
+ *    The handle keeps a one-line message: tk_reader_error(), and the
+ *    errno of a failed system call: tk_reader_errno().  Its first
+ *    failure is the one it keeps.
  *  - Times are int64 nanoseconds.  Recorders use CLOCK_REALTIME, so
  *    traces of different processes and hosts share one time axis.
  *  - Pointers returned by a reader are borrowed: valid until the next
@@ -793,6 +795,10 @@ struct tk_merge_stats {
 TK_PUBLIC void tk_merge_stats(const struct tk_merge *m,
                               struct tk_merge_stats *s);
 TK_PUBLIC const char *tk_merge_error(const struct tk_merge *m);
+/* errno of the failure: ENOMEM, EINVAL for a bad call, the errno of the
+ * failed read or write (of an input, a temporary file, or the output:
+ * then tk_writer_errno() of the output says the same); 0 if none. */
+TK_PUBLIC int tk_merge_errno(const struct tk_merge *m);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Small pieces the reader and writer share. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -29,6 +31,43 @@ tk_strerror(int code)
 	case TK_EINVAL: return "invalid argument";
 	}
 	return "unknown error";
+}
+
+/* One setter for the three kinds of handle, so that they keep their
+ * errors by one rule: the first failure stays; a rejected call is told
+ * until the next one, and does not hide a failure. */
+static void
+error_vset(struct tkp_error *e, int code, int errnum, const char *fmt,
+           va_list ap)
+{
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	e->code = code;
+	e->errnum = errnum;
+}
+
+int
+tkp_error_set(struct tkp_error *e, int code, int errnum, const char *fmt, ...)
+{
+	if (e->code)
+		return e->code;
+	va_list ap;
+	va_start(ap, fmt);
+	error_vset(e, code, errnum, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int
+tkp_error_reject(struct tkp_error *e, int code, int errnum, const char *fmt,
+                 ...)
+{
+	if (e->code)
+		return code;
+	va_list ap;
+	va_start(ap, fmt);
+	error_vset(e, 0, errnum, fmt, ap);
+	va_end(ap);
+	return code;
 }
 
 int

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -64,9 +63,7 @@ struct tk_writer {
 	char *name;
 	struct tk_writer_options opt;
 	int open;
-	int err;
-	int err_no;
-	char errmsg[256];
+	struct tkp_error error;  /* failures are sticky, rejected calls not */
 	uint64_t header_bytes;   /* put before the chunks: the header */
 	uint64_t events;
 	struct tkp_sealer sealer; /* zeroed (idle) until the first open */
@@ -132,33 +129,13 @@ struct tk_writer {
 	uint32_t *ptracks;       /* and their tracks */
 };
 
-static int fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int
-fail(struct tk_writer *w, int code, int err_no, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
-	va_end(ap);
-	w->err = code;
-	w->err_no = err_no;
-	return code;
-}
+/* A failure: the writer is unusable until reopened. */
+#define fail(w, code, errnum, ...) \
+	tkp_error_set(&(w)->error, (code), (errnum), __VA_ARGS__)
 
 /* A bad call: say why, but the writer stays usable. */
-static int reject(struct tk_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int
-reject(struct tk_writer *w, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(w->errmsg, sizeof(w->errmsg), fmt, ap);
-	va_end(ap);
-	w->err_no = EINVAL;
-	return TK_EINVAL;
-}
+#define reject(w, ...) \
+	tkp_error_reject(&(w)->error, TK_EINVAL, EINVAL, __VA_ARGS__)
 
 static int
 nomem(struct tk_writer *w)
@@ -308,6 +285,7 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 		return TK_EINVAL;
 	if (w->open)
 		tk_writer_close(w);
+	tkp_error_clear(&w->error);
 	close_fd(w);
 	free(w->name);
 	w->name = strdup(name ? name : "(output)");
@@ -327,8 +305,6 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 	w->fd = fd;
 	w->sink = NULL;
 	w->sink_arg = NULL;
-	w->err = 0;
-	w->errmsg[0] = 0;
 	w->header_bytes = 0;
 	w->events = 0;
 	w->watermark = INT64_MIN;
@@ -350,9 +326,12 @@ tk_writer_open_path(struct tk_writer *w, const char *path,
 		return TK_EINVAL;
 	if (strcmp(path, "-") == 0)
 		return tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", opts);
+	tkp_error_clear(&w->error);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return fail(w, TK_EIO, errno, "%s", strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+		return fail(w, TK_EIO, e, "%s", strerror(e));
+	}
 	int rc = tk_writer_open_fd(w, fd, path, opts);
 	w->own_fd = 1;
 	if (rc != TK_OK)
@@ -365,9 +344,9 @@ tk_writer_open_path(struct tk_writer *w, const char *path,
 static int
 check_open(struct tk_writer *w)
 {
-	if (!w->open && !w->err)
+	if (!w->open && !w->error.code)
 		return fail(w, TK_EINVAL, EINVAL, "writer is not open");
-	return w->err;
+	return w->error.code;
 }
 
 /* Append a definition record (type, length, body) to the chunk. */
@@ -445,7 +424,7 @@ static int
 str_id(struct tk_writer *w, const char *s, uint32_t *id)
 {
 	*id = tk_writer_cstring(w, s);
-	return *id ? TK_OK : (w->err ? w->err : TK_EINVAL);
+	return *id ? TK_OK : (w->error.code ? w->error.code : TK_EINVAL);
 }
 
 /* A new track (id 0) or a redefinition; `process` is the track id of
@@ -636,13 +615,13 @@ tk_writer_meta(struct tk_writer *w, const char *key, const char *value)
 	if (!w || !key)
 		return TK_EINVAL;
 	if (str_id(w, key, &k) || str_id(w, value, &v))
-		return w->err ? w->err : TK_EINVAL;
+		return w->error.code ? w->error.code : TK_EINVAL;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
 	PUT(k);
 	PUT(v);
 	if (put_def(w, TKP_DEF_META, b))
-		return w->err;
+		return w->error.code;
 	return maybe_seal(w);
 oom:
 	return nomem(w);
@@ -656,14 +635,14 @@ tk_writer_category(struct tk_writer *w, const char *domain, uint32_t category,
 	if (!w)
 		return TK_EINVAL;
 	if (str_id(w, domain, &d) || str_id(w, name, &n))
-		return w->err ? w->err : TK_EINVAL;
+		return w->error.code ? w->error.code : TK_EINVAL;
 	struct tkp_buf *b = &w->scratch;
 	b->len = 0;
 	PUT(d);
 	PUT(category);
 	PUT(n);
 	if (put_def(w, TKP_DEF_CATEGORY, b))
-		return w->err;
+		return w->error.code;
 	return maybe_seal(w);
 oom:
 	return nomem(w);
@@ -743,7 +722,7 @@ static inline int
 col_append(struct tk_writer *w, struct column *c, uint64_t v)
 {
 	if (c->n == c->cap && col_grow(w, c, c->n + 1))
-		return w->err;
+		return w->error.code;
 	if (c->n) { /* the range put_planes needs, while v is at hand */
 		c->lo = v < c->lo ? v : c->lo;
 		c->hi = v > c->hi ? v : c->hi;
@@ -809,7 +788,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	if (!w || !ev)
 		return TK_EINVAL;
 	if (check_open(w))
-		return w->err;
+		return w->error.code;
 	unsigned kind = ev->kind;
 	if (kind < 1 || kind > TK_KIND_MAX)
 		return reject(w, "unknown event kind %u", kind);
@@ -828,7 +807,7 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	uint32_t name = ev->name_id;
 	if (!name && ev->name && ev->name[0] && !w->opt.raw_ids &&
 	    !(name = intern_string(w, ev->name, strlen(ev->name))))
-		return w->err ? w->err : TK_EINVAL; /* a rejected string */
+		return w->error.code ? w->error.code : TK_EINVAL; /* a rejected string */
 	const struct tkp_kind_schema *ks = &tkp_schema[kind];
 	struct per_kind *pk = &w->per_kind[kind];
 	uint32_t j = w->kind_count[kind];
@@ -858,13 +837,13 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 		uint32_t id = (uint32_t)tkp_field_get(ev, a);
 		const char *s = tkp_field_str(ev, a);
 		if (!id && s && s[0] && !(id = intern_string(w, s, strlen(s))))
-			return w->err ? w->err : TK_EINVAL;
+			return w->error.code ? w->error.code : TK_EINVAL;
 		memcpy(attrs + (a->off - TKP_UNION_OFF), &id, 4);
 	}
 
 	uint32_t track = ev->track;
 	if (track >= w->pred_cap && grow_pred(w, track))
-		return w->err;
+		return w->error.code;
 	int64_t pred;
 	if (w->nev == 0) {
 		pred = 0;
@@ -891,9 +870,9 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	               tkp_zigzag((int64_t)((uint64_t)ev->ts - (uint64_t)pred))) ||
 	    col_append(w, &c[TKP_COL_DUR], (uint64_t)ev->dur) ||
 	    col_append(w, &c[TKP_COL_NAME], name))
-		return w->err;
+		return w->error.code;
 	if (col_put_bytes(w, &pk->args, ev->args, ev->args ? ev->args_len : 0))
-		return w->err;
+		return w->error.code;
 
 	w->kind_count[kind]++;
 	if (w->nev > 0 && ev->ts < w->prev_ts)
@@ -1035,7 +1014,7 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 				k->static_smem, k->dynamic_smem, k->registers,
 			};
 			uint32_t id = config_id(w, cfg);
-			if (w->err)
+			if (w->error.code)
 				return -1;
 			KEEP(j, id);
 		}
@@ -1363,7 +1342,7 @@ build_payload(struct tk_writer *w, struct tkp_buf **buf, const uint8_t **raw,
 			uint64_t lo, hi;
 			int any = gather(w, ks, a, &stored, n, &lo, &hi);
 			if (any < 0)
-				return w->err;
+				return w->error.code;
 			if (any && put_planes(cb, k, a->attr, pk->scratch, n, lo, hi) < 0)
 				return nomem(w);
 		}
@@ -1464,7 +1443,7 @@ tk_writer_flush(struct tk_writer *w)
 	if (!w)
 		return TK_EINVAL;
 	if (check_open(w))
-		return w->err;
+		return w->error.code;
 	int rc = seal_chunk(w, 0, 1);
 	return rc ? rc : wait_sealed(w);
 }
@@ -1474,7 +1453,7 @@ tk_writer_close(struct tk_writer *w)
 {
 	if (!w)
 		return TK_EINVAL;
-	int rc = w->err;
+	int rc = w->error.code;
 	if (w->open && !rc)
 		rc = seal_chunk(w, TK_CHUNK_END, 0);
 	/* every chunk put before the descriptor closes, even after an error */
@@ -1493,13 +1472,13 @@ tk_writer_close(struct tk_writer *w)
 TK_PUBLIC const char *
 tk_writer_error(const struct tk_writer *w)
 {
-	return w && w->errmsg[0] ? w->errmsg : "no error";
+	return w ? tkp_error_msg(&w->error) : "no error";
 }
 
 TK_PUBLIC int
 tk_writer_errno(const struct tk_writer *w)
 {
-	return w ? w->err_no : 0;
+	return w ? w->error.errnum : 0;
 }
 
 void

@@ -2,6 +2,11 @@
 /*
  * trace-dump: list the events of traces, one per line, for people (text)
  * or programs (--csv, --json); --info summarises a trace instead.
+ *
+ * The attributes of each kind are read through the library's schema
+ * (tk_kind_field_named(), tk_event_correlation()): where a field is, its
+ * type and how its values are named are the library's to say; each
+ * format says which fields it shows, in what order and under what name.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -122,36 +127,139 @@ payload_text(char *buf, size_t n, const struct tk_range_attrs *a)
 	}
 }
 
+/* ---- the fields of a kind, through the library's schema ------------------- */
+
+/* Where a field is, its type and how its values are named come from the
+ * library (tk_kind_field_named()); each format below only chooses which
+ * fields it shows, in what order and under which names. */
+static const struct tk_field *
+field(const struct tk_event *e, const char *name)
+{
+	const struct tk_field *f = tk_kind_field_named(e->kind, name);
+	if (!f)
+		cmd_die(EXIT_USAGE, "internal error: %s events have no field %s",
+		        tk_kind_name(e->kind), name);
+	return f;
+}
+
+/* An optional field holding 0 or "": the format leaves it out. */
+static int
+field_none(const struct tk_event *e, const struct tk_field *f)
+{
+	if (!(f->flags & TK_FIELD_OPTIONAL))
+		return 0;
+	if (f->type == TK_FIELD_STRING)
+		return !*tk_field_string(e, f);
+	for (unsigned i = 0; i < f->count; i++)
+		if (tk_field_value(e, f, i).u)
+			return 0;
+	return 1;
+}
+
+/* v in decimal at p (room for 20 bytes): printf would be most of the
+ * time of a dump.  Returns the bytes written. */
+static size_t
+put_u64(char *p, uint64_t v)
+{
+	char t[20];
+	size_t n = 0;
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
+
+/* A field as text: the string, the name of an enumeration's value, a
+ * number (%.17g for doubles), or the values of an array joined by 'x'
+ * (a grid of 4x1x1).  `buf` has room for 48 bytes at least. */
+static const char *
+field_text(char *buf, size_t n, const struct tk_event *e,
+           const struct tk_field *f)
+{
+	if (f->type == TK_FIELD_STRING)
+		return tk_field_string(e, f);
+	if (f->value_name)
+		return f->value_name((unsigned)tk_field_value(e, f, 0).u);
+	size_t at = 0;
+	for (unsigned i = 0; i < f->count && at + 24 < n; i++) {
+		union tk_value v = tk_field_value(e, f, i);
+		if (i)
+			buf[at++] = 'x';
+		switch (f->type) {
+		case TK_FIELD_I32:
+		case TK_FIELD_I64:
+			if (v.i < 0) {
+				buf[at++] = '-';
+				at += put_u64(buf + at, (uint64_t)0 - (uint64_t)v.i);
+			} else {
+				at += put_u64(buf + at, (uint64_t)v.i);
+			}
+			break;
+		case TK_FIELD_F64:
+			at += (size_t)snprintf(buf + at, n - at, "%.17g", v.d);
+			break;
+		default:
+			at += put_u64(buf + at, v.u);
+			break;
+		}
+	}
+	buf[at < n ? at : n - 1] = 0;
+	return buf;
+}
+
 /* ---- text ------------------------------------------------------------------ */
 
+/* " key=value" of field `name` (key NULL: the field's own name), unless
+ * it is optional and none. */
 static void
-text_range(FILE *f, const struct tk_range_attrs *a)
+text_field(FILE *f, const struct tk_event *e, const char *name, const char *key)
 {
 	char b[64];
-	if (*a->domain)
-		fprintf(f, " domain=%s", a->domain);
-	if (a->category)
-		fprintf(f, " category=%u", a->category);
+	const struct tk_field *fd = field(e, name);
+	if (field_none(e, fd))
+		return;
+	putc(' ', f);
+	fputs(key ? key : fd->name, f);
+	putc('=', f);
+	fputs(field_text(b, sizeof(b), e, fd), f);
+}
+
+/* " value" of field `name`: what the text shows without a key. */
+static void
+text_value(FILE *f, const struct tk_event *e, const char *name)
+{
+	char b[64];
+	putc(' ', f);
+	fputs(field_text(b, sizeof(b), e, field(e, name)), f);
+}
+
+static void
+text_range(FILE *f, const struct tk_event *e)
+{
+	const struct tk_range_attrs *a = &e->u.range;
+	char b[64];
+	text_field(f, e, "domain", NULL);
+	text_field(f, e, "category", NULL);
 	if (a->color)
 		fprintf(f, " color=#%08x", a->color);
 	if (a->payload_type) {
 		payload_text(b, sizeof(b), a);
 		fprintf(f, " payload=%s", b);
 	}
-	if (a->id)
-		fprintf(f, " id=%" PRIu64, a->id);
-	if (a->end_track)
-		fprintf(f, " end_track=%u", a->end_track);
+	text_field(f, e, "id", NULL);
+	text_field(f, e, "end_track", NULL);
 }
 
 static void
-text_kernel(FILE *f, const struct tk_kernel_attrs *k)
+text_kernel(FILE *f, const struct tk_event *e)
 {
-	fprintf(f, " grid=%ux%ux%u block=%ux%ux%u", k->grid[0], k->grid[1],
-	        k->grid[2], k->block[0], k->block[1], k->block[2]);
-	if (k->cluster[0] || k->cluster[1] || k->cluster[2])
-		fprintf(f, " cluster=%ux%ux%u", k->cluster[0], k->cluster[1],
-		        k->cluster[2]);
+	const struct tk_kernel_attrs *k = &e->u.kernel;
+	text_field(f, e, "grid", NULL);
+	text_field(f, e, "block", NULL);
+	text_field(f, e, "cluster", NULL);
 	fprintf(f, " regs=%u smem=%u+%u", k->registers, k->static_smem,
 	        k->dynamic_smem);
 	if (k->graph_id)
@@ -159,11 +267,14 @@ text_kernel(FILE *f, const struct tk_kernel_attrs *k)
 }
 
 static void
-text_memcpy(FILE *f, const struct tk_memcpy_attrs *m)
+text_memcpy(FILE *f, const struct tk_event *e)
 {
-	fprintf(f, " %s %s->%s bytes=%" PRIu64, tk_copy_kind_name(m->copy_kind),
-	        tk_mem_kind_name(m->src_kind), tk_mem_kind_name(m->dst_kind),
-	        m->bytes);
+	const struct tk_memcpy_attrs *m = &e->u.memcpy;
+	char b[64];
+	text_value(f, e, "copy_kind");
+	text_value(f, e, "src_kind");
+	fprintf(f, "->%s", field_text(b, sizeof(b), e, field(e, "dst_kind")));
+	text_field(f, e, "bytes", NULL);
 	if (m->copy_kind == TK_COPY_PTOP)
 		fprintf(f, " devices=%u->%u", m->src_device, m->dst_device);
 	if (m->flags & TK_FLAG_ASYNC)
@@ -171,87 +282,95 @@ text_memcpy(FILE *f, const struct tk_memcpy_attrs *m)
 }
 
 static void
-text_process(FILE *f, const struct tk_process_attrs *p)
+text_memory(FILE *f, const struct tk_event *e)
 {
+	fprintf(f, " %s", e->u.memory.op == TK_MEM_FREE ? "free" : "alloc");
+	text_value(f, e, "mem_kind");
+	fprintf(f, " addr=0x%" PRIx64, e->u.memory.address);
+	text_field(f, e, "bytes", NULL);
+}
+
+static void
+text_process(FILE *f, const struct tk_event *e)
+{
+	const struct tk_process_attrs *p = &e->u.process;
 	char b[64];
 	fprintf(f, " %s", exit_desc(b, sizeof(b), p->exit, p->exit_code,
 	        p->signal));
 	fprintf(f, " user=%s", cmd_fmt_duration(b, sizeof(b), p->utime));
-	fprintf(f, " sys=%s maxrss=%" PRIu64 " minflt=%" PRIu64
-	        " majflt=%" PRIu64 " nvcsw=%" PRIu64 " nivcsw=%" PRIu64,
-	        cmd_fmt_duration(b, sizeof(b), p->stime), p->max_rss,
-	        p->minflt, p->majflt, p->nvcsw, p->nivcsw);
+	fprintf(f, " sys=%s", cmd_fmt_duration(b, sizeof(b), p->stime));
+	text_field(f, e, "max_rss", "maxrss");
+	text_field(f, e, "minflt", NULL);
+	text_field(f, e, "majflt", NULL);
+	text_field(f, e, "nvcsw", NULL);
+	text_field(f, e, "nivcsw", NULL);
 }
 
 static void
 text_attrs(FILE *f, const struct tk_event *e)
 {
 	char b[64];
-	uint64_t corr = tk_event_correlation(e);
 	switch (e->kind) {
 	case TK_RANGE:
 	case TK_ASYNC_RANGE:
 	case TK_MARK:
-		text_range(f, &e->u.range);
+		text_range(f, e);
 		break;
 	case TK_API:
-		fprintf(f, " %s", tk_api_domain_name(e->u.api.domain));
-		if (e->u.api.cbid)
-			fprintf(f, " cbid=%u", e->u.api.cbid);
+		text_value(f, e, "domain");
+		text_field(f, e, "cbid", NULL);
 		if (e->u.api.result)
 			fprintf(f, " result=%d", e->u.api.result);
 		break;
 	case TK_KERNEL:
-		text_kernel(f, &e->u.kernel);
+		text_kernel(f, e);
 		break;
 	case TK_MEMCPY:
-		text_memcpy(f, &e->u.memcpy);
+		text_memcpy(f, e);
 		break;
 	case TK_MEMSET:
-		fprintf(f, " %s bytes=%" PRIu64 " value=%u",
-		        tk_mem_kind_name(e->u.memset.mem_kind), e->u.memset.bytes,
-		        e->u.memset.value);
+		text_value(f, e, "mem_kind");
+		text_field(f, e, "bytes", NULL);
+		text_field(f, e, "value", NULL);
 		break;
 	case TK_SYNC:
-		fprintf(f, " %s", tk_sync_type_name(e->u.sync.type));
+		text_value(f, e, "type");
 		break;
 	case TK_OVERHEAD:
-		fprintf(f, " type=%u", e->u.overhead.type);
+		text_field(f, e, "type", NULL);
 		break;
 	case TK_COUNTER:
-		fprintf(f, " value=%.17g", e->u.counter.value);
+		text_field(f, e, "value", NULL);
 		if (e->trk->type == TK_TRACK_COUNTER && *e->trk->u.counter.unit)
 			fprintf(f, " %s", e->trk->u.counter.unit);
 		break;
 	case TK_MEMORY:
-		fprintf(f, " %s %s addr=0x%" PRIx64 " bytes=%" PRIu64,
-		        e->u.memory.op == TK_MEM_FREE ? "free" : "alloc",
-		        tk_mem_kind_name(e->u.memory.mem_kind), e->u.memory.address,
-		        e->u.memory.bytes);
+		text_memory(f, e);
 		break;
 	case TK_PROCESS:
-		text_process(f, &e->u.process);
+		text_process(f, e);
 		break;
 	case TK_RUN:
-		fprintf(f, " run=%u %s", e->u.run.index, exit_desc(b, sizeof(b),
-		        e->u.run.exit, e->u.run.exit_code, e->u.run.signal));
+		text_field(f, e, "index", "run");
+		fprintf(f, " %s", exit_desc(b, sizeof(b), e->u.run.exit,
+		        e->u.run.exit_code, e->u.run.signal));
 		break;
 	case TK_DROPPED:
-		fprintf(f, " count=%" PRIu64 " reason=%s", e->u.dropped.count,
-		        e->u.dropped.reason);
+		text_field(f, e, "count", NULL);
+		text_field(f, e, "reason", NULL);
 		break;
 	case TK_FLOW:
-		fprintf(f, " id=%" PRIu64 " phase=%s", e->u.flow.id,
-		        e->u.flow.phase == TK_FLOW_START ? "start"
+		text_field(f, e, "id", NULL);
+		fprintf(f, " phase=%s", e->u.flow.phase == TK_FLOW_START ? "start"
 		        : e->u.flow.phase == TK_FLOW_END ? "end" : "step");
-		if (*e->u.flow.category)
-			fprintf(f, " category=%s", e->u.flow.category);
+		text_field(f, e, "category", NULL);
 		break;
 	}
+	uint64_t corr = tk_event_correlation(e);
 	if (corr)
 		fprintf(f, " corr=%" PRIu64, corr);
-	if (e->kind == TK_KERNEL && *e->u.kernel.mangled)
-		fprintf(f, " mangled=%s", e->u.kernel.mangled);
+	if (e->kind == TK_KERNEL)
+		text_field(f, e, "mangled", NULL);
 	if (e->args)
 		fprintf(f, " args=%.*s", (int)e->args_len, e->args);
 }
@@ -279,14 +398,72 @@ text_event(const struct tk_reader *r, const struct tk_event *e, int64_t origin)
 
 /* ---- CSV ------------------------------------------------------------------- */
 
-static const char *const csv_columns[] = {
+enum csv_col {
+	COL_KIND, COL_TS, COL_DUR, COL_NAME, COL_PID, COL_TID, COL_THREAD,
+	COL_DEVICE, COL_STREAM, COL_CORRELATION, COL_GRID, COL_BLOCK,
+	COL_REGISTERS, COL_SHARED_STATIC, COL_SHARED_DYNAMIC, COL_BYTES,
+	COL_COPY_KIND, COL_SRC_KIND, COL_DST_KIND, COL_VALUE, COL_DOMAIN,
+	COL_CATEGORY, COL_PAYLOAD, COL_EXIT_CODE, COL_SIGNAL, COL_COUNT,
+	COL_DETAIL, COL_ARGS, NCSV
+};
+
+static const char *const csv_columns[NCSV] = {
 	"kind", "ts", "dur", "name", "pid", "tid", "thread", "device", "stream",
 	"correlation", "grid", "block", "registers", "shared_static",
 	"shared_dynamic", "bytes", "copy_kind", "src_kind", "dst_kind", "value",
 	"domain", "category", "payload", "exit_code", "signal", "count",
 	"detail", "args",
 };
-#define NCSV (sizeof(csv_columns) / sizeof(csv_columns[0]))
+
+/* The column of each field a kind shows (ranges, async ranges and marks
+ * as TK_RANGE); the text is field_text()'s, empty for an optional field
+ * that is none. */
+static const struct csv_map {
+	uint8_t kind;
+	uint8_t col;
+	const char *field;
+} csv_map[] = {
+	{ TK_RANGE, COL_DOMAIN, "domain" },
+	{ TK_RANGE, COL_CATEGORY, "category" },
+	{ TK_API, COL_DETAIL, "domain" },
+	{ TK_KERNEL, COL_GRID, "grid" },
+	{ TK_KERNEL, COL_BLOCK, "block" },
+	{ TK_KERNEL, COL_REGISTERS, "registers" },
+	{ TK_KERNEL, COL_SHARED_STATIC, "static_smem" },
+	{ TK_KERNEL, COL_SHARED_DYNAMIC, "dynamic_smem" },
+	{ TK_KERNEL, COL_DETAIL, "mangled" },
+	{ TK_MEMCPY, COL_BYTES, "bytes" },
+	{ TK_MEMCPY, COL_COPY_KIND, "copy_kind" },
+	{ TK_MEMCPY, COL_SRC_KIND, "src_kind" },
+	{ TK_MEMCPY, COL_DST_KIND, "dst_kind" },
+	{ TK_MEMSET, COL_BYTES, "bytes" },
+	{ TK_MEMSET, COL_SRC_KIND, "mem_kind" },
+	{ TK_SYNC, COL_DETAIL, "type" },
+	{ TK_COUNTER, COL_VALUE, "value" },
+	{ TK_MEMORY, COL_BYTES, "bytes" },
+	{ TK_MEMORY, COL_SRC_KIND, "mem_kind" },
+	{ TK_RUN, COL_COUNT, "index" },
+	{ TK_DROPPED, COL_COUNT, "count" },
+	{ TK_DROPPED, COL_DETAIL, "reason" },
+	{ TK_FLOW, COL_COUNT, "id" },
+	{ TK_FLOW, COL_DOMAIN, "category" },
+};
+
+/* One row being made: each column's text, NULL for empty. */
+struct csv_line {
+	char num[NCSV][48];
+	char *fld[NCSV];
+};
+
+static void
+csv_put(struct csv_line *l, enum csv_col col, const struct tk_event *e,
+        const char *name)
+{
+	const struct tk_field *f = field(e, name);
+	if (!field_none(e, f))
+		l->fld[col] = (char *)field_text(l->num[col], sizeof(l->num[col]),
+		                                 e, f);
+}
 
 static void
 csv_field(FILE *f, const char *s, size_t len, int first)
@@ -310,97 +487,62 @@ csv_row(char *fields[NCSV])
 	fputc('\n', stdout);
 }
 
+/* The columns of the event's own attributes. */
 static void
-csv_event(const struct tk_reader *r, const struct tk_event *e)
+csv_attrs(struct csv_line *l, const struct tk_event *e)
 {
-	char num[NCSV][48];
-	char *fld[NCSV] = { 0 };
-	struct where w = locate(r, e->trk);
-#define SETF(i, ...) (snprintf(num[i], sizeof(num[i]), __VA_ARGS__), fld[i] = num[i])
-	fld[0] = (char *)tk_kind_name(e->kind);
-	SETF(1, "%" PRId64, e->ts);
-	SETF(2, "%" PRId64, e->dur);
-	fld[3] = (char *)e->name;
-	if (w.pid >= 0) SETF(4, "%" PRId64, w.pid);
-	if (w.tid >= 0) SETF(5, "%" PRId64, w.tid);
-	fld[6] = (char *)w.thread;
-	if (w.device >= 0) SETF(7, "%" PRId64, w.device);
-	if (w.stream >= 0) SETF(8, "%" PRId64, w.stream);
-	uint64_t corr = tk_event_correlation(e);
-	if (corr) SETF(9, "%" PRIu64, corr);
-	switch (e->kind) {
-	case TK_KERNEL: {
-		const struct tk_kernel_attrs *k = &e->u.kernel;
-		SETF(10, "%ux%ux%u", k->grid[0], k->grid[1], k->grid[2]);
-		SETF(11, "%ux%ux%u", k->block[0], k->block[1], k->block[2]);
-		SETF(12, "%u", k->registers);
-		SETF(13, "%u", k->static_smem);
-		SETF(14, "%u", k->dynamic_smem);
-		fld[26] = (char *)k->mangled;
-		break;
-	}
-	case TK_MEMCPY:
-		SETF(15, "%" PRIu64, e->u.memcpy.bytes);
-		fld[16] = (char *)tk_copy_kind_name(e->u.memcpy.copy_kind);
-		fld[17] = (char *)tk_mem_kind_name(e->u.memcpy.src_kind);
-		fld[18] = (char *)tk_mem_kind_name(e->u.memcpy.dst_kind);
-		break;
-	case TK_MEMSET:
-		SETF(15, "%" PRIu64, e->u.memset.bytes);
-		fld[17] = (char *)tk_mem_kind_name(e->u.memset.mem_kind);
+	unsigned kind = is_range(e->kind) ? TK_RANGE : e->kind;
+	for (size_t i = 0; i < sizeof(csv_map) / sizeof(csv_map[0]); i++)
+		if (csv_map[i].kind == kind)
+			csv_put(l, csv_map[i].col, e, csv_map[i].field);
+	switch (kind) {
+	case TK_RANGE:
+		payload_text(l->num[COL_PAYLOAD], sizeof(l->num[COL_PAYLOAD]),
+		             &e->u.range);
+		l->fld[COL_PAYLOAD] = l->num[COL_PAYLOAD];
 		break;
 	case TK_MEMORY:
-		SETF(15, "%" PRIu64, e->u.memory.bytes);
-		fld[17] = (char *)tk_mem_kind_name(e->u.memory.mem_kind);
-		fld[26] = e->u.memory.op == TK_MEM_FREE ? "free" : "alloc";
-		break;
-	case TK_COUNTER:
-		SETF(19, "%.17g", e->u.counter.value);
-		break;
-	case TK_API:
-		fld[26] = (char *)tk_api_domain_name(e->u.api.domain);
-		break;
-	case TK_SYNC:
-		fld[26] = (char *)tk_sync_type_name(e->u.sync.type);
+		l->fld[COL_DETAIL] = e->u.memory.op == TK_MEM_FREE ? "free" : "alloc";
 		break;
 	case TK_PROCESS:
 	case TK_RUN: {
-		unsigned how = e->kind == TK_RUN ? e->u.run.exit : e->u.process.exit;
+		uint64_t how = tk_field_value(e, field(e, "exit"), 0).u;
 		if (how == TK_EXIT_NORMAL)
-			SETF(23, "%d", e->kind == TK_RUN ? e->u.run.exit_code
-			                                 : e->u.process.exit_code);
+			csv_put(l, COL_EXIT_CODE, e, "exit_code");
 		if (how == TK_EXIT_SIGNAL)
-			SETF(24, "%u", e->kind == TK_RUN ? e->u.run.signal
-			                                 : e->u.process.signal);
-		if (e->kind == TK_RUN)
-			SETF(25, "%u", e->u.run.index);
+			csv_put(l, COL_SIGNAL, e, "signal");
 		break;
 	}
-	case TK_DROPPED:
-		SETF(25, "%" PRIu64, e->u.dropped.count);
-		fld[26] = (char *)e->u.dropped.reason;
-		break;
-	case TK_FLOW:
-		SETF(25, "%" PRIu64, e->u.flow.id);
-		fld[20] = (char *)e->u.flow.category;
-		break;
-	default:
-		if (is_range(e->kind)) {
-			fld[20] = (char *)e->u.range.domain;
-			if (e->u.range.category)
-				SETF(21, "%u", e->u.range.category);
-			payload_text(num[22], sizeof(num[22]), &e->u.range);
-			fld[22] = num[22];
-		}
-		break;
 	}
+}
+
+static void
+csv_event(const struct tk_reader *r, const struct tk_event *e)
+{
+	struct csv_line l;
+	memset(l.fld, 0, sizeof(l.fld));
+	struct where w = locate(r, e->trk);
+#define SETF(i, ...) (snprintf(l.num[i], sizeof(l.num[i]), __VA_ARGS__), \
+                      l.fld[i] = l.num[i])
+	l.fld[COL_KIND] = (char *)tk_kind_name(e->kind);
+	SETF(COL_TS, "%" PRId64, e->ts);
+	SETF(COL_DUR, "%" PRId64, e->dur);
+	l.fld[COL_NAME] = (char *)e->name;
+	if (w.pid >= 0) SETF(COL_PID, "%" PRId64, w.pid);
+	if (w.tid >= 0) SETF(COL_TID, "%" PRId64, w.tid);
+	l.fld[COL_THREAD] = (char *)w.thread;
+	if (w.device >= 0) SETF(COL_DEVICE, "%" PRId64, w.device);
+	if (w.stream >= 0) SETF(COL_STREAM, "%" PRId64, w.stream);
+	uint64_t corr = tk_event_correlation(e);
+	if (corr) SETF(COL_CORRELATION, "%" PRIu64, corr);
 #undef SETF
+	csv_attrs(&l, e);
 	char *args = NULL;
 	if (e->args) {
 		args = strndup(e->args, e->args_len);
-		fld[27] = args;
+		l.fld[COL_ARGS] = args;
 	}
-	csv_row(fld);
+	csv_row(l.fld);
 	free(args);
 }
 
@@ -420,72 +562,113 @@ jcstr(const char *s)
 	return jstr(s, strlen(s));
 }
 
+/* A field as JSON: a string, the name of an enumeration's value, a
+ * number, or an array of numbers (a grid). */
 static json_t *
-jdims(const uint32_t v[3])
+field_json(const struct tk_event *e, const struct tk_field *f)
 {
-	return json_pack("[III]", (json_int_t)v[0], (json_int_t)v[1],
-	                 (json_int_t)v[2]);
+	if (f->type == TK_FIELD_STRING)
+		return jcstr(tk_field_string(e, f));
+	if (f->value_name)
+		return json_string(f->value_name((unsigned)tk_field_value(e, f, 0).u));
+	if (f->count > 1) {
+		json_t *a = json_array();
+		for (unsigned i = 0; i < f->count; i++)
+			json_array_append_new(a, json_integer(
+				(json_int_t)tk_field_value(e, f, i).u));
+		return a;
+	}
+	union tk_value v = tk_field_value(e, f, 0);
+	switch (f->type) {
+	case TK_FIELD_I32:
+	case TK_FIELD_I64:
+		return json_integer(v.i);
+	case TK_FIELD_F64:
+		return json_real(v.d);
+	default:
+		return json_integer((json_int_t)v.u);
+	}
+}
+
+/* Field `name` into `o` under `key` (NULL: the field's own name), unless
+ * it is optional and none. */
+static void
+json_field(json_t *o, const struct tk_event *e, const char *name,
+           const char *key)
+{
+	const struct tk_field *f = field(e, name);
+	if (!field_none(e, f))
+		json_object_set_new(o, key ? key : f->name, field_json(e, f));
 }
 
 static void
-json_range(json_t *o, const struct tk_range_attrs *a)
+json_range(json_t *o, const struct tk_event *e)
 {
-	if (*a->domain) json_object_set_new(o, "domain", jcstr(a->domain));
-	if (a->category) json_object_set_new(o, "category", json_integer(a->category));
-	if (a->color) json_object_set_new(o, "color", json_integer(a->color));
+	const struct tk_range_attrs *a = &e->u.range;
+	json_field(o, e, "domain", NULL);
+	json_field(o, e, "category", NULL);
+	json_field(o, e, "color", NULL);
 	if (a->payload_type == TK_PAYLOAD_DOUBLE)
 		json_object_set_new(o, "payload", json_real(a->payload.d));
 	else if (a->payload_type == TK_PAYLOAD_INT)
 		json_object_set_new(o, "payload", json_integer(a->payload.i));
 	else if (a->payload_type == TK_PAYLOAD_UINT)
 		json_object_set_new(o, "payload", json_integer((json_int_t)a->payload.u));
-	if (a->id) json_object_set_new(o, "id", json_integer((json_int_t)a->id));
+	json_field(o, e, "id", NULL);
 }
 
 static void
-json_kernel(json_t *o, const struct tk_kernel_attrs *k)
+json_kernel(json_t *o, const struct tk_event *e)
 {
-	json_object_set_new(o, "grid", jdims(k->grid));
-	json_object_set_new(o, "block", jdims(k->block));
-	if (k->cluster[0]) json_object_set_new(o, "cluster", jdims(k->cluster));
-	json_object_set_new(o, "registers", json_integer(k->registers));
-	json_object_set_new(o, "shared_static", json_integer(k->static_smem));
-	json_object_set_new(o, "shared_dynamic", json_integer(k->dynamic_smem));
-	if (k->graph_id) {
-		json_object_set_new(o, "graph", json_integer(k->graph_id));
-		json_object_set_new(o, "graph_node", json_integer((json_int_t)k->graph_node));
+	json_field(o, e, "grid", NULL);
+	json_field(o, e, "block", NULL);
+	if (e->u.kernel.cluster[0])
+		json_field(o, e, "cluster", NULL);
+	json_field(o, e, "registers", NULL);
+	json_field(o, e, "static_smem", "shared_static");
+	json_field(o, e, "dynamic_smem", "shared_dynamic");
+	if (e->u.kernel.graph_id) {
+		json_field(o, e, "graph_id", "graph");
+		json_field(o, e, "graph_node", NULL);
 	}
-	if (*k->mangled) json_object_set_new(o, "mangled", jcstr(k->mangled));
+	json_field(o, e, "mangled", NULL);
 }
 
 static void
-json_memcpy(json_t *o, const struct tk_memcpy_attrs *m)
+json_memcpy(json_t *o, const struct tk_event *e)
 {
-	json_object_set_new(o, "bytes", json_integer((json_int_t)m->bytes));
-	json_object_set_new(o, "copy_kind", json_string(tk_copy_kind_name(m->copy_kind)));
-	json_object_set_new(o, "src_kind", json_string(tk_mem_kind_name(m->src_kind)));
-	json_object_set_new(o, "dst_kind", json_string(tk_mem_kind_name(m->dst_kind)));
+	const struct tk_memcpy_attrs *m = &e->u.memcpy;
+	json_field(o, e, "bytes", NULL);
+	json_field(o, e, "copy_kind", NULL);
+	json_field(o, e, "src_kind", NULL);
+	json_field(o, e, "dst_kind", NULL);
 	if (m->copy_kind == TK_COPY_PTOP) {
-		json_object_set_new(o, "src_device", json_integer(m->src_device));
-		json_object_set_new(o, "dst_device", json_integer(m->dst_device));
+		json_field(o, e, "src_device", NULL);
+		json_field(o, e, "dst_device", NULL);
 	}
 	json_object_set_new(o, "async", json_boolean(m->flags & TK_FLAG_ASYNC));
 }
 
+/* How a process or a run ended: its exit code or its signal. */
 static void
-json_process(json_t *o, const struct tk_process_attrs *p)
+json_exit(json_t *o, const struct tk_event *e)
 {
-	if (p->exit == TK_EXIT_NORMAL)
-		json_object_set_new(o, "exit_code", json_integer(p->exit_code));
-	if (p->exit == TK_EXIT_SIGNAL)
-		json_object_set_new(o, "signal", json_integer(p->signal));
-	json_object_set_new(o, "utime", json_integer(p->utime));
-	json_object_set_new(o, "stime", json_integer(p->stime));
-	json_object_set_new(o, "max_rss", json_integer((json_int_t)p->max_rss));
-	json_object_set_new(o, "minflt", json_integer((json_int_t)p->minflt));
-	json_object_set_new(o, "majflt", json_integer((json_int_t)p->majflt));
-	json_object_set_new(o, "nvcsw", json_integer((json_int_t)p->nvcsw));
-	json_object_set_new(o, "nivcsw", json_integer((json_int_t)p->nivcsw));
+	uint64_t how = tk_field_value(e, field(e, "exit"), 0).u;
+	if (how == TK_EXIT_NORMAL)
+		json_field(o, e, "exit_code", NULL);
+	if (how == TK_EXIT_SIGNAL)
+		json_field(o, e, "signal", NULL);
+}
+
+static void
+json_process(json_t *o, const struct tk_event *e)
+{
+	static const char *const usage[] = {
+		"utime", "stime", "max_rss", "minflt", "majflt", "nvcsw", "nivcsw",
+	};
+	json_exit(o, e);
+	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++)
+		json_field(o, e, usage[i], NULL);
 }
 
 /* The attributes of the event's kind into `o`. */
@@ -496,60 +679,57 @@ json_attrs(json_t *o, const struct tk_event *e)
 	case TK_RANGE:
 	case TK_ASYNC_RANGE:
 	case TK_MARK:
-		json_range(o, &e->u.range);
+		json_range(o, e);
 		break;
 	case TK_API:
-		json_object_set_new(o, "api", json_string(tk_api_domain_name(e->u.api.domain)));
-		json_object_set_new(o, "result", json_integer(e->u.api.result));
-		if (e->u.api.cbid) json_object_set_new(o, "cbid", json_integer(e->u.api.cbid));
+		json_field(o, e, "domain", "api");
+		json_field(o, e, "result", NULL);
+		json_field(o, e, "cbid", NULL);
 		break;
 	case TK_KERNEL:
-		json_kernel(o, &e->u.kernel);
+		json_kernel(o, e);
 		break;
 	case TK_MEMCPY:
-		json_memcpy(o, &e->u.memcpy);
+		json_memcpy(o, e);
 		break;
 	case TK_MEMSET:
-		json_object_set_new(o, "bytes", json_integer((json_int_t)e->u.memset.bytes));
-		json_object_set_new(o, "mem_kind", json_string(tk_mem_kind_name(e->u.memset.mem_kind)));
-		json_object_set_new(o, "value", json_integer(e->u.memset.value));
+		json_field(o, e, "bytes", NULL);
+		json_field(o, e, "mem_kind", NULL);
+		json_field(o, e, "value", NULL);
 		break;
 	case TK_SYNC:
-		json_object_set_new(o, "sync", json_string(tk_sync_type_name(e->u.sync.type)));
+		json_field(o, e, "type", "sync");
 		break;
 	case TK_OVERHEAD:
-		json_object_set_new(o, "overhead", json_integer(e->u.overhead.type));
+		json_field(o, e, "type", "overhead");
 		break;
 	case TK_COUNTER:
-		json_object_set_new(o, "value", json_real(e->u.counter.value));
+		json_field(o, e, "value", NULL);
 		if (e->trk->type == TK_TRACK_COUNTER)
 			json_object_set_new(o, "unit", jcstr(e->trk->u.counter.unit));
 		break;
 	case TK_MEMORY:
-		json_object_set_new(o, "op", json_string(e->u.memory.op == TK_MEM_FREE ? "free" : "alloc"));
-		json_object_set_new(o, "address", json_integer((json_int_t)e->u.memory.address));
-		json_object_set_new(o, "bytes", json_integer((json_int_t)e->u.memory.bytes));
-		json_object_set_new(o, "mem_kind", json_string(tk_mem_kind_name(e->u.memory.mem_kind)));
+		json_object_set_new(o, "op", json_string(
+			e->u.memory.op == TK_MEM_FREE ? "free" : "alloc"));
+		json_field(o, e, "address", NULL);
+		json_field(o, e, "bytes", NULL);
+		json_field(o, e, "mem_kind", NULL);
 		break;
 	case TK_PROCESS:
-		json_process(o, &e->u.process);
+		json_process(o, e);
 		break;
 	case TK_RUN:
-		json_object_set_new(o, "run", json_integer(e->u.run.index));
-		if (e->u.run.exit == TK_EXIT_NORMAL)
-			json_object_set_new(o, "exit_code", json_integer(e->u.run.exit_code));
-		if (e->u.run.exit == TK_EXIT_SIGNAL)
-			json_object_set_new(o, "signal", json_integer(e->u.run.signal));
+		json_field(o, e, "index", "run");
+		json_exit(o, e);
 		break;
 	case TK_DROPPED:
-		json_object_set_new(o, "count", json_integer((json_int_t)e->u.dropped.count));
-		json_object_set_new(o, "reason", jcstr(e->u.dropped.reason));
+		json_field(o, e, "count", NULL);
+		json_field(o, e, "reason", NULL);
 		break;
 	case TK_FLOW:
-		json_object_set_new(o, "id", json_integer((json_int_t)e->u.flow.id));
-		json_object_set_new(o, "phase", json_integer(e->u.flow.phase));
-		if (*e->u.flow.category)
-			json_object_set_new(o, "category", jcstr(e->u.flow.category));
+		json_field(o, e, "id", NULL);
+		json_field(o, e, "phase", NULL);
+		json_field(o, e, "category", NULL);
 		break;
 	}
 }

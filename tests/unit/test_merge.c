@@ -5,6 +5,9 @@
  * order, with definitions deduplicated by identity; spills, labels,
  * offsets, concatenated inputs, bad inputs and live (feed) inputs.
  */
+#include <errno.h>
+#include <signal.h>
+
 #include "helpers.h"
 #include "tap.h"
 
@@ -452,6 +455,55 @@ TEST(bad_input)
 	mem_free(&in[1]);
 }
 
+/* tk_merge_errno(): 0 for a damaged input (no system call failed),
+ * ENOMEM, EINVAL for a bad call, and the output writer's errno when the
+ * output fails (the merge's message then starts with "output: "). */
+TEST(merge_errno)
+{
+	struct mem_trace in[2];
+	struct gen g = { "h", 1, 0, 4000, 1, 11 };
+	gen_trace(&in[0], &g);
+	gen_trace(&in[1], &g);
+	in[1].len /= 2;
+	CHECK_EQ_INT(tk_merge_errno(NULL), 0);
+
+	struct mem_trace out;
+	struct tk_writer *w = mem_open(&out, NULL);
+	struct tk_merge *mg = tk_merge_new(w, NULL);
+	CHECK_EQ_INT(tk_merge_errno(mg), 0);
+	CHECK(strcmp(tk_merge_error(mg), "no error") == 0);
+	CHECK(tk_merge_add(mg, reader_on(&in[1], "bad"), NULL, 0) == 0);
+	CHECK_EQ_INT(tk_merge_run(mg), TK_ETRUNC);
+	CHECK_EQ_INT(tk_merge_errno(mg), 0);
+	CHECK(strncmp(tk_merge_error(mg), "bad: truncated", 14) == 0);
+	tk_merge_free(mg);
+	mem_finish(&out, 0);
+	mem_free(&out);
+
+	/* the output is a pipe whose reader has gone */
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	signal(SIGPIPE, SIG_IGN);
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	wo.chunk_bytes = 1024; /* chunks go out during the merge */
+	w = tk_writer_new();
+	CHECK_EQ_INT(tk_writer_open_fd(w, fds[1], "pipe", &wo), TK_OK);
+	close(fds[0]);
+	mg = tk_merge_new(w, NULL);
+	CHECK(tk_merge_add(mg, reader_on(&in[0], "good"), NULL, 0) == 0);
+	CHECK_EQ_INT(tk_merge_run(mg), TK_EIO);
+	CHECK_EQ_INT(tk_writer_errno(w), EPIPE);
+	CHECK_EQ_INT(tk_merge_errno(mg), EPIPE);
+	CHECK(strncmp(tk_merge_error(mg), "output: ", 8) == 0);
+	CHECK(strcmp(tk_merge_error(mg) + 8, tk_writer_error(w)) == 0);
+	tk_merge_free(mg);
+	tk_writer_free(w);
+	close(fds[1]);
+	signal(SIGPIPE, SIG_DFL);
+	mem_free(&in[0]);
+	mem_free(&in[1]);
+}
+
 /* Live inputs: bytes arrive in pieces; what no input can precede any
  * more is written at each step; the end result is complete and sorted. */
 TEST(live_feed)
@@ -890,6 +942,7 @@ int
 main(void)
 {
 	RUN(sorted_inputs_interleave);
+	RUN(merge_errno);
 	RUN(unsorted_inputs_spill);
 	RUN(many_spills_stay_few_open);
 	RUN(identical_processes_deduplicated);
