@@ -586,18 +586,19 @@ feed_ready(const struct tk_reader *r)
 	size_t avail = r->fbuf.len - r->fpos;
 	if (avail < 16)
 		return 0;
-	if (memcmp(p, TKP_MAGIC, 8) == 0) {
-		uint32_t hs = tkp_get32(p + 12);
-		return hs > TKP_HEADER_MAX || avail >= hs;
+	if (tkp_is_file_magic(p, 8)) {
+		struct tkp_file_header fh;
+		tkp_file_header_decode(p, 16, &fh);
+		return fh.size > TKP_HEADER_MAX || avail >= fh.size;
 	}
-	if (memcmp(p, TKP_CHUNK_MAGIC, 4) == 0) {
-		uint32_t hs = tkp_get32(p + 4);
-		if (hs < 16 || hs > TKP_HEADER_MAX)
+	if (tkp_is_chunk_magic(p)) {
+		struct tkp_chunk_header ch;
+		tkp_chunk_header_decode(p, 16, &ch);
+		if (ch.size < 16 || ch.size > TKP_HEADER_MAX)
 			return 1;
-		uint32_t stored = tkp_get32(p + 12);
-		if (stored > TKP_CHUNK_STORED_MAX)
+		if (ch.stored > TKP_CHUNK_STORED_MAX)
 			return 1;
-		return avail >= (size_t)hs + stored;
+		return avail >= (size_t)ch.size + ch.stored;
 	}
 	return 1;
 }
@@ -635,48 +636,49 @@ read_header(struct tk_reader *r, const uint8_t *first4, size_t have)
 	size_t got;
 	if (have)
 		memcpy(h, first4, have);
-	int rc = input_read(r, h + have, 16 - have, &got);
+	int rc = input_read(r, h + have, TKP_HEADER_PREFIX - have, &got);
 	if (rc)
 		return rc;
 	got += have;
 	if (got == 0 && r->scope == 0)
 		return fail(r, TK_EFORMAT, "empty input (not a trace)");
-	if (memcmp(h, TKP_MAGIC, got < 8 ? got : 8) != 0)
+	if (!tkp_is_file_magic(h, got))
 		return fail(r, TK_EFORMAT, "not a tracekit trace (bad magic at byte %llu)",
 		            (unsigned long long)at);
-	if (got < 16)
+	if (got < TKP_HEADER_PREFIX)
 		return fail(r, TK_ETRUNC, "truncated header at byte %llu",
 		            (unsigned long long)at);
-	unsigned major = tkp_get16(h + 8), minor = tkp_get16(h + 10);
-	uint32_t size = tkp_get32(h + 12);
-	if (size < TKP_HEADER_SIZE || size > TKP_HEADER_MAX)
+	struct tkp_file_header fh;
+	tkp_file_header_decode(h, TKP_HEADER_PREFIX, &fh);
+	if (!tkp_file_header_size_ok(fh.size))
 		return fail(r, TK_ECORRUPT, "corrupt header at byte %llu (size %u)",
-		            (unsigned long long)at, size);
-	rc = input_read(r, h + 16, size - 16, &got);
+		            (unsigned long long)at, fh.size);
+	rc = input_read(r, h + TKP_HEADER_PREFIX, fh.size - TKP_HEADER_PREFIX, &got);
 	if (rc)
 		return rc;
-	if (got < size - 16)
+	if (got < fh.size - TKP_HEADER_PREFIX)
 		return fail(r, TK_ETRUNC, "truncated header at byte %llu",
 		            (unsigned long long)at);
+	tkp_file_header_decode(h, fh.size, &fh);
 	/* every version ends its header with a CRC32 of the rest, so a
 	 * damaged version number is told apart from a newer one */
-	if (!check_crc(h, size - 4, tkp_get32(h + size - 4), 0, NULL))
+	if (!check_crc(h, fh.size - 4, fh.crc, 0, NULL))
 		return fail(r, TK_ECORRUPT,
 		            "corrupt header at byte %llu (checksum mismatch)",
 		            (unsigned long long)at);
-	if (major != TK_FORMAT_MAJOR)
+	if (fh.major != TK_FORMAT_MAJOR)
 		return fail(r, TK_EVERSION,
 		            "unsupported format version %u.%u at byte %llu "
 		            "(this reader reads %u.x)",
-		            major, minor, (unsigned long long)at, TK_FORMAT_MAJOR);
-	uint64_t incompat = tkp_get64(h + 16);
-	if (incompat)
+		            fh.major, fh.minor, (unsigned long long)at,
+		            TK_FORMAT_MAJOR);
+	if (fh.incompat)
 		return fail(r, TK_EVERSION,
 		            "unsupported format features 0x%llx at byte %llu",
-		            (unsigned long long)incompat, (unsigned long long)at);
+		            (unsigned long long)fh.incompat, (unsigned long long)at);
 	clear_defs(r);
-	r->major = major;
-	r->minor = minor;
+	r->major = fh.major;
+	r->minor = fh.minor;
 	r->scope++;
 	r->ended = 0;
 	r->last_chunk_end = r->offset;
@@ -1737,8 +1739,10 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	if (got < 4)
 		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
 		            (unsigned long long)at);
-	uint32_t hsize = tkp_get32(h + 4);
-	if (hsize < TKP_CHUNK_HEADER_SIZE || hsize > TKP_HEADER_MAX)
+	struct tkp_chunk_header ch;
+	tkp_chunk_header_decode(h, 8, &ch);
+	uint32_t hsize = ch.size;
+	if (!tkp_chunk_header_size_ok(hsize))
 		return corrupt(r, "bad header size");
 	rc = input_read(r, h + 8, hsize - 8, &got);
 	if (rc)
@@ -1746,12 +1750,9 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	if (got < hsize - 8)
 		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
 		            (unsigned long long)at);
-	uint32_t flags = tkp_get32(h + 8);
-	uint32_t stored = tkp_get32(h + 12);
-	uint32_t raw = tkp_get32(h + 16);
-	uint32_t nev = tkp_get32(h + 20);
-	if (stored > TKP_CHUNK_STORED_MAX || raw > TKP_CHUNK_RAW_MAX ||
-	    nev > raw || (!(flags & TK_CHUNK_DEFLATE) && stored != raw))
+	tkp_chunk_header_decode(h, hsize, &ch);
+	uint32_t flags = ch.flags, stored = ch.stored, raw = ch.raw;
+	if (!tkp_chunk_header_sizes_ok(&ch))
 		return corrupt(r, "bad sizes");
 
 	const uint8_t *body = NULL;
@@ -1763,11 +1764,11 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 		            (unsigned long long)at);
 	uint32_t crc;
 	check_crc(h, hsize - 4, 0, 0, &crc);
-	if (!check_crc(body, stored, tkp_get32(h + hsize - 4), crc, NULL))
+	if (!check_crc(body, stored, ch.crc, crc, NULL))
 		return fail(r, TK_ECORRUPT,
 		            "corrupt chunk at byte %llu (checksum mismatch)",
 		            (unsigned long long)at);
-	if ((flags & TKP_CHUNK_INCOMPAT_MASK) & ~TKP_CHUNK_KNOWN)
+	if (tkp_chunk_flags_unknown(flags))
 		return fail(r, TK_EVERSION,
 		            "chunk at byte %llu uses unsupported features (flags 0x%x)",
 		            (unsigned long long)at, flags);
@@ -1787,11 +1788,11 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 
 	if (r->ended)
 		return corrupt(r, "chunk after the end of the trace");
-	r->chunk.events = nev;
+	r->chunk.events = ch.events;
 	r->chunk.flags = flags;
-	r->chunk.t_min = (int64_t)tkp_get64(h + 24);
-	r->chunk.t_max = (int64_t)tkp_get64(h + 32);
-	r->chunk.watermark = (int64_t)tkp_get64(h + 40);
+	r->chunk.t_min = ch.t_min;
+	r->chunk.t_max = ch.t_max;
+	r->chunk.watermark = ch.watermark;
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
 	r->attrs_pending = 0;
@@ -1803,7 +1804,7 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 		return corrupt(r, "bad definitions length");
 	if ((rc = parse_defs(r, p, p + defs_len)))
 		return rc;
-	r->nev = nev;
+	r->nev = ch.events;
 	if ((rc = decode_columns(r, p + defs_len, end))) {
 		r->nev = 0;
 		return rc;
@@ -1885,9 +1886,9 @@ next_unit(struct tk_reader *r, int *scope)
 	if (got < 4)
 		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
 		            (unsigned long long)(r->offset - got));
-	if (memcmp(magic, TKP_CHUNK_MAGIC, 4) == 0)
+	if (tkp_is_chunk_magic(magic))
 		return read_chunk(r, magic);
-	if (memcmp(magic, TKP_MAGIC, 4) == 0) {
+	if (tkp_is_file_magic(magic, 4)) {
 		if (!r->ended)
 			return fail(r, TK_ETRUNC,
 			            "truncated at byte %llu (a new trace starts "

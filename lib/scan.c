@@ -18,8 +18,6 @@
 
 #include "tk_private.h"
 
-#define CHUNK_FIELDS 48u /* the chunk header's bytes the scan reads */
-
 struct scan_state {
 	struct tk_scan *s;
 	size_t traces_cap, chunks_cap;
@@ -83,21 +81,24 @@ header_size(int fd, uint64_t at, int *err)
 {
 	uint8_t h[TKP_HEADER_MAX];
 	size_t got;
-	if ((*err = pread_full(fd, h, 16, at, &got)) || got < 16 ||
-	    memcmp(h, TKP_MAGIC, 8) != 0)
+	struct tkp_file_header fh;
+	if ((*err = pread_full(fd, h, TKP_HEADER_PREFIX, at, &got)) ||
+	    got < TKP_HEADER_PREFIX || !tkp_is_file_magic(h, 8))
 		return 0;
-	uint32_t size = tkp_get32(h + 12);
-	if (size < TKP_HEADER_SIZE || size > TKP_HEADER_MAX ||
-	    tkp_get16(h + 8) != TK_FORMAT_MAJOR)
+	tkp_file_header_decode(h, TKP_HEADER_PREFIX, &fh);
+	uint32_t size = fh.size;
+	if (!tkp_file_header_size_ok(size) || fh.major != TK_FORMAT_MAJOR)
 		return 0;
-	if ((*err = pread_full(fd, h + 16, size - 16, at + 16, &got)) ||
-	    got < size - 16)
+	if ((*err = pread_full(fd, h + TKP_HEADER_PREFIX, size - TKP_HEADER_PREFIX,
+	                       at + TKP_HEADER_PREFIX, &got)) ||
+	    got < size - TKP_HEADER_PREFIX)
 		return 0;
+	tkp_file_header_decode(h, size, &fh);
 #ifndef TK_FUZZING
-	if (tkp_crc32(0, h, size - 4) != tkp_get32(h + size - 4))
+	if (tkp_crc32(0, h, size - 4) != fh.crc)
 		return 0;
 #endif
-	if (tkp_get64(h + 16) != 0) /* features this library lacks */
+	if (fh.incompat != 0) /* features this library lacks */
 		return 0;
 	return size;
 }
@@ -119,11 +120,11 @@ tk_scan_fd(int fd, struct tk_scan **out)
 	int rc = TK_OK, ended = 1;
 	s->size = size;
 	while (at < size) {
-		uint8_t h[CHUNK_FIELDS];
+		uint8_t h[TKP_CHUNK_FIELDS];
 		size_t got;
 		if ((rc = pread_full(fd, h, 8, at, &got)))
 			break;
-		if (got == 8 && memcmp(h, TKP_MAGIC, 8) == 0) {
+		if (got == 8 && tkp_is_file_magic(h, 8)) {
 			/* a new trace (where a chunk could begin) */
 			uint32_t hs = header_size(fd, at, &rc);
 			if (!hs)
@@ -134,34 +135,31 @@ tk_scan_fd(int fd, struct tk_scan **out)
 			ended = 0;
 			continue;
 		}
-		if (!s->ntraces || ended || got < 4 ||
-		    memcmp(h, TKP_CHUNK_MAGIC, 4) != 0)
+		if (!s->ntraces || ended || got < 4 || !tkp_is_chunk_magic(h))
 			break;
-		if ((rc = pread_full(fd, h, CHUNK_FIELDS, at, &got)) ||
-		    got < CHUNK_FIELDS)
+		if ((rc = pread_full(fd, h, TKP_CHUNK_FIELDS, at, &got)) ||
+		    got < TKP_CHUNK_FIELDS)
 			break;
-		uint32_t hsize = tkp_get32(h + 4), flags = tkp_get32(h + 8);
-		uint32_t stored = tkp_get32(h + 12), raw = tkp_get32(h + 16);
-		uint32_t nev = tkp_get32(h + 20);
-		if (hsize < TKP_CHUNK_HEADER_SIZE || hsize > TKP_HEADER_MAX ||
-		    stored > TKP_CHUNK_STORED_MAX || raw > TKP_CHUNK_RAW_MAX ||
-		    nev > raw || (!(flags & TK_CHUNK_DEFLATE) && stored != raw) ||
-		    ((flags & TKP_CHUNK_INCOMPAT_MASK) & ~TKP_CHUNK_KNOWN))
+		struct tkp_chunk_header ch;
+		tkp_chunk_header_decode(h, TKP_CHUNK_FIELDS, &ch);
+		if (!tkp_chunk_header_size_ok(ch.size) ||
+		    !tkp_chunk_header_sizes_ok(&ch) ||
+		    tkp_chunk_flags_unknown(ch.flags))
 			break;
-		if ((uint64_t)hsize + stored > size - at)
+		if ((uint64_t)ch.size + ch.stored > size - at)
 			break; /* truncated: the reader stops here */
 		struct tk_scan_chunk c = {
 			.offset = at,
-			.flags = flags,
-			.events = nev,
-			.t_min = (int64_t)tkp_get64(h + 24),
-			.t_max = (int64_t)tkp_get64(h + 32),
-			.watermark = (int64_t)tkp_get64(h + 40),
+			.flags = ch.flags,
+			.events = ch.events,
+			.t_min = ch.t_min,
+			.t_max = ch.t_max,
+			.watermark = ch.watermark,
 		};
 		if ((rc = add_chunk(&st, &c)))
 			break;
-		at += (uint64_t)hsize + stored;
-		ended = (flags & TK_CHUNK_END) != 0;
+		at += (uint64_t)ch.size + ch.stored;
+		ended = (ch.flags & TK_CHUNK_END) != 0;
 	}
 	if (rc) {
 		tk_scan_free(s);

@@ -22,7 +22,7 @@
  * the bytes put. */
 static int
 seal_now(struct tkp_sealer *s, const uint8_t *raw, size_t raw_len,
-         const struct tkp_chunk_head *hd, size_t *put_bytes)
+         const struct tkp_chunk_header *hd, size_t *put_bytes)
 {
 	size_t bound = s->comp ? libdeflate_zlib_compress_bound(s->comp, raw_len)
 	                       : raw_len;
@@ -41,20 +41,13 @@ seal_now(struct tkp_sealer *s, const uint8_t *raw, size_t raw_len,
 		memcpy(body, raw, raw_len);
 		stored = raw_len;
 	}
-	memset(h, 0, TKP_CHUNK_HEADER_SIZE);
-	memcpy(h, TKP_CHUNK_MAGIC, 4);
-	tkp_le32(h + 4, TKP_CHUNK_HEADER_SIZE);
-	tkp_le32(h + 8, flags);
-	tkp_le32(h + 12, (uint32_t)stored);
-	tkp_le32(h + 16, (uint32_t)raw_len);
-	tkp_le32(h + 20, hd->nev);
-	tkp_le64(h + 24, (uint64_t)(hd->nev ? hd->t_min : 0));
-	tkp_le64(h + 32, (uint64_t)(hd->nev ? hd->t_max : 0));
-	tkp_le64(h + 40, (uint64_t)hd->watermark);
-	/* 48: reserved, zero */
-	uint32_t crc = tkp_crc32(0, h, 52);
-	crc = tkp_crc32(crc, body, stored);
-	tkp_le32(h + 52, crc);
+	struct tkp_chunk_header ch = *hd;
+	ch.flags = flags;
+	ch.stored = (uint32_t)stored;
+	ch.raw = (uint32_t)raw_len;
+	if (!ch.events)
+		ch.t_min = ch.t_max = 0;
+	tkp_chunk_header_encode(h, &ch, body);
 
 	size_t total = TKP_CHUNK_HEADER_SIZE + stored;
 	if (s->put(s->put_arg, h, total) < 0)
@@ -133,7 +126,7 @@ wait_idle(struct tkp_sealer *s)
 int
 tkp_sealer_seal(struct tkp_sealer *s, struct tkp_buf *buf,
                 const uint8_t *raw, size_t raw_len,
-                const struct tkp_chunk_head *head)
+                const struct tkp_chunk_header *head)
 {
 	if (!s->threaded) {
 		size_t n = 0;

@@ -15,13 +15,6 @@
 
 struct libdeflate_compressor;
 
-/* What a chunk header says besides its sizes and checksum. */
-struct tkp_chunk_head {
-	uint32_t flags;          /* all but TK_CHUNK_DEFLATE, which is decided here */
-	uint32_t nev;
-	int64_t t_min, t_max, watermark;
-};
-
 /* Where the framed bytes go: 0, or -1 with errno set. */
 typedef int (*tkp_put_fn)(void *arg, const void *p, size_t n);
 
@@ -44,7 +37,7 @@ struct tkp_sealer {
 	int err_no;              /* the first failed put, sticky */
 	struct tkp_buf held;     /* the posted chunk's payload, owned */
 	size_t raw_off, raw_len; /* where the payload lies in held */
-	struct tkp_chunk_head head;
+	struct tkp_chunk_header head;
 };
 
 /* Level 0 stores chunks.  With `threaded`, a thread is started (if that
@@ -52,14 +45,16 @@ struct tkp_sealer {
  * (TK_ENOMEM). */
 TKP_HIDDEN int tkp_sealer_init(struct tkp_sealer *s, int level, int threaded,
                                tkp_put_fn put, void *put_arg);
-/* Seal the payload raw[0..raw_len), which lies in *buf.  Threaded, *buf
+/* Seal the payload raw[0..raw_len), which lies in *buf, under a header
+ * that says what `head` does (its flags, events, times and watermark;
+ * the sizes and TK_CHUNK_DEFLATE are decided here).  Threaded, *buf
  * is taken for the background thread and replaced by a free buffer (the
  * one of the chunk before), after waiting for the chunk before to be
  * put.  0, or an errno value from a failed put (this chunk's or, when
  * threaded, an earlier one's). */
 TKP_HIDDEN int tkp_sealer_seal(struct tkp_sealer *s, struct tkp_buf *buf,
                                const uint8_t *raw, size_t raw_len,
-                               const struct tkp_chunk_head *head);
+                               const struct tkp_chunk_header *head);
 /* Wait until every sealed chunk is put: 0, or the errno of a failure. */
 TKP_HIDDEN int tkp_sealer_wait(struct tkp_sealer *s);
 /* Framed bytes put so far. */

@@ -31,6 +31,86 @@
 #define TKP_CHUNK_KNOWN (TK_CHUNK_DEFLATE | TK_CHUNK_SORTED | TK_CHUNK_END | \
                          TK_CHUNK_GROUPED | TK_CHUNK_ARGS_TEMPLATES)
 
+/* ---- File and chunk headers (header.c) ------------------------------------ */
+
+/* A file header: the first TKP_HEADER_PREFIX bytes (magic, versions,
+ * size) are the same in every version; the rest runs to `size`, which
+ * ends with the CRC32 of the bytes before it. */
+#define TKP_HEADER_PREFIX 16u
+struct tkp_file_header {
+	uint16_t major, minor;
+	uint32_t size;           /* bytes, the CRC included */
+	uint64_t incompat;       /* features a reader must know */
+	uint64_t compat;         /* features a reader may ignore */
+	uint32_t crc;            /* as stored */
+};
+
+/* A chunk header: magic, then the fields below in their first
+ * TKP_CHUNK_FIELDS bytes, a reserved word, and a CRC32 at size - 4 that
+ * also covers the stored payload. */
+#define TKP_CHUNK_FIELDS 48u
+struct tkp_chunk_header {
+	uint32_t size;           /* header bytes, the CRC included */
+	uint32_t flags;          /* TK_CHUNK_* */
+	uint32_t stored;         /* payload bytes as stored */
+	uint32_t raw;            /* payload bytes once inflated */
+	uint32_t events;
+	int64_t t_min, t_max;    /* of the chunk's events; 0 if none */
+	int64_t watermark;
+	uint32_t crc;            /* as stored */
+};
+
+/* Does p begin a file header (n bytes of it at hand, up to 8 compared),
+ * or a chunk (4 bytes)? */
+static inline int
+tkp_is_file_magic(const uint8_t *p, size_t n)
+{
+	return memcmp(p, TKP_MAGIC, n < 8 ? n : 8) == 0;
+}
+
+static inline int
+tkp_is_chunk_magic(const uint8_t *p)
+{
+	return memcmp(p, TKP_CHUNK_MAGIC, 4) == 0;
+}
+
+/* Header sizes a reader accepts. */
+static inline int
+tkp_file_header_size_ok(uint32_t size)
+{
+	return size >= TKP_HEADER_SIZE && size <= TKP_HEADER_MAX;
+}
+
+static inline int
+tkp_chunk_header_size_ok(uint32_t size)
+{
+	return size >= TKP_CHUNK_HEADER_SIZE && size <= TKP_HEADER_MAX;
+}
+
+/* Chunk flags that need a feature this library lacks. */
+static inline uint32_t
+tkp_chunk_flags_unknown(uint32_t flags)
+{
+	return (flags & TKP_CHUNK_INCOMPAT_MASK) & ~(uint32_t)TKP_CHUNK_KNOWN;
+}
+
+/* Decode the fields held by the first n bytes of p; the others are
+ * zero.  The magic is not checked. */
+TKP_HIDDEN void tkp_file_header_decode(const uint8_t *p, size_t n,
+                                       struct tkp_file_header *h);
+TKP_HIDDEN void tkp_chunk_header_decode(const uint8_t *p, size_t n,
+                                        struct tkp_chunk_header *h);
+/* Encode a header of this version (its size is ours, not h->size) with
+ * its CRC; a chunk's CRC also covers body[0 .. h->stored). */
+TKP_HIDDEN size_t tkp_file_header_encode(uint8_t p[TKP_HEADER_SIZE],
+                                         const struct tkp_file_header *h);
+TKP_HIDDEN void tkp_chunk_header_encode(uint8_t p[TKP_CHUNK_HEADER_SIZE],
+                                        const struct tkp_chunk_header *h,
+                                        const void *body);
+/* The stored and raw sizes and the event count are within the limits
+ * and agree with each other. */
+TKP_HIDDEN int tkp_chunk_header_sizes_ok(const struct tkp_chunk_header *h);
+
 /* Definition record types. */
 enum {
 	TKP_DEF_STRING = 1,

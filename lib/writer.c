@@ -263,13 +263,12 @@ put(void *arg, const void *p, size_t n)
 static int
 write_header(struct tk_writer *w)
 {
-	uint8_t h[TKP_HEADER_SIZE] = { 0 };
-	memcpy(h, TKP_MAGIC, 8);
-	tkp_le16(h + 8, TK_FORMAT_MAJOR);
-	tkp_le16(h + 10, TK_FORMAT_MINOR);
-	tkp_le32(h + 12, TKP_HEADER_SIZE);
-	/* 16: incompatible feature flags, 24: compatible flags: none yet */
-	tkp_le32(h + 32, tkp_crc32(0, h, 32));
+	/* no feature flags yet, compatible or not */
+	const struct tkp_file_header fh = {
+		.major = TK_FORMAT_MAJOR, .minor = TK_FORMAT_MINOR,
+	};
+	uint8_t h[TKP_HEADER_SIZE];
+	tkp_file_header_encode(h, &fh);
 	if (put(w, h, sizeof(h)) < 0)
 		return fail(w, TK_EIO, errno, "%s", strerror(errno));
 	w->header_bytes += sizeof(h);
@@ -1402,8 +1401,8 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 	if (raw_len > TKP_CHUNK_RAW_MAX)
 		return fail(w, TK_EINVAL, EINVAL, "chunk too large");
 
-	struct tkp_chunk_head head = {
-		.nev = w->nev, .t_min = w->t_min, .t_max = w->t_max,
+	struct tkp_chunk_header head = {
+		.events = w->nev, .t_min = w->t_min, .t_max = w->t_max,
 		.watermark = watermark,
 	};
 	if (w->nev > 0 && w->chunk_sorted)

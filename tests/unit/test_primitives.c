@@ -116,6 +116,83 @@ TEST(little_endian_fields)
 	CHECK(b[0] == 0xcd && tkp_get16(b) == 0xabcd);
 }
 
+/* The header codec against the bytes tracekit-format(5) lays out. */
+TEST(headers)
+{
+	struct tkp_file_header fh = { .major = 1, .minor = 1 }, fd;
+	uint8_t h[TKP_HEADER_SIZE];
+	CHECK_EQ_INT(tkp_file_header_encode(h, &fh), 36);
+	static const uint8_t want[32] = {
+		0x89, 'T', 'K', 'T', '\r', '\n', 0x1a, '\n', 1, 0, 1, 0, 36, 0, 0, 0,
+	};
+	CHECK(memcmp(h, want, 32) == 0);
+	CHECK(tkp_get32(h + 32) == (uint32_t)crc32(0, h, 32));
+	CHECK(tkp_is_file_magic(h, 8) && tkp_is_file_magic(h, 3) &&
+	      !tkp_is_chunk_magic(h));
+	tkp_file_header_decode(h, TKP_HEADER_PREFIX, &fd); /* the prefix only */
+	CHECK(fd.major == 1 && fd.minor == 1 && fd.size == 36 && fd.crc == 0);
+	fh.incompat = 0x0102030405060708ull;
+	fh.compat = 9;
+	tkp_file_header_encode(h, &fh);
+	tkp_file_header_decode(h, sizeof(h), &fd);
+	CHECK(fd.incompat == fh.incompat && fd.compat == 9 &&
+	      fd.crc == (uint32_t)crc32(0, h, 32));
+	CHECK(tkp_file_header_size_ok(36) && !tkp_file_header_size_ok(35) &&
+	      tkp_file_header_size_ok(TKP_HEADER_MAX) &&
+	      !tkp_file_header_size_ok(TKP_HEADER_MAX + 1));
+
+	const uint8_t body[5] = "abcde";
+	struct tkp_chunk_header ch = {
+		.flags = TK_CHUNK_SORTED | TK_CHUNK_END, .stored = 5, .raw = 5,
+		.events = 2, .t_min = -3, .t_max = 1ll << 40, .watermark = INT64_MAX,
+	}, cd;
+	uint8_t c[TKP_CHUNK_HEADER_SIZE];
+	tkp_chunk_header_encode(c, &ch, body);
+	CHECK(tkp_is_chunk_magic(c) && !tkp_is_file_magic(c, 4));
+	CHECK(tkp_get32(c + 4) == 56 && tkp_get32(c + 8) == ch.flags &&
+	      tkp_get32(c + 12) == 5 && tkp_get32(c + 16) == 5 &&
+	      tkp_get32(c + 20) == 2 && (int64_t)tkp_get64(c + 24) == -3 &&
+	      tkp_get64(c + 32) == 1ull << 40 &&
+	      tkp_get64(c + 40) == (uint64_t)INT64_MAX && tkp_get32(c + 48) == 0);
+	uint32_t crc = (uint32_t)crc32(crc32(0, c, 52), body, 5);
+	CHECK(tkp_get32(c + 52) == crc);
+	tkp_chunk_header_decode(c, sizeof(c), &cd);
+	CHECK(cd.size == 56 && cd.flags == ch.flags && cd.stored == 5 &&
+	      cd.raw == 5 && cd.events == 2 && cd.t_min == -3 &&
+	      cd.t_max == ch.t_max && cd.watermark == INT64_MAX && cd.crc == crc);
+	tkp_chunk_header_decode(c, 16, &cd); /* what a feed reader peeks at */
+	CHECK(cd.size == 56 && cd.stored == 5 && cd.raw == 0 && cd.crc == 0);
+	tkp_chunk_header_decode(c, TKP_CHUNK_FIELDS, &cd); /* the scan's */
+	CHECK(cd.events == 2 && cd.watermark == INT64_MAX && cd.crc == 0);
+	CHECK(tkp_chunk_header_sizes_ok(&ch));
+	ch.events = 6; /* more events than bytes */
+	CHECK(!tkp_chunk_header_sizes_ok(&ch));
+	ch.events = 2;
+	ch.stored = 4; /* stored, yet smaller */
+	CHECK(!tkp_chunk_header_sizes_ok(&ch));
+	ch.flags |= TK_CHUNK_DEFLATE;
+	CHECK(tkp_chunk_header_sizes_ok(&ch));
+	CHECK(!tkp_chunk_flags_unknown(ch.flags | 0x10000u));
+	CHECK(tkp_chunk_flags_unknown(0x8000u));
+}
+
+/* One error rule for every handle: the first failure stays; a rejected
+ * call is told but does not hide a failure. */
+TEST(errors)
+{
+	struct tkp_error e = { 0 };
+	CHECK(strcmp(tkp_error_msg(&e), "no error") == 0);
+	CHECK_EQ_INT(tkp_error_reject(&e, TK_EINVAL, 22, "bad %d", 1), TK_EINVAL);
+	CHECK(e.code == 0 && e.errnum == 22 && strcmp(e.msg, "bad 1") == 0);
+	CHECK_EQ_INT(tkp_error_set(&e, TK_EIO, 5, "io %s", "x"), TK_EIO);
+	CHECK(e.code == TK_EIO && e.errnum == 5 && strcmp(e.msg, "io x") == 0);
+	CHECK_EQ_INT(tkp_error_set(&e, TK_ENOMEM, 12, "later"), TK_EIO);
+	CHECK_EQ_INT(tkp_error_reject(&e, TK_EINVAL, 22, "later"), TK_EINVAL);
+	CHECK(e.code == TK_EIO && e.errnum == 5 && strcmp(e.msg, "io x") == 0);
+	tkp_error_clear(&e);
+	CHECK(e.code == 0 && e.errnum == 0 && strcmp(tkp_error_msg(&e), "no error") == 0);
+}
+
 TEST(buffers)
 {
 	struct tkp_buf b = { 0 };
@@ -200,6 +277,8 @@ main(void)
 	RUN(zigzag);
 	RUN(crc32_matches_zlib);
 	RUN(little_endian_fields);
+	RUN(headers);
+	RUN(errors);
 	RUN(buffers);
 	RUN(interning);
 	RUN(schema_string_attributes);
