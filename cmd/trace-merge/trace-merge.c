@@ -280,11 +280,14 @@ merge_items(const struct item *items, size_t n, struct tk_writer *w)
 	if (rc < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", tk_merge_error(m));
+		/* the merge stops at the output's failure with the writer's
+		 * errno, which no other failure leaves on the writer */
+		int out_failed = tk_merge_errno(m) && tk_writer_errno(w);
 		tk_merge_free(m);
 		if (st.bad_inputs && !mo.keep_going)
 			stop(); /* reported by on_warn */
-		if (strncmp(msg, "output: ", 8) == 0)
-			output_failed(w, msg + 8);
+		if (out_failed)
+			output_failed(w, tk_writer_error(w));
 		cmd_die(EXIT_USAGE, "%s", msg);
 	}
 	tk_merge_free(m);
