@@ -418,6 +418,30 @@ uninstall-inject:
 
 # ---- end of trace-record ----------------------------------------------------
 
+# ---- coverage and mutants (by hand; not part of check) ----------------------
+# make coverage: the tests of `make check` in their own tree (COV_O),
+# built at -O0 with --coverage (warnings not errors: -O0 changes what gcc
+# can prove), then line and branch coverage per folder
+# (gcovr, Debian package gcovr).  A failing test is shown by the run; the
+# table is printed anyway, and gcovr's summary kept in $(COV_O).
+# make mutate: tests/mutate/run (MUTATE_ARGS=..., see its --help), small
+# bugs put in lib/ and cmd/analysis/, each built in a worktree of HEAD,
+# and whether their tests notice.
+COV_O := build-cov
+MUTATE_ARGS ?=
+coverage:
+	$(Q)command -v gcovr >/dev/null || { echo 'coverage: gcovr not found (apt-get install gcovr)'; exit 2; }
+	$(Q)$(MAKE) --no-print-directory O=$(COV_O) CFLAGS='-O0 -g --coverage -Wno-error' \
+		LIB_CFLAGS= LDFLAGS=--coverage tests
+	$(Q)find $(COV_O) -name '*.gcda' -delete
+	-$(Q)O=$(COV_O) tests/run-tests.sh
+	$(Q)tests/tools/coverage-table $(COV_O) --json $(COV_O)/coverage.json
+
+mutate:
+	$(Q)tests/mutate/run $(MUTATE_ARGS)
+
+.PHONY: coverage mutate
+
 # ---- demo -------------------------------------------------------------------
 
 demo:
@@ -465,6 +489,8 @@ help:
 	@echo '  bench        run the benchmarks in tests/bench'
 	@echo '  fuzz, fuzz-smoke [FUZZ_TIME=s]   libFuzzer targets (clang)'
 	@echo '  lint-man     mandoc -Tlint on every man page'
+	@echo '  coverage     line and branch coverage of the tests per folder (O=build-cov)'
+	@echo '  mutate [MUTATE_ARGS=...]   mutants of lib/ and cmd/analysis/ (tests/mutate/run --help)'
 	@echo '  install, uninstall [PREFIX= DESTDIR=]'
 	@echo '  clean'
 	@echo 'Variables: O=build-dir V=1 CUDA_HOME=$(CUDA_HOME) SAN=...'
