@@ -18,7 +18,10 @@ fail(struct pf_out *o, int err)
 {
 	if (err == EPIPE)
 		exit(0);  /* the reader went away, as with `| head` */
-	cmd_warn("%s: %s", o->cur_path ? o->cur_path : "(stdout)", strerror(err));
+	cmd_warn("%s: write error: %s", o->cur_path ? o->cur_path : "(stdout)",
+	         strerror(err));
+	if (o->cur_path && o->regular)
+		unlink(o->cur_path);  /* no half-written file left behind */
 	exit(EXIT_USAGE);
 }
 
@@ -51,6 +54,8 @@ open_current(struct pf_out *o)
 	o->f = fopen(o->cur_path, "wb");
 	if (!o->f)
 		cmd_die(EXIT_USAGE, "%s: %s", o->cur_path, strerror(errno));
+	struct stat st;
+	o->regular = fstat(fileno(o->f), &st) == 0 && S_ISREG(st.st_mode);
 	o->files++;
 }
 

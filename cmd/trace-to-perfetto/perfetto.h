@@ -101,6 +101,7 @@ struct pf_out {
 	uint64_t bytes;          /* bytes in the current file */
 	uint64_t total;          /* bytes in all files */
 	unsigned files;
+	int regular;             /* the current file is a regular file */
 };
 
 /* Open the first file.  Dies with status 2 when it cannot, or when

@@ -187,7 +187,7 @@ write_unit(struct conv *C, uint32_t track, int64_t ts, const struct tk_event *e,
 			write_end_packet(C, end);
 		else {
 			pf_encode_event(&C->enc, &C->te, e, C->tr.t[track].uuid, type);
-			pf_seq_event(&C->seq, ts, &C->te, 1);
+			pf_seq_event(&C->seq, ts, &C->te, type != TE_COUNTER);
 		}
 		/* an end goes in the file of its begin: the room for it was
 		 * kept when the begin was written */
@@ -299,7 +299,8 @@ selected(struct conv *C, const struct tk_event *e)
 	int64_t end, rel, rel_end;
 	if (e->ts < 0 || __builtin_add_overflow(e->ts, e->dur, &end) ||
 	    __builtin_sub_overflow(e->ts, C->base, &rel) ||
-	    __builtin_sub_overflow(end, C->base, &rel_end)) {
+	    __builtin_sub_overflow(end, C->base, &rel_end) ||
+	    rel < -(INT64_C(1) << 62) || rel_end > (INT64_C(1) << 62)) {
 		C->bad_times++;
 		return 0;
 	}
