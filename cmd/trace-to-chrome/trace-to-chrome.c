@@ -58,9 +58,6 @@ struct conv {
 	struct tk_category *cats; /* NVTX category names of the scope */
 	size_t ncats, capcats;
 	uint64_t async_id;
-	const char *args_keys[32];/* our keys in the current event's args */
-	unsigned nkeys;
-	unsigned nargs;           /* all keys, imported ones too */
 	json_t *meta, *devices, *inputs, *errors;
 	/* counts for otherData */
 	uint64_t events_read, events_written, filtered, async_fallback;
@@ -119,48 +116,62 @@ sb_fixed2(struct sbuf *b, double v)
 	}
 }
 
-/* Keys of "args": start, one key, end.  The keys are remembered so that
- * imported args do not repeat them. */
+/* The "args" object of the event being written: opened, one key after
+ * another, closed.  Our keys are remembered so that imported args do not
+ * repeat them. */
+struct args {
+	struct sbuf *b;
+	size_t opened_at;
+	const char *keys[32];    /* our keys */
+	unsigned nkeys;
+	unsigned n;              /* all keys, imported ones too */
+};
+
 static void
-args_open(struct conv *cv, struct sbuf *b)
+args_open(struct args *a, struct sbuf *b)
 {
-	cv->nargs = cv->nkeys = 0;
+	a->b = b;
+	a->opened_at = b->len;
+	a->n = a->nkeys = 0;
 	sb_lit(b, "\"args\":{");
 }
 
 static void
-key(struct conv *cv, struct sbuf *b, const char *k)
+key(struct args *a, const char *k)
 {
-	if (cv->nargs)
+	struct sbuf *b = a->b;
+	if (a->n)
 		sb_ch(b, ',');
-	if (cv->nkeys < sizeof(cv->args_keys) / sizeof(cv->args_keys[0]))
-		cv->args_keys[cv->nkeys++] = k;
-	cv->nargs++;
+	if (a->nkeys < sizeof(a->keys) / sizeof(a->keys[0]))
+		a->keys[a->nkeys++] = k;
+	a->n++;
 	sb_ch(b, '"');
 	sb_mem(b, k, strlen(k));
 	sb_lit(b, "\":");
 }
 
 static void
-key_u64(struct conv *cv, struct sbuf *b, const char *k, uint64_t v)
+key_u64(struct args *a, const char *k, uint64_t v)
 {
-	key(cv, b, k);
-	sb_u64(b, v);
+	key(a, k);
+	sb_u64(a->b, v);
 }
 
 static void
-key_lit(struct conv *cv, struct sbuf *b, const char *k, const char *plain)
+key_lit(struct args *a, const char *k, const char *plain)
 {
-	key(cv, b, k);
+	struct sbuf *b = a->b;
+	key(a, k);
 	sb_ch(b, '"');
 	sb_mem(b, plain, strlen(plain));
 	sb_ch(b, '"');
 }
 
 static void
-key_dims(struct conv *cv, struct sbuf *b, const char *k, const uint32_t v[3])
+key_dims(struct args *a, const char *k, const uint32_t v[3])
 {
-	key(cv, b, k);
+	struct sbuf *b = a->b;
+	key(a, k);
 	sb_ch(b, '[');
 	sb_u64(b, v[0]);
 	sb_ch(b, ',');
@@ -171,10 +182,10 @@ key_dims(struct conv *cv, struct sbuf *b, const char *k, const uint32_t v[3])
 }
 
 static int
-key_seen(struct conv *cv, const char *k)
+key_seen(const struct args *a, const char *k)
 {
-	for (unsigned i = 0; i < cv->nkeys; i++)
-		if (strcmp(cv->args_keys[i], k) == 0)
+	for (unsigned i = 0; i < a->nkeys; i++)
+		if (strcmp(a->keys[i], k) == 0)
 			return 1;
 	return 0;
 }
@@ -183,48 +194,49 @@ key_seen(struct conv *cv, const char *k)
  * they are parsed and written again by jansson, so bad text cannot break
  * the output. */
 static void
-imported_args(struct conv *cv, struct sbuf *b, const struct tk_event *e)
+imported_args(struct args *a, const struct tk_event *e)
 {
+	struct sbuf *b = a->b;
 	if (!e->args || !e->args_len)
 		return;
 	size_t n;
 	const char *text = cmd_utf8(e->args, e->args_len, &n);
-	json_t *a = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-	if (!a || !json_is_object(a)) {
-		if (!key_seen(cv, "args")) {
-			key(cv, b, "args");
+	json_t *obj = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	if (!obj || !json_is_object(obj)) {
+		if (!key_seen(a, "args")) {
+			key(a, "args");
 			chrome_escape(b, e->args, e->args_len);
 		}
-		json_decref(a);
+		json_decref(obj);
 		return;
 	}
 	const char *k;
 	json_t *v;
-	json_object_foreach(a, k, v) {
-		if (key_seen(cv, k))
+	json_object_foreach(obj, k, v) {
+		if (key_seen(a, k))
 			continue;
 		char *dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!dump)
 			continue;
-		if (cv->nargs)
+		if (a->n)
 			sb_ch(b, ',');
-		cv->nargs++;
+		a->n++;
 		chrome_escape(b, k, strlen(k));
 		sb_ch(b, ':');
 		sb_mem(b, dump, strlen(dump));
 		free(dump);
 	}
-	json_decref(a);
+	json_decref(obj);
 }
 
 /* Close "args"; with no key at all, take the opening back. */
 static void
-args_close(struct conv *cv, struct sbuf *b, size_t opened_at)
+args_close(struct args *a)
 {
-	if (cv->nargs)
-		sb_ch(b, '}');
+	if (a->n)
+		sb_ch(a->b, '}');
 	else
-		b->len = opened_at;
+		a->b->len = a->opened_at;
 }
 
 /* ---- per-scope lookups ------------------------------------------------------ */
@@ -493,19 +505,29 @@ write_flow(struct conv *cv, const struct chrome_entry *e, const char *text)
 	cv->events_written++;
 }
 
-static void
-release(struct conv *cv, int64_t bound)
+/* Write the earliest waiting entry if it begins before `bound`; 0 when
+ * there is none. */
+static int
+release_one(struct conv *cv, int64_t bound)
 {
 	struct chrome_entry e;
 	const char *text;
-	while (chrome_reorder_pop(&cv->ro, bound, &e, &text)) {
-		if (e.cls == CE_SLICE)
-			write_slice(cv, &e, text);
-		else
-			write_flow(cv, &e, text);
-		chrome_reorder_done(&cv->ro, &e);
-		chrome_out_maybe_flush(&cv->out);
-	}
+	if (!chrome_reorder_pop(&cv->ro, bound, &e, &text))
+		return 0;
+	if (e.cls == CE_SLICE)
+		write_slice(cv, &e, text);
+	else
+		write_flow(cv, &e, text);
+	chrome_reorder_done(&cv->ro, &e);
+	chrome_out_maybe_flush(&cv->out);
+	return 1;
+}
+
+static void
+release(struct conv *cv, int64_t bound)
+{
+	while (release_one(cv, bound))
+		;
 }
 
 /* ---- events ------------------------------------------------------------------- */
@@ -535,29 +557,29 @@ head(struct conv *cv, const struct tk_event *e, const char *cat_plain,
 }
 
 static void
-range_args(struct conv *cv, struct sbuf *b, const struct tk_range_attrs *a,
+range_args(struct conv *cv, struct args *a, const struct tk_range_attrs *ra,
 	   int with_id)
 {
-	if (a->category) {
-		key_u64(cv, b, "category", a->category);
-		const char *n = category_name(cv, a);
+	if (ra->category) {
+		key_u64(a, "category", ra->category);
+		const char *n = category_name(cv, ra);
 		if (n) {
-			key(cv, b, "category name");
-			chrome_escape(b, n, strlen(n));
+			key(a, "category name");
+			chrome_escape(a->b, n, strlen(n));
 		}
 	}
-	if (a->color) {
+	if (ra->color) {
 		char c[8];
-		snprintf(c, sizeof(c), "#%06x", a->color & 0xffffff);
-		key_lit(cv, b, "color", c);
+		snprintf(c, sizeof(c), "#%06x", ra->color & 0xffffff);
+		key_lit(a, "color", c);
 	}
-	switch (a->payload_type) {
-	case TK_PAYLOAD_UINT: key_u64(cv, b, "payload", a->payload.u); break;
-	case TK_PAYLOAD_INT: key(cv, b, "payload"); sb_i64(b, a->payload.i); break;
-	case TK_PAYLOAD_DOUBLE: key(cv, b, "payload"); sb_dbl(b, a->payload.d); break;
+	switch (ra->payload_type) {
+	case TK_PAYLOAD_UINT: key_u64(a, "payload", ra->payload.u); break;
+	case TK_PAYLOAD_INT: key(a, "payload"); sb_i64(a->b, ra->payload.i); break;
+	case TK_PAYLOAD_DOUBLE: key(a, "payload"); sb_dbl(a->b, ra->payload.d); break;
 	}
-	if (with_id && a->id)
-		key_u64(cv, b, "id", a->id);
+	if (with_id && ra->id)
+		key_u64(a, "id", ra->id);
 }
 
 static const struct tk_device *
@@ -569,81 +591,79 @@ stream_device(const struct tk_reader *r, const struct tk_event *e)
 }
 
 static void
-stream_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
-	    const struct tk_event *e)
+stream_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 {
 	if (e->trk->type != TK_TRACK_STREAM)
 		return;
 	const struct tk_device *d = stream_device(r, e);
 	if (d)
-		key_u64(cv, b, "device", d->index);
-	key_u64(cv, b, "context", e->trk->u.stream.context);
-	key_u64(cv, b, "stream", e->trk->u.stream.stream);
+		key_u64(a, "device", d->index);
+	key_u64(a, "context", e->trk->u.stream.context);
+	key_u64(a, "stream", e->trk->u.stream.stream);
 }
 
 static void
-bandwidth(struct conv *cv, struct sbuf *b, uint64_t bytes, int64_t dur)
+bandwidth(struct args *a, uint64_t bytes, int64_t dur)
 {
 	if (dur > 0) {
-		key(cv, b, "memory bandwidth (GB/s)");
-		sb_fixed2(b, (double)bytes / (double)dur);  /* bytes/ns = GB/s */
+		key(a, "memory bandwidth (GB/s)");
+		sb_fixed2(a->b, (double)bytes / (double)dur);  /* bytes/ns = GB/s */
 	}
 }
 
 static void
-kernel_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+kernel_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 	    const struct tk_event *e)
 {
 	const struct tk_kernel_attrs *k = &e->u.kernel;
-	stream_args(cv, b, r, e);
-	key_u64(cv, b, "correlation", k->correlation);
-	key_u64(cv, b, "registers per thread", k->registers);
-	key_u64(cv, b, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
-	key_u64(cv, b, "static shared memory", k->static_smem);
-	key_u64(cv, b, "dynamic shared memory", k->dynamic_smem);
+	stream_args(a, r, e);
+	key_u64(a, "correlation", k->correlation);
+	key_u64(a, "registers per thread", k->registers);
+	key_u64(a, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
+	key_u64(a, "static shared memory", k->static_smem);
+	key_u64(a, "dynamic shared memory", k->dynamic_smem);
 	const struct tk_device *d = stream_device(r, e);
 	if (d && d->sm_count) {
 		double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
 		double threads = (double)k->block[0] * k->block[1] * k->block[2];
-		key(cv, b, "blocks per SM");
-		sb_fixed2(b, blocks / d->sm_count);
-		key(cv, b, "warps per SM");
-		sb_fixed2(b, blocks * ceil(threads / 32) / d->sm_count);
+		key(a, "blocks per SM");
+		sb_fixed2(a->b, blocks / d->sm_count);
+		key(a, "warps per SM");
+		sb_fixed2(a->b, blocks * ceil(threads / 32) / d->sm_count);
 	}
-	key_dims(cv, b, "grid", k->grid);
-	key_dims(cv, b, "block", k->block);
+	key_dims(a, "grid", k->grid);
+	key_dims(a, "block", k->block);
 	if (k->cluster[0] || k->cluster[1] || k->cluster[2])
-		key_dims(cv, b, "cluster", k->cluster);
+		key_dims(a, "cluster", k->cluster);
 	if (k->graph_id) {
-		key_u64(cv, b, "graph id", k->graph_id);
-		key_u64(cv, b, "graph node id", k->graph_node);
+		key_u64(a, "graph id", k->graph_id);
+		key_u64(a, "graph node id", k->graph_node);
 	}
 	if (*k->mangled) {
-		key(cv, b, "mangled name");
-		chrome_str(&cv->str, b, k->mangled_id, k->mangled);
+		key(a, "mangled name");
+		chrome_str(&cv->str, a->b, k->mangled_id, k->mangled);
 	}
 }
 
 static void
-exit_args(struct conv *cv, struct sbuf *b, unsigned how, int32_t code,
-	  uint32_t sig)
+exit_args(struct args *a, unsigned how, int32_t code, uint32_t sig)
 {
 	if (how == TK_EXIT_NORMAL) {
-		key(cv, b, "exit code");
-		sb_i64(b, code);
+		key(a, "exit code");
+		sb_i64(a->b, code);
 	} else if (how == TK_EXIT_SIGNAL) {
-		key_u64(cv, b, "signal", sig);
+		key_u64(a, "signal", sig);
 	} else {
-		key_lit(cv, b, "exit", "unknown");
+		key_lit(a, "exit", "unknown");
 	}
 }
 
 /* Nanoseconds as milliseconds with microsecond precision. */
 static void
-key_ms(struct conv *cv, struct sbuf *b, const char *k, int64_t ns)
+key_ms(struct args *a, const char *k, int64_t ns)
 {
-	key(cv, b, k);
-	sb_us(b, ns / 1000);
+	key(a, k);
+	sb_us(a->b, ns / 1000);
 }
 
 /* Queue a complete event for placement.  cv->ev holds head then args. */
@@ -719,89 +739,88 @@ slice_head(struct slice_head *h, const struct tk_event *e)
 }
 
 static void
-memcpy_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
-	    const struct tk_event *e)
+memcpy_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 {
 	const struct tk_memcpy_attrs *c = &e->u.memcpy;
-	stream_args(cv, b, r, e);
-	key_u64(cv, b, "correlation", c->correlation);
-	key_u64(cv, b, "bytes", c->bytes);
-	bandwidth(cv, b, c->bytes, e->dur);
-	key_lit(cv, b, "copy kind", tk_copy_kind_name(c->copy_kind));
-	key_lit(cv, b, "src kind", tk_mem_kind_name(c->src_kind));
-	key_lit(cv, b, "dst kind", tk_mem_kind_name(c->dst_kind));
+	stream_args(a, r, e);
+	key_u64(a, "correlation", c->correlation);
+	key_u64(a, "bytes", c->bytes);
+	bandwidth(a, c->bytes, e->dur);
+	key_lit(a, "copy kind", tk_copy_kind_name(c->copy_kind));
+	key_lit(a, "src kind", tk_mem_kind_name(c->src_kind));
+	key_lit(a, "dst kind", tk_mem_kind_name(c->dst_kind));
 	if (c->copy_kind == TK_COPY_PTOP) {
-		key_u64(cv, b, "src device", c->src_device);
-		key_u64(cv, b, "dst device", c->dst_device);
+		key_u64(a, "src device", c->src_device);
+		key_u64(a, "dst device", c->dst_device);
 	}
-	key(cv, b, "async");
+	key(a, "async");
 	if (c->flags & TK_FLAG_ASYNC)
-		sb_lit(b, "true");
+		sb_lit(a->b, "true");
 	else
-		sb_lit(b, "false");
+		sb_lit(a->b, "false");
 }
 
 static void
-process_args(struct conv *cv, struct sbuf *b, const struct tk_process_attrs *p)
+process_args(struct args *a, const struct tk_process_attrs *p)
 {
-	exit_args(cv, b, p->exit, p->exit_code, p->signal);
-	key_ms(cv, b, "user CPU (ms)", p->utime);
-	key_ms(cv, b, "system CPU (ms)", p->stime);
-	key_u64(cv, b, "max RSS (bytes)", p->max_rss);
-	key_u64(cv, b, "minor faults", p->minflt);
-	key_u64(cv, b, "major faults", p->majflt);
-	key_u64(cv, b, "voluntary context switches", p->nvcsw);
-	key_u64(cv, b, "involuntary context switches", p->nivcsw);
+	exit_args(a, p->exit, p->exit_code, p->signal);
+	key_ms(a, "user CPU (ms)", p->utime);
+	key_ms(a, "system CPU (ms)", p->stime);
+	key_u64(a, "max RSS (bytes)", p->max_rss);
+	key_u64(a, "minor faults", p->minflt);
+	key_u64(a, "major faults", p->majflt);
+	key_u64(a, "voluntary context switches", p->nvcsw);
+	key_u64(a, "involuntary context switches", p->nivcsw);
 }
 
 /* The args of a complete event, by kind. */
 static void
-slice_args(struct conv *cv, struct sbuf *b, const struct tk_reader *r,
+slice_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 	   const struct tk_event *e)
 {
 	switch (e->kind) {
 	case TK_RANGE:
-		range_args(cv, b, &e->u.range, 0);
+		range_args(cv, a, &e->u.range, 0);
 		break;
 	case TK_API:
-		key_u64(cv, b, "correlation", e->u.api.correlation);
+		key_u64(a, "correlation", e->u.api.correlation);
 		if (e->u.api.cbid)
-			key_u64(cv, b, "cbid", e->u.api.cbid);
+			key_u64(a, "cbid", e->u.api.cbid);
 		if (e->u.api.result) {
-			key(cv, b, "result");
-			sb_i64(b, e->u.api.result);
+			key(a, "result");
+			sb_i64(a->b, e->u.api.result);
 		}
 		break;
 	case TK_KERNEL:
-		kernel_args(cv, b, r, e);
+		kernel_args(cv, a, r, e);
 		break;
 	case TK_MEMCPY:
-		memcpy_args(cv, b, r, e);
+		memcpy_args(a, r, e);
 		break;
 	case TK_MEMSET: {
 		const struct tk_memset_attrs *s = &e->u.memset;
-		stream_args(cv, b, r, e);
-		key_u64(cv, b, "correlation", s->correlation);
-		key_u64(cv, b, "bytes", s->bytes);
-		bandwidth(cv, b, s->bytes, e->dur);
-		key_u64(cv, b, "value", s->value);
-		key_lit(cv, b, "memory kind", tk_mem_kind_name(s->mem_kind));
+		stream_args(a, r, e);
+		key_u64(a, "correlation", s->correlation);
+		key_u64(a, "bytes", s->bytes);
+		bandwidth(a, s->bytes, e->dur);
+		key_u64(a, "value", s->value);
+		key_lit(a, "memory kind", tk_mem_kind_name(s->mem_kind));
 		break;
 	}
 	case TK_SYNC:
-		key_lit(cv, b, "sync type", tk_sync_type_name(e->u.sync.type));
+		key_lit(a, "sync type", tk_sync_type_name(e->u.sync.type));
 		if (e->u.sync.correlation)
-			key_u64(cv, b, "correlation", e->u.sync.correlation);
+			key_u64(a, "correlation", e->u.sync.correlation);
 		break;
 	case TK_OVERHEAD:
-		key_u64(cv, b, "overhead kind", e->u.overhead.type);
+		key_u64(a, "overhead kind", e->u.overhead.type);
 		break;
 	case TK_PROCESS:
-		process_args(cv, b, &e->u.process);
+		process_args(a, &e->u.process);
 		break;
 	case TK_RUN:
-		key_u64(cv, b, "run", e->u.run.index);
-		exit_args(cv, b, e->u.run.exit, e->u.run.exit_code, e->u.run.signal);
+		key_u64(a, "run", e->u.run.index);
+		exit_args(a, e->u.run.exit, e->u.run.exit_code, e->u.run.signal);
 		break;
 	}
 }
@@ -822,10 +841,11 @@ slice(struct conv *cv, const struct tk_reader *r, const struct tk_event *e,
 	b->len = 0;
 	head(cv, e, h.cat, h.cat_id, h.cat_text, m->lane, h.fallback);
 	size_t head_len = b->len;
-	args_open(cv, b);
-	slice_args(cv, b, r, e);
-	imported_args(cv, b, e);
-	args_close(cv, b, head_len);
+	struct args args;
+	args_open(&args, b);
+	slice_args(cv, &args, r, e);
+	imported_args(&args, e);
+	args_close(&args);
 	queue(cv, e, m->ctrack, head_len, h.role, corr, CE_SLICE);
 }
 
@@ -864,32 +884,32 @@ instant(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
 	sb_mem(o, cv->ev.p, cv->ev.len);
 	tid_ts(cv, o, t, e->ts);
 	sb_ch(o, ',');
-	size_t at = o->len;
-	args_open(cv, o);
+	struct args args;
+	args_open(&args, o);
 	switch (e->kind) {
 	case TK_MARK:
-		range_args(cv, o, &e->u.range, 0);
+		range_args(cv, &args, &e->u.range, 0);
 		break;
 	case TK_MEMORY: {
 		const struct tk_memory_attrs *a = &e->u.memory;
 		char addr[24];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
-		key_lit(cv, o, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
-		key_u64(cv, o, "bytes", a->bytes);
-		key_lit(cv, o, "address", addr);
-		key_lit(cv, o, "memory kind", tk_mem_kind_name(a->mem_kind));
+		key_lit(&args, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
+		key_u64(&args, "bytes", a->bytes);
+		key_lit(&args, "address", addr);
+		key_lit(&args, "memory kind", tk_mem_kind_name(a->mem_kind));
 		if (a->correlation)
-			key_u64(cv, o, "correlation", a->correlation);
+			key_u64(&args, "correlation", a->correlation);
 		break;
 	}
 	default:
-		key_u64(cv, o, "count", e->u.dropped.count);
-		key(cv, o, "reason");
+		key_u64(&args, "count", e->u.dropped.count);
+		key(&args, "reason");
 		chrome_str(&cv->str, o, e->u.dropped.reason_id, e->u.dropped.reason);
 		break;
 	}
-	imported_args(cv, o, e);
-	args_close(cv, o, at);
+	imported_args(&args, e);
+	args_close(&args);
 	if (o->p[o->len - 1] == ',')
 		o->len--;
 	sb_ch(o, '}');
@@ -927,11 +947,11 @@ async_range(struct conv *cv, const struct tk_reader *r,
 	sb_lit(o, ",\"id\":");
 	sb_u64(o, id);
 	sb_ch(o, ',');
-	size_t at = o->len;
-	args_open(cv, o);
-	range_args(cv, o, a, 1);
-	imported_args(cv, o, e);
-	args_close(cv, o, at);
+	struct args args;
+	args_open(&args, o);
+	range_args(cv, &args, a, 1);
+	imported_args(&args, e);
+	args_close(&args);
 	if (o->p[o->len - 1] == ',')
 		o->len--;
 	sb_ch(o, '}');
@@ -1135,20 +1155,9 @@ convert_file(struct conv *cv, const char *path)
 			add_category(cv, rec.u.category);
 			break;
 		}
-		while (chrome_reorder_full(&cv->ro)) {
-			/* no watermark lets them out in time: the earliest go now */
-			struct chrome_entry e;
-			const char *text;
-			if (!chrome_reorder_pop(&cv->ro, INT64_MAX, &e, &text))
-				break;
-			if (e.cls == CE_SLICE)
-				write_slice(cv, &e, text);
-			else
-				write_flow(cv, &e, text);
-			chrome_reorder_done(&cv->ro, &e);
+		/* no watermark lets them out in time: the earliest go now */
+		while (chrome_reorder_full(&cv->ro) && release_one(cv, INT64_MAX))
 			cv->released_early++;
-			chrome_out_maybe_flush(&cv->out);
-		}
 	}
 	release(cv, INT64_MAX);
 	int status = 0;
