@@ -26,21 +26,18 @@ is_digit(uint8_t c)
 
 /* Room for n entries of *a, the new ones zero. */
 static int
-grow_u64(uint64_t **a, uint32_t *cap, uint64_t n)
+grow_u64(uint64_t **a, size_t *cap, uint64_t n)
 {
 	if (n <= *cap)
 		return 0;
 	if (n > UINT32_MAX / 2)
 		return -1;
-	uint32_t c = *cap ? *cap : 16;
-	while (c < n)
-		c *= 2;
-	uint64_t *p = realloc(*a, c * sizeof(*p));
+	size_t old = *cap;
+	uint64_t *p = tkp_grow(*a, cap, (size_t)n, sizeof(*p));
 	if (!p)
 		return -1;
-	memset(p + *cap, 0, (c - *cap) * sizeof(*p));
+	memset(p + old, 0, (*cap - old) * sizeof(*p));
 	*a = p;
-	*cap = c;
 	return 0;
 }
 
@@ -171,17 +168,11 @@ parse_templates(struct tkp_args_decoder *d, const uint8_t *p, size_t len,
 		if (tkp_varint_get(&p, end, &l) < 0 || l > (uint64_t)(end - p))
 			return "bad args templates";
 		if (*m + 2 > d->tcap) {
-			uint32_t cap = d->tcap ? d->tcap * 2 : 64;
-			const uint8_t **tp = realloc(d->tp, cap * sizeof(*tp));
-			if (tp)
-				d->tp = tp;
-			uint32_t *tl = realloc(d->tlen, cap * sizeof(*tl));
-			if (tl)
-				d->tlen = tl;
-			uint32_t *th = realloc(d->tholes, cap * sizeof(*th));
-			if (th)
-				d->tholes = th;
-			if (!tp || !tl || !th) {
+			size_t old = d->tcap, cap = old, need = (size_t)*m + 2;
+			if (tkp_grow_shared(&d->tp, old, need, sizeof(*d->tp), &cap) ||
+			    tkp_grow_shared(&d->tlen, old, need, sizeof(*d->tlen), &cap) ||
+			    tkp_grow_shared(&d->tholes, old, need, sizeof(*d->tholes),
+			                    &cap)) {
 				*nomem = 1;
 				return "out of memory";
 			}

@@ -20,7 +20,7 @@ struct tkp_args_encoder {
 	struct tkp_buf text;     /* one template being cut */
 	uint64_t *nums;          /* one event's numbers */
 	uint64_t *prev;          /* by place: the number before */
-	uint32_t nums_cap, prev_cap;
+	size_t nums_cap, prev_cap;
 };
 
 /* Cut the n args of a B column (varint length, bytes; for each event)
@@ -39,9 +39,9 @@ struct tkp_args_decoder {
 	const uint8_t **tp;      /* by template index from 1: its bytes */
 	uint32_t *tlen;
 	uint32_t *tholes;        /* its places */
-	uint32_t tcap;
+	size_t tcap;
 	uint64_t *prev;
-	uint32_t prev_cap;
+	size_t prev_cap;
 };
 
 /* Rebuild n args from a kind's three columns (ids already decoded, one

@@ -105,14 +105,13 @@ tkp_intern(struct tkp_intern *t, const char *s, size_t len, int *added)
 	uint32_t id = lookup(t, s, len, h, &slot);
 	if (id)
 		return id;
-	if (t->count + 1 >= t->items_cap) {
-		uint32_t cap = t->items_cap ? t->items_cap * 2 : 256;
-		struct tkp_intern_item *items = realloc(t->items, cap * sizeof(*items));
-		if (!items)
-			return 0;
-		t->items = items;
-		t->items_cap = cap;
-	}
+	/* items[0] is unused: ids start at 1 */
+	struct tkp_intern_item *items = tkp_grow(t->items, &t->items_cap,
+	                                         (size_t)t->count + 2,
+	                                         sizeof(*items));
+	if (!items)
+		return 0;
+	t->items = items;
 	char *copy = tkp_arena_copy(&t->arena, s, len);
 	if (!copy)
 		return 0;

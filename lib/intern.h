@@ -25,7 +25,7 @@ struct tkp_intern {
 	uint32_t mask;                /* slot count - 1 */
 	uint32_t count;               /* ids in use */
 	struct tkp_intern_item *items;/* by id; items[0] unused */
-	uint32_t items_cap;
+	size_t items_cap;
 	struct tkp_arena_block *arena;
 };
 

@@ -84,7 +84,7 @@ struct input {
 	int have_cur;
 	/* id maps of the input's current scope: input id -> output id */
 	uint32_t *smap, *tmap, *dmap;
-	uint32_t smap_cap, tmap_cap, dmap_cap;
+	size_t smap_cap, tmap_cap, dmap_cap;
 };
 
 /* Inputs with events read ahead, as a min-heap on (bound, index). */
@@ -115,7 +115,7 @@ struct tk_merge {
 	/* identity of output definitions, for deduplication */
 	struct tkp_intern idents;
 	uint32_t *ident_out;     /* by identity id: output track or device id */
-	uint32_t ident_cap;
+	size_t ident_cap;
 
 	/* string attributes of each kind, from the schema */
 	const struct tkp_attr *str_attrs[TK_KIND_MAX + 1][STR_ATTRS_MAX];
@@ -242,14 +242,11 @@ new_input(struct tk_merge *m, struct tk_reader *r, const char *label,
           int64_t offset)
 {
 	if (m->ninputs == m->inputs_cap) {
-		size_t cap = m->inputs_cap ? m->inputs_cap * 2 : 16;
-		struct input **a = realloc(m->inputs, cap * sizeof(*a));
-		if (a)
-			m->inputs = a;
-		struct hent *h = realloc(m->iheap, cap * sizeof(*h));
-		if (h)
-			m->iheap = h;
-		if (!a || !h)
+		size_t old = m->inputs_cap, cap = old;
+		if (tkp_grow_shared(&m->inputs, old, m->ninputs + 1,
+		                    sizeof(*m->inputs), &cap) ||
+		    tkp_grow_shared(&m->iheap, old, m->ninputs + 1,
+		                    sizeof(*m->iheap), &cap))
 			return NULL;
 		m->inputs_cap = cap;
 	}
@@ -317,25 +314,22 @@ tk_merge_set_chunks(struct tk_merge *m, int input,
 /* ---- definitions ---------------------------------------------------------- */
 
 static int
-map_set(uint32_t **map, uint32_t *cap, uint32_t id, uint32_t out)
+map_set(uint32_t **map, size_t *cap, uint32_t id, uint32_t out)
 {
 	if (id >= *cap) {
-		uint32_t n = *cap ? *cap : 64;
-		while (n <= id)
-			n *= 2;
-		uint32_t *p = realloc(*map, n * sizeof(*p));
+		size_t old = *cap;
+		uint32_t *p = tkp_grow(*map, cap, (size_t)id + 1, sizeof(*p));
 		if (!p)
 			return -1;
-		memset(p + *cap, 0, (n - *cap) * sizeof(*p));
+		memset(p + old, 0, (*cap - old) * sizeof(*p));
 		*map = p;
-		*cap = n;
 	}
 	(*map)[id] = out;
 	return 0;
 }
 
 static uint32_t
-map_get(const uint32_t *map, uint32_t cap, uint32_t id)
+map_get(const uint32_t *map, size_t cap, uint32_t id)
 {
 	return id < cap ? map[id] : 0;
 }
@@ -365,15 +359,13 @@ identity(struct tk_merge *m, const void *key, size_t len)
 	if (!id)
 		return NULL;
 	if (id >= m->ident_cap) {
-		uint32_t n = m->ident_cap ? m->ident_cap * 2 : 256;
-		while (n <= id)
-			n *= 2;
-		uint32_t *p = realloc(m->ident_out, n * sizeof(*p));
+		size_t old = m->ident_cap;
+		uint32_t *p = tkp_grow(m->ident_out, &m->ident_cap, (size_t)id + 1,
+		                       sizeof(*p));
 		if (!p)
 			return NULL;
-		memset(p + m->ident_cap, 0, (n - m->ident_cap) * sizeof(*p));
+		memset(p + old, 0, (m->ident_cap - old) * sizeof(*p));
 		m->ident_out = p;
-		m->ident_cap = n;
 	}
 	return &m->ident_out[id];
 }
@@ -827,14 +819,11 @@ slot_release(struct tk_merge *m, struct slot *s)
 static int
 heap_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 {
-	if (m->nheap == m->heap_cap) {
-		size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
-		struct slot **h = realloc(m->heap, cap * sizeof(*h));
-		if (!h)
-			return nomem(m);
-		m->heap = h;
-		m->heap_cap = cap;
-	}
+	struct slot **h = tkp_grow(m->heap, &m->heap_cap, m->nheap + 1,
+	                           sizeof(*h));
+	if (!h)
+		return nomem(m);
+	m->heap = h;
 	struct slot *s = slot_alloc(m);
 	if (!s)
 		return nomem(m);

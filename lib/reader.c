@@ -54,7 +54,7 @@ struct colloc {
  * chunk is decoded, so that handing out an event is one copy. */
 struct kind_cols {
 	uint32_t count;            /* events of this kind in the chunk */
-	uint32_t cap;              /* events the arrays hold */
+	size_t cap;                /* events the arrays hold */
 	uint8_t *attrs;            /* count structs of the kind's size */
 	uint32_t *tracks;          /* the track of each, for per-track deltas */
 	uint64_t *scratch;         /* one decoded column */
@@ -94,15 +94,19 @@ struct tk_reader {
 	/* definitions of the current scope */
 	struct tkp_arena_block *arena;
 	struct rstring *strings;
-	uint32_t nstrings, strings_cap;
+	uint32_t nstrings;
+	size_t strings_cap;
 	struct tk_track **tracks;
-	uint32_t ntracks, tracks_cap;
+	uint32_t ntracks;
+	size_t tracks_cap;
 	uint8_t *stream_track;   /* by track id: 1 for GPU streams */
-	uint32_t stream_track_cap;
+	size_t stream_track_cap;
 	struct tk_device **devices;
-	uint32_t ndevices, devices_cap;
+	uint32_t ndevices;
+	size_t devices_cap;
 	struct config *configs;
-	uint32_t nconfigs, configs_cap;
+	uint32_t nconfigs;
+	size_t configs_cap;
 	struct tk_meta **meta;
 	size_t nmeta, meta_cap;
 	struct tk_category **cats;
@@ -115,7 +119,7 @@ struct tk_reader {
 	struct pending *pending;
 	size_t npending, pending_pos, pending_cap;
 	uint32_t nev, ev_pos;
-	uint32_t ev_cap;
+	size_t ev_cap;
 	uint8_t *kinds;
 	uint32_t *trackv;
 	int64_t *tsv;
@@ -140,7 +144,7 @@ struct tk_reader {
 	struct colloc cols[TK_KIND_MAX + 1][TKP_ATTR_MAX + 1];
 	int attrs_pending;
 	int64_t *pred;           /* per track: the next begin time's prediction */
-	uint32_t pred_cap;       /* of pred, dprev and tgroup */
+	size_t pred_cap;         /* of pred, dprev and tgroup */
 	uint64_t *dprev;         /* per track, for D columns */
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 	struct tkp_args_decoder args_dec; /* args stored as templates */
@@ -273,50 +277,39 @@ tk_reader_free(struct tk_reader *r)
 	free(r);
 }
 
-/* Grow *arr (of elem-sized items) so that index `need` fits. */
+/* Grow *arr (of elem-sized items) so that index `need` fits; new
+ * items are zero. */
 static int
-grow(void **arr, uint32_t *cap, size_t elem, size_t need)
+grow(void **arr, size_t *cap, size_t elem, size_t need)
 {
-	if (need < *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n <= need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
+	size_t old = *cap;
+	void *p = tkp_grow(*arr, cap, need + 1, elem);
 	if (!p)
 		return -1;
-	memset((char *)p + (size_t)*cap * elem, 0, (n - *cap) * elem);
+	memset((char *)p + old * elem, 0, (*cap - old) * elem);
 	*arr = p;
-	*cap = (uint32_t)n;
 	return 0;
 }
 
 static int
 push_ptr(void ***arr, size_t *n, size_t *cap, void *p)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 16;
-		void **a = realloc(*arr, c * sizeof(*a));
-		if (!a)
-			return -1;
-		*arr = a;
-		*cap = c;
-	}
-	(*arr)[(*n)++] = p;
+	void **a = tkp_grow(*arr, cap, *n + 1, sizeof(*a));
+	if (!a)
+		return -1;
+	*arr = a;
+	a[(*n)++] = p;
 	return 0;
 }
 
 static int
 add_pending(struct tk_reader *r, enum tk_record_type type, const void *ptr)
 {
-	if (r->npending == r->pending_cap) {
-		size_t c = r->pending_cap ? r->pending_cap * 2 : 64;
-		struct pending *p = realloc(r->pending, c * sizeof(*p));
-		if (!p)
-			return nomem(r);
-		r->pending = p;
-		r->pending_cap = c;
-	}
+	struct pending *p = tkp_grow(r->pending, &r->pending_cap,
+	                             r->npending + 1, sizeof(*p));
+	if (!p)
+		return nomem(r);
+	r->pending = p;
 	r->pending[r->npending++] = (struct pending){ type, ptr };
 	return TK_OK;
 }
@@ -1008,32 +1001,16 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 {
 	if (n <= r->ev_cap)
 		return TK_OK;
-	uint32_t cap = r->ev_cap ? r->ev_cap : 1024;
-	while (cap < n)
-		cap *= 2;
-	void *p;
-	if (!(p = realloc(r->kinds, cap))) return nomem(r);
-	r->kinds = p;
-	if (!(p = realloc(r->trackv, cap * sizeof(*r->trackv)))) return nomem(r);
-	r->trackv = p;
-	if (!(p = realloc(r->tsv, cap * sizeof(*r->tsv)))) return nomem(r);
-	r->tsv = p;
-	if (!(p = realloc(r->durv, cap * sizeof(*r->durv)))) return nomem(r);
-	r->durv = p;
-	if (!(p = realloc(r->namev, cap * sizeof(*r->namev)))) return nomem(r);
-	r->namev = p;
-	/* for grouped chunks; the _alt arrays the same size as the others,
-	 * as restore_order() swaps them */
-	if (!(p = realloc(r->order, cap * sizeof(*r->order)))) return nomem(r);
-	r->order = p;
-	if (!(p = realloc(r->aux, cap * sizeof(*r->aux)))) return nomem(r);
-	r->aux = p;
-	if (!(p = realloc(r->tsv_alt, cap * sizeof(*r->tsv_alt)))) return nomem(r);
-	r->tsv_alt = p;
-	if (!(p = realloc(r->durv_alt, cap * sizeof(*r->durv_alt)))) return nomem(r);
-	r->durv_alt = p;
-	if (!(p = realloc(r->namev_alt, cap * sizeof(*r->namev_alt)))) return nomem(r);
-	r->namev_alt = p;
+	size_t old = r->ev_cap, cap = old;
+#define GROW(a) tkp_grow_shared(&(a), old, n, sizeof(*(a)), &cap)
+	if (GROW(r->kinds) || GROW(r->trackv) || GROW(r->tsv) ||
+	    GROW(r->durv) || GROW(r->namev) ||
+	    /* for grouped chunks; the _alt arrays the same size as the
+	     * others, as restore_order() swaps them */
+	    GROW(r->order) || GROW(r->aux) || GROW(r->tsv_alt) ||
+	    GROW(r->durv_alt) || GROW(r->namev_alt))
+		return nomem(r);
+#undef GROW
 	r->ev_cap = cap;
 	return TK_OK;
 }
@@ -1043,21 +1020,19 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 {
 	if (k->count <= k->cap)
 		return TK_OK;
-	uint32_t cap = k->cap ? k->cap : 256;
-	while (cap < k->count)
-		cap *= 2;
-	void *p;
-	if (!(p = realloc(k->attrs, (size_t)cap * size + UNION_SIZE))) return nomem(r);
+	size_t old = k->cap, cap = old;
+#define GROW(a) tkp_grow_shared(&(a), old, k->count, sizeof(*(a)), &cap)
+	if (GROW(k->scratch) || GROW(k->tracks) || GROW(k->args) ||
+	    GROW(k->args_len))
+		return nomem(r);
+#undef GROW
+	/* the structs, with a union's worth of zeros after the last one
+	 * (fill_event_at() reads whole unions) */
+	void *p = realloc(k->attrs, cap * size + UNION_SIZE);
+	if (!p)
+		return nomem(r);
 	k->attrs = p;
-	memset(k->attrs + (size_t)cap * size, 0, UNION_SIZE);
-	if (!(p = realloc(k->scratch, cap * sizeof(*k->scratch)))) return nomem(r);
-	k->scratch = p;
-	if (!(p = realloc(k->tracks, cap * sizeof(*k->tracks)))) return nomem(r);
-	k->tracks = p;
-	if (!(p = realloc(k->args, cap * sizeof(*k->args)))) return nomem(r);
-	k->args = p;
-	if (!(p = realloc(k->args_len, cap * sizeof(*k->args_len)))) return nomem(r);
-	k->args_len = p;
+	memset(k->attrs + cap * size, 0, UNION_SIZE);
 	k->cap = cap;
 	return TK_OK;
 }
@@ -1200,23 +1175,13 @@ static int
 ensure_track_state(struct tk_reader *r, uint32_t max_track)
 {
 	if (max_track >= r->pred_cap) {
-		uint32_t cap = r->pred_cap ? r->pred_cap : 64;
-		while (cap <= max_track)
-			cap *= 2;
-		int64_t *p = realloc(r->pred, cap * sizeof(*p));
-		if (!p)
+		size_t old = r->pred_cap, cap = old, need = (size_t)max_track + 1;
+		if (tkp_grow_shared(&r->pred, old, need, sizeof(*r->pred), &cap) ||
+		    tkp_grow_shared(&r->dprev, old, need, sizeof(*r->dprev), &cap) ||
+		    tkp_grow_shared(&r->tgroup, old, need, sizeof(*r->tgroup), &cap))
 			return nomem(r);
-		r->pred = p;
-		uint64_t *d = realloc(r->dprev, cap * sizeof(*d));
-		if (!d)
-			return nomem(r);
-		r->dprev = d;
-		uint32_t *g = realloc(r->tgroup, cap * sizeof(*g));
-		if (!g)
-			return nomem(r);
-		for (uint32_t t = r->pred_cap; t < cap; t++)
-			g[t] = UINT32_MAX;
-		r->tgroup = g;
+		for (size_t t = old; t < cap; t++)
+			r->tgroup[t] = UINT32_MAX;
 		r->pred_cap = cap;
 	}
 	/* 1 for a GPU stream, whose begin times follow the previous end */

@@ -44,14 +44,11 @@ static int
 add_trace(struct scan_state *st, uint64_t offset)
 {
 	struct tk_scan *s = st->s;
-	if (s->ntraces == st->traces_cap) {
-		size_t cap = st->traces_cap ? st->traces_cap * 2 : 4;
-		struct tk_scan_trace *t = realloc(s->traces, cap * sizeof(*t));
-		if (!t)
-			return TK_ENOMEM;
-		s->traces = t;
-		st->traces_cap = cap;
-	}
+	struct tk_scan_trace *t = tkp_grow(s->traces, &st->traces_cap,
+	                                   s->ntraces + 1, sizeof(*t));
+	if (!t)
+		return TK_ENOMEM;
+	s->traces = t;
 	s->traces[s->ntraces++] = (struct tk_scan_trace){
 		.offset = offset, .first = s->nchunks,
 	};
@@ -62,14 +59,11 @@ static int
 add_chunk(struct scan_state *st, const struct tk_scan_chunk *c)
 {
 	struct tk_scan *s = st->s;
-	if (s->nchunks == st->chunks_cap) {
-		size_t cap = st->chunks_cap ? st->chunks_cap * 2 : 64;
-		struct tk_scan_chunk *p = realloc(s->chunks, cap * sizeof(*p));
-		if (!p)
-			return TK_ENOMEM;
-		s->chunks = p;
-		st->chunks_cap = cap;
-	}
+	struct tk_scan_chunk *p = tkp_grow(s->chunks, &st->chunks_cap,
+	                                   s->nchunks + 1, sizeof(*p));
+	if (!p)
+		return TK_ENOMEM;
+	s->chunks = p;
 	s->chunks[s->nchunks++] = *c;
 	s->traces[s->ntraces - 1].nchunks++;
 	return TK_OK;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "support.h"
 #include "tracekit.h"
 
 #define TKP_HIDDEN __attribute__((visibility("hidden")))
@@ -204,6 +205,22 @@ tkp_buf_put(struct tkp_buf *b, const void *src, size_t n)
 	if (n)
 		memcpy(b->p + b->len, src, n);
 	b->len += n;
+	return 0;
+}
+
+/* Grow one of several arrays that share a capacity, `cap`, so that it
+ * holds `need` items (tkp_grow()): *new_cap is the capacity they all
+ * grow to, for the caller to store once every one has.  0 or -1. */
+static inline int
+tkp_grow_shared(void *arrp, size_t cap, size_t need, size_t elem,
+                size_t *new_cap)
+{
+	void **arr = arrp;
+	void *p = tkp_grow(*arr, &cap, need, elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*new_cap = cap;
 	return 0;
 }
 

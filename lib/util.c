@@ -73,17 +73,12 @@ tkp_error_reject(struct tkp_error *e, int code, int errnum, const char *fmt,
 int
 tkp_buf_grow(struct tkp_buf *b, size_t need)
 {
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap - b->len < need) {
-		if (cap > SIZE_MAX / 2)
-			return -1;
-		cap *= 2;
-	}
-	uint8_t *p = realloc(b->p, cap);
+	if (need > SIZE_MAX - b->len)
+		return -1;
+	uint8_t *p = tkp_grow(b->p, &b->cap, b->len + need, 1);
 	if (!p)
 		return -1;
 	b->p = p;
-	b->cap = cap;
 	return 0;
 }
 

@@ -73,7 +73,7 @@ struct tk_writer {
 	uint32_t ntracks;
 	uint8_t *track_type;     /* by track id */
 	uint32_t *track_proc;    /* by track id: its process's track id, or 0 */
-	uint32_t track_cap;
+	size_t track_cap;
 	uint32_t ndevices;
 
 	/* the chunk being built */
@@ -92,12 +92,13 @@ struct tk_writer {
 	/* per track: time the next event on it is predicted from */
 	int64_t *pred;
 	uint32_t *pred_gen;
-	uint32_t pred_cap;
+	size_t pred_cap;
 	uint32_t gen;
 	/* per track: previous value of the D column being built */
 	uint64_t *dprev;
 	uint32_t *dprev_gen;
-	uint32_t dprev_cap, dgen;
+	size_t dprev_cap;
+	uint32_t dgen;
 
 	int64_t watermark;
 	int64_t sealed_watermark; /* of the last chunk written */
@@ -116,13 +117,14 @@ struct tk_writer {
 	uint32_t *kperm;         /* per kind, from kind_start: stored -> kind index */
 	uint32_t *kidx;          /* by event: its index among its kind's */
 	uint64_t *pvals;         /* a numeric column in stored order */
-	uint32_t order_cap;
+	size_t order_cap;
 	uint32_t kind_start[TK_KIND_MAX + 1];
 	uint32_t *seen_track;    /* by track id: stamped when seen in the chunk */
 	uint32_t *seen_proc;     /* by process track id: stamped when seen */
 	uint32_t *group;         /* by process track id: its group, once stamped */
 	uint32_t *group_count;   /* by group: its events */
-	uint32_t seen_cap, seen_gen;
+	size_t seen_cap;
+	uint32_t seen_gen;
 	struct tkp_buf groups;   /* the chunk's GROUPS column */
 	struct tkp_buf permuted; /* a byte column in stored order */
 	struct tkp_buf pattrs;   /* a kind's attribute structs in stored order */
@@ -452,14 +454,11 @@ new_track(struct tk_writer *w, uint32_t id, enum tk_track_type type,
 	}
 	id = ++w->ntracks;
 	if (id >= w->track_cap) {
-		uint32_t cap = w->track_cap ? w->track_cap * 2 : 64;
-		uint8_t *t = realloc(w->track_type, cap);
-		if (t)
-			w->track_type = t;
-		uint32_t *pr = realloc(w->track_proc, cap * sizeof(*pr));
-		if (pr)
-			w->track_proc = pr;
-		if (!t || !pr) {
+		size_t old = w->track_cap, cap = old;
+		if (tkp_grow_shared(&w->track_type, old, (size_t)id + 1,
+		                    sizeof(*w->track_type), &cap) ||
+		    tkp_grow_shared(&w->track_proc, old, (size_t)id + 1,
+		                    sizeof(*w->track_proc), &cap)) {
 			nomem(w);
 			return 0;
 		}
@@ -706,14 +705,12 @@ bytelen(uint64_t x)
 static int
 col_grow(struct tk_writer *w, struct column *c, uint32_t need)
 {
-	uint32_t cap = c->cap ? c->cap : 256;
-	while (cap < need)
-		cap *= 2;
-	uint64_t *v = realloc(c->v, (size_t)cap * sizeof(*v));
+	size_t cap = c->cap;
+	uint64_t *v = tkp_grow(c->v, &cap, need, sizeof(*v));
 	if (!v)
 		return nomem(w);
 	c->v = v;
-	c->cap = cap;
+	c->cap = (uint32_t)cap; /* need <= CHUNK_EVENTS_MAX */
 	return TK_OK;
 }
 
@@ -756,18 +753,11 @@ col_put_bytes(struct tk_writer *w, struct column *c, const char *p, uint32_t n)
 static int
 grow_pred(struct tk_writer *w, uint32_t track)
 {
-	uint32_t cap = w->pred_cap ? w->pred_cap : 64;
-	while (cap <= track)
-		cap *= 2;
-	int64_t *p = realloc(w->pred, cap * sizeof(*p));
-	if (!p)
+	size_t old = w->pred_cap, cap = old, need = (size_t)track + 1;
+	if (tkp_grow_shared(&w->pred, old, need, sizeof(*w->pred), &cap) ||
+	    tkp_grow_shared(&w->pred_gen, old, need, sizeof(*w->pred_gen), &cap))
 		return nomem(w);
-	w->pred = p;
-	uint32_t *g = realloc(w->pred_gen, cap * sizeof(*g));
-	if (!g)
-		return nomem(w);
-	memset(g + w->pred_cap, 0, (cap - w->pred_cap) * sizeof(*g));
-	w->pred_gen = g;
+	memset(w->pred_gen + old, 0, (cap - old) * sizeof(*w->pred_gen));
 	w->pred_cap = cap;
 	return TK_OK;
 }
@@ -811,17 +801,17 @@ tk_writer_event(struct tk_writer *w, const struct tk_event *ev)
 	struct per_kind *pk = &w->per_kind[kind];
 	uint32_t j = w->kind_count[kind];
 	if (j == pk->cap) {
-		uint32_t cap = pk->cap ? pk->cap * 2 : 256;
-		/* slack after the last: see the copy below */
-		uint8_t *p = realloc(pk->attrs, (size_t)cap * ks->size + UNION_SIZE);
-		if (!p)
-			return nomem(w);
-		pk->attrs = p;
-		uint32_t *t = realloc(pk->tracks, (size_t)cap * sizeof(*t));
+		size_t cap = pk->cap;
+		uint32_t *t = tkp_grow(pk->tracks, &cap, (size_t)j + 1, sizeof(*t));
 		if (!t)
 			return nomem(w);
 		pk->tracks = t;
-		pk->cap = cap;
+		/* the structs, with slack after the last: see the copy below */
+		uint8_t *p = realloc(pk->attrs, cap * ks->size + UNION_SIZE);
+		if (!p)
+			return nomem(w);
+		pk->attrs = p;
+		pk->cap = (uint32_t)cap; /* <= CHUNK_EVENTS_MAX */
 	}
 	pk->tracks[j] = ev->track;
 	uint8_t *attrs = pk->attrs + (size_t)j * ks->size;
@@ -950,18 +940,11 @@ put_planes(struct tkp_buf *b, unsigned kind, unsigned attr,
 static int
 grow_dprev(struct tk_writer *w, uint32_t track)
 {
-	uint32_t cap = w->dprev_cap ? w->dprev_cap : 64;
-	while (cap <= track)
-		cap *= 2;
-	uint64_t *p = realloc(w->dprev, cap * sizeof(*p));
-	if (!p)
+	size_t old = w->dprev_cap, cap = old, need = (size_t)track + 1;
+	if (tkp_grow_shared(&w->dprev, old, need, sizeof(*w->dprev), &cap) ||
+	    tkp_grow_shared(&w->dprev_gen, old, need, sizeof(*w->dprev_gen), &cap))
 		return nomem(w);
-	w->dprev = p;
-	uint32_t *g = realloc(w->dprev_gen, cap * sizeof(*g));
-	if (!g)
-		return nomem(w);
-	memset(g + w->dprev_cap, 0, (cap - w->dprev_cap) * sizeof(*g));
-	w->dprev_gen = g;
+	memset(w->dprev_gen + old, 0, (cap - old) * sizeof(*w->dprev_gen));
 	w->dprev_cap = cap;
 	return TK_OK;
 }
@@ -1056,25 +1039,16 @@ static int
 grow_group_arrays(struct tk_writer *w, uint32_t n)
 {
 	if (n > w->order_cap) {
-		uint32_t cap = w->order_cap ? w->order_cap : 1024;
-		while (cap < n)
-			cap *= 2;
-		uint32_t *o = realloc(w->order, cap * sizeof(*o));
-		if (o) w->order = o;
-		uint32_t *kp = realloc(w->kperm, cap * sizeof(*kp));
-		if (kp) w->kperm = kp;
-		uint32_t *ki = realloc(w->kidx, cap * sizeof(*ki));
-		if (ki) w->kidx = ki;
-		uint64_t *pv = realloc(w->pvals, cap * sizeof(*pv));
-		if (pv) w->pvals = pv;
-		uint32_t *pt = realloc(w->ptracks, cap * sizeof(*pt));
-		if (pt) w->ptracks = pt;
-		if (!o || !kp || !ki || !pv || !pt)
+		size_t old = w->order_cap, cap = old;
+#define GROW(a) tkp_grow_shared(&(a), old, n, sizeof(*(a)), &cap)
+		if (GROW(w->order) || GROW(w->kperm) || GROW(w->kidx) ||
+		    GROW(w->pvals) || GROW(w->ptracks))
 			return nomem(w);
+#undef GROW
 		w->order_cap = cap;
 	}
 	if (w->seen_cap < w->track_cap) {
-		uint32_t cap = w->track_cap, old = w->seen_cap;
+		size_t cap = w->track_cap, old = w->seen_cap;
 		uint32_t *st = realloc(w->seen_track, cap * sizeof(*st));
 		if (st) w->seen_track = st;
 		uint32_t *sp = realloc(w->seen_proc, cap * sizeof(*sp));
