@@ -128,6 +128,7 @@ $(ANALYSIS_LIB): $(call objs_of,analysis)
 
 define command_rules
 $(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
+	@mkdir -p $$(@D)
 	$$(Q)rm -f $$@
 	$$(Q)$$(AR) rcs $$@ $$^
 
