@@ -47,3 +47,14 @@ require_dev_full() {
 		skip "/dev/full accepts writes on this machine; cannot test ENOSPC"
 	fi
 }
+
+# The symbols gcov's runtime adds to a library built with --coverage
+# (make coverage; its objects have .gcno notes beside them): filtered out
+# of export lists there.
+no_gcov_symbols() {
+	if compgen -G "$TK_BUILD/lib/*.gcno" > /dev/null; then
+		grep -Ev '^(__gcov_[A-Za-z0-9_]*|mangle_path)$' || true
+	else
+		cat
+	fi
+}
