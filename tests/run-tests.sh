@@ -4,6 +4,8 @@
 # "N passed, N failed, N skipped" (CI parses it); every skip is listed
 # with its reason, and fuzz corpus replays are counted apart.
 # Usage: O=build tests/run-tests.sh      (TK_VALGRIND=1: commands under valgrind)
+# TK_ONLY="test_roundtrip trace-diff.bats ...": only these unit test
+# programs, fuzz replays (fuzz_x-replay) and bats files (make check-tsan).
 set -u
 cd "$(dirname "$0")/.."
 O=${O:-build}
@@ -69,6 +71,13 @@ tally() {
 
 section() { printf '%-40s' "$1"; }
 
+# only NAME: is NAME among TK_ONLY (or is there no TK_ONLY)?
+only() {
+	[ -z "${TK_ONLY:-}" ] && return 0
+	case " $TK_ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 # run_limited LIMIT WHAT CMD...: run CMD with its output in $log; if it
 # was killed at LIMIT seconds or printed no TAP plan, add a failing line
 # that says which.
@@ -86,13 +95,13 @@ run_limited() {
 
 if [ "${TK_VALGRIND:-0}" != 1 ]; then
 	for t in "$TK_BUILD"/tests/unit/test_*; do
-		[ -x "$t" ] || continue
+		[ -x "$t" ] && only "$(basename "$t")" || continue
 		section "unit/$(basename "$t")"
 		run_limited "$unit_limit" "$(basename "$t")" "$t"
 		tally
 	done
 	for t in "$TK_BUILD"/tests/fuzz/*-replay; do
-		[ -x "$t" ] || continue
+		[ -x "$t" ] && only "$(basename "$t")" || continue
 		n=$(basename "$t" -replay)
 		section "fuzz corpus/$n"
 		run_limited "$unit_limit" "$n replay" "$t" tests/fuzz/corpus/"$n"
@@ -101,7 +110,7 @@ if [ "${TK_VALGRIND:-0}" != 1 ]; then
 fi
 
 for f in tests/cli/*.bats; do
-	[ -f "$f" ] || continue
+	[ -f "$f" ] && only "$(basename "$f")" || continue
 	section "cli/$(basename "$f")"
 	run_limited "$bats_limit" "$f" bats --tap "$f"
 	tally

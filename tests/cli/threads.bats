@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# The threaded paths of the commands, small and quick: trace-diff's two
+# readers (the second in a thread of its own, its messages held back
+# until the first's are out), trace-merge's sealer thread (the output
+# compressed on a second core while the merge goes on) and
+# trace-import's parse thread, each against its one-thread result where
+# there is a switch for it.  `make check-tsan` runs this file under
+# ThreadSanitizer, where any report fails it.
+
+load helpers
+
+setup() {
+	D=$BATS_TEST_TMPDIR
+}
+
+@test "trace-diff: both traces read at once" {
+	local n=20000
+	under_valgrind && n=4000
+	A=$(synth_trace a.tkt -n $n)
+	B=$(synth_trace b.tkt -n $n --seed 2 --slow gemm=1.2)
+	run -1 trace-diff --normalize "$A" "$B"
+	run -1 --separate-stderr trace-diff -j "$A" "$B"
+	assert_eq "$(jq -c '[.before.input, .after.input, .runs]' <<<"$output")" \
+		"[\"$A\",\"$B\",false]"
+	run -0 trace-diff -q "$A" "$A"
+}
+
+@test "trace-diff: repeated runs on both sides, one of them from standard input" {
+	A=$(synth_trace a.tkt --steps 5 --runs 3)
+	B=$(synth_trace b.tkt --steps 5 --runs 3 --seed 3)
+	run -0 --separate-stderr bash -c "trace-diff -j - '$B' < '$A'"
+	assert_eq "$(jq -c '[.before.input, .runs, .summary[0].runs_before]' <<<"$output")" \
+		'["(stdin)",true,3]'
+}
+
+@test "trace-diff: messages of both readers, in the order of the inputs" {
+	A=$(synth_trace a.tkt -n 20000)
+	B=$(synth_trace b.tkt -n 20000 --seed 2)
+	head -c 3000 "$A" > "$D/a-cut.tkt"
+	head -c 3000 "$B" > "$D/b-cut.tkt"
+	for i in 1 2 3; do
+		run -2 --separate-stderr trace-diff "$D/a-cut.tkt" "$D/b-cut.tkt"
+		assert_eq "${#stderr_lines[@]}" 2
+		[[ "${stderr_lines[0]}" == "trace-diff: $D/a-cut.tkt: "* ]]
+		[[ "${stderr_lines[1]}" == "trace-diff: $D/b-cut.tkt: "* ]]
+	done
+}
+
+@test "trace-merge: the sealer thread writes the same bytes as one thread" {
+	# inputs of several chunks each, so that chunks are in flight while
+	# the merge goes on
+	local n=100000
+	under_valgrind && n=20000
+	X=$(synth_trace x.tkt -n $n --pid 201 --seed 5)
+	Y=$(synth_trace y.tkt -n $n --pid 202 --seed 6)
+	trace-merge -o "$D/threads.tkt" "$X" "$Y"
+	TK_MERGE_THREADS=0 trace-merge -o "$D/one.tkt" "$X" "$Y"
+	under_valgrind || [ "$(trace-dump --info --json "$D/one.tkt" | jq .chunks)" -gt 2 ]
+	cmp "$D/threads.tkt" "$D/one.tkt"
+	# a write error met by the sealer thread
+	run -2 --separate-stderr bash -c "trace-merge '$X' '$Y' > /dev/full"
+	assert_eq "$stderr" "trace-merge: write error: No space left on device"
+}
+
+@test "trace-import: the parse thread gives the same bytes as one thread" {
+	# batches enough to keep both threads busy; some events need the
+	# repairs made on the converting thread (invalid UTF-8, a 64-bit id)
+	local n=6000
+	under_valgrind && n=2000
+	python3 - $n > "$D/in.json" <<'PY'
+import sys
+out = sys.stdout.buffer
+out.write(b'{"traceEvents":[\n')
+for i in range(int(sys.argv[1])):
+    name = b'op\xff%d' % i if i % 500 == 7 else b'op%d' % (i % 53)
+    ident = b',"id":18446744073709551615' if i % 700 == 3 else b''
+    out.write(b'{"ph":"X","name":"%s","cat":"c","pid":1,"tid":%d,"ts":%d,'
+              b'"dur":%d%s,"args":{"i":%d}},\n'
+              % (name, i % 7, i * 10, 5 + i % 9, ident, i))
+out.write(b'{"ph":"C","name":"ctr","pid":1,"ts":5,"args":{"v":1}}]}\n')
+PY
+	run -0 trace-import -o "$D/threads.tkt" "$D/in.json"
+	run -0 env TK_IMPORT_THREADS=0 trace-import -o "$D/one.tkt" "$D/in.json"
+	cmp "$D/threads.tkt" "$D/one.tkt"
+	assert_eq "$(trace-dump "$D/one.tkt" | wc -l)" $((n + 1))
+	# malformed in the middle: what came before is kept, the same way
+	head -c $((n * 50)) "$D/in.json" > "$D/cut.json"
+	printf '{"ph":"X" "x"}]}' >> "$D/cut.json"
+	run -1 trace-import -o "$D/threads.tkt" "$D/cut.json"
+	run -1 env TK_IMPORT_THREADS=0 trace-import -o "$D/one.tkt" "$D/cut.json"
+	cmp "$D/threads.tkt" "$D/one.tkt"
+}
