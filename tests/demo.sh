@@ -57,3 +57,7 @@ if command -v trace-to-chrome >/dev/null; then
 else
 	echo "== (trace-to-chrome is not built yet: no Chrome JSON)"
 fi
+if command -v trace-to-perfetto >/dev/null; then
+	trace-to-perfetto -o "$out/sample.pftrace" "$trace"
+	echo "== Perfetto trace for https://ui.perfetto.dev: $out/sample.pftrace"
+fi
