@@ -116,7 +116,8 @@ pf_intern(struct pf_intern *in, int which, const char *s, size_t n)
 			return e->iid;
 		}
 	}
-	if (t->used >= in->limit || n > UINT32_MAX)
+	size_t limit = which == PF_T_VALUE ? in->limit / 16 : in->limit;
+	if (t->used >= limit || n > UINT32_MAX)
 		return 0;
 	if ((t->used + 1) * 2 > t->nslots)
 		rehash(t);

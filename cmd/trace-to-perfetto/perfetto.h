@@ -151,7 +151,8 @@ struct pf_intern {
 	uint32_t gen;            /* bumped when the sequence is cleared */
 	uint32_t scope_gen;      /* bumped when .tkt string ids are void */
 	struct pbuf pending;     /* InternedData body for the next packet */
-	size_t limit;            /* entries per table before values go inline */
+	size_t limit;            /* entries per table before texts go inline
+	                            (a sixteenth of it for string values) */
 };
 
 void pf_intern_init(struct pf_intern *in);
@@ -350,10 +351,8 @@ enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
 
 struct pf_enc {
 	struct pf_intern *in;
-	const struct tk_reader *r; /* current input (for devices) */
 	uint32_t scope;
 	int flows;               /* flow ids from launches to GPU work */
-	struct pbuf scratch;
 	uint64_t bad_args;       /* imported args that were not an object */
 };
 

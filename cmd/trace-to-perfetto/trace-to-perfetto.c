@@ -57,7 +57,6 @@ struct conv {
 	int64_t earliest_start;
 	int64_t last_ts;          /* latest begin written */
 	uint32_t scope;
-	const struct tk_reader *r;
 	uint8_t *name_ok;         /* --name by string id: 0 ?, 1 yes, 2 no */
 	size_t nname_ok;
 	char **meta;              /* key, value pairs for every file */
@@ -398,7 +397,6 @@ convert_file(struct conv *C, const char *path)
 	struct tk_reader *r = cmd_open_reader(path);
 	if (!r)
 		return EXIT_BADINPUT;
-	C->r = C->enc.r = r;
 	new_scope(C);
 	struct tk_record rec;
 	uint64_t chunk = UINT64_MAX;
@@ -430,14 +428,13 @@ convert_file(struct conv *C, const char *path)
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
-	C->r = C->enc.r = NULL;
 	return status;
 }
 
 /* ---- the end ---------------------------------------------------------------------- */
 
 static void
-finish(struct conv *C, int nfiles, char **files)
+finish(struct conv *C)
 {
 	ends_until(C, INT64_MAX);
 	if (!C->started)
@@ -459,8 +456,6 @@ finish(struct conv *C, int nfiles, char **files)
 	STAT("tracekit.events_off_their_track_type_skipped", C->on_counter_tracks);
 #undef STAT
 	pf_seq_attributes(&C->seq, kv, n);
-	(void)nfiles;
-	(void)files;
 	pf_seq_flush(&C->seq);
 	pf_out_close(&C->out);
 }
@@ -474,7 +469,6 @@ cleanup(struct conv *C)
 	pf_intern_free(&C->in);
 	pb_free(&C->te);
 	pb_free(&C->seq.pkt);
-	pb_free(&C->enc.scratch);
 	free(C->name_ok);
 	for (size_t i = 0; i < 2 * C->nmeta; i++)
 		free(C->meta[i]);
@@ -576,7 +570,7 @@ main(int argc, char **argv)
 	int status = 0;
 	for (int i = 0; i < nfiles; i++)
 		status |= convert_file(C, files[i]);
-	finish(C, nfiles, files);
+	finish(C);
 	cleanup(C);
 	free(C);
 	return cmd_finish(status);
