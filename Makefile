@@ -31,6 +31,10 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 DEPS_CFLAGS := $(shell pkg-config --cflags jansson zlib libdeflate 2>/dev/null)
 DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
                echo -ljansson -lz -ldeflate) -lcsv -lm -pthread
+# trace-import reads Nsight Systems exports with SQLite: that command and
+# the unit tests (which link its archive) link it.
+SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
+CMD_EXTRA_LIBS_trace-import := $(SQLITE_LIBS)
 SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
                -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden -pthread \
@@ -135,7 +139,7 @@ $(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
 $(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(COMMON_LIB) $(STATIC_LIB)
 	@mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \
-		$(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS)
+		$(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(CMD_EXTRA_LIBS_$(1))
 endef
 $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 
@@ -144,7 +148,7 @@ $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
-		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)

@@ -65,6 +65,7 @@ struct imp_input {
 	int own_fd;
 	const char *name;          /* for messages */
 	int gz;                    /* gzip members are inflated */
+	int sqlite;                /* a SQLite database (nsys.c reads it) */
 	z_stream zs;
 	int zs_live;
 	unsigned char *raw;        /* bytes read from fd, not yet inflated */

@@ -4,7 +4,9 @@
  * first bytes, never by its name: gzip is inflated (every member, as
  * gzip -d does), JSON text passes through, and other things we know
  * (a .tkt trace, xz, zstd, bzip2) are refused with a message that says
- * what they are.
+ * what they are.  A SQLite database (its 16-byte header "SQLite format
+ * 3\0") is marked for nsys.c; an Nsight Systems report (.nsys-rep) is
+ * refused with the command that exports it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,11 +71,29 @@ static const struct {
 	{ "PK\x03\x04", 4, "a zip archive: extract the JSON first" },
 };
 
+/* Not JSON (which starts with white space, '{' or '[') and, in its
+ * first 4 KiB, a name Nsight Systems writes into its reports ("QuadD"
+ * is its internal name, as in .qdrep and .qdstrm).  Random bytes do not
+ * hold them, so other non-JSON input keeps its message. */
+static int
+nsys_report(const unsigned char *p, size_t n)
+{
+	static const char *const marks[] = { "QuadD", "Nsight Systems", "nsys-rep" };
+	if (!n || (p[0] && strchr("{[ \t\r\n", p[0])))
+		return 0;
+	if (n > 4096)
+		n = 4096;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (memmem(p, n, marks[i], strlen(marks[i])))
+			return 1;
+	return 0;
+}
+
 static int
 detect(struct imp_input *in)
 {
 	/* enough bytes to tell: a short read is not the end of a pipe */
-	while (in->raw_len - in->raw_pos < 8 && !in->raw_eof)
+	while (in->raw_len - in->raw_pos < 16 && !in->raw_eof)
 		if (fill_raw(in) < 0)
 			return -1;
 	const unsigned char *p = in->raw + in->raw_pos;
@@ -89,6 +109,13 @@ detect(struct imp_input *in)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (n >= refused[i].len && memcmp(p, refused[i].magic, refused[i].len) == 0)
 			return fail(in, refused[i].what);
+	if (n >= 16 && memcmp(p, "SQLite format 3", 16) == 0) {
+		in->sqlite = 1;
+		return 0;
+	}
+	if (nsys_report(p, n))
+		return fail(in, "an Nsight Systems report: export it first "
+		            "(nsys export --type sqlite FILE), then import the .sqlite");
 	return 0;
 }
 

@@ -10,6 +10,9 @@
  * events are put in time order in bounded memory (sort.c) before
  * they are written (run.c drives it all).  -v tells what became
  * of every kind of input event.
+ *
+ * An Nsight Systems SQLite export, told by its first bytes (input.c), is
+ * read with SQLite instead (nsys.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "nsys.h"
 #include "common/util.h"
 
 #define DEFAULT_MEMORY (8u << 20)
@@ -34,7 +38,8 @@ usage(void)
 {
 	printf("Usage: %s [OPTIONS] [FILE]\n"
 	       "Convert a Chrome Trace Event JSON file (PyTorch profiler, Perfetto,\n"
-	       "chrome://tracing, trace-to-chrome) to a tracekit trace.  FILE may be\n"
+	       "chrome://tracing, trace-to-chrome) or an Nsight Systems SQLite export\n"
+	       "(nsys export --type sqlite) to a tracekit trace.  FILE may be\n"
 	       "gzip-compressed; standard input is read when there is no FILE or -.\n"
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
@@ -96,6 +101,16 @@ main(int argc, char **argv)
 		imp_input_close(&in);
 		return EXIT_BADINPUT;
 	}
+	/* an nsys export: opened and checked before the output is made */
+	struct imp_nsys *ns = NULL;
+	if (in.sqlite) {
+		char msg[512];
+		if (!(ns = imp_nsys_open(&in, path, opt.tmpdir, msg, sizeof(msg)))) {
+			cmd_warn("%s: %s", cmd_display_path(path), msg);
+			imp_input_close(&in);
+			return EXIT_BADINPUT;
+		}
+	}
 	struct tk_writer *w = tk_writer_new();
 	if (!w)
 		cmd_die(EXIT_USAGE, "out of memory");
@@ -113,6 +128,7 @@ main(int argc, char **argv)
 			cmd_warn("%s: %s", to_stdout ? "(stdout)" : opt.output,
 			         tk_writer_error(w));
 		tk_writer_free(w);
+		imp_nsys_close(ns);
 		imp_input_close(&in);
 		return quiet ? 0 : EXIT_USAGE;
 	}
@@ -126,7 +142,8 @@ main(int argc, char **argv)
 	const char *th = getenv("TK_IMPORT_THREADS");
 	if (th && strcmp(th, "0") == 0)
 		io.threads = 0;
-	int status = imp_run(&in, w, &io);
+	int status = ns ? imp_nsys_run(ns, w, &io) : imp_run(&in, w, &io);
+	imp_nsys_close(ns);
 	int out_status = 0;
 	if (status == EXIT_USAGE) {
 		out_status = EXIT_USAGE;
