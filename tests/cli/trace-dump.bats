@@ -180,3 +180,16 @@ PY
 	run -2 --separate-stderr bash -c "trace-dump '$T' > /dev/full"
 	assert_eq "$stderr" "trace-dump: write error: No space left on device"
 }
+
+@test "--json: a process's counts are printed when 0; its exit, only when it exited" {
+	d=$BATS_TEST_TMPDIR
+	# (mktrace writes a process event's figures as 0: none was measured)
+	mktrace > "$d/p.tkt" <<'EOF2'
+{"def":"process","ref":"p","pid":100,"host":"h","argv":["app"],"start":0}
+{"kind":"process","track":"p","ts":1000,"dur":5000,"name":"app"}
+EOF2
+	run -0 trace-dump --json "$d/p.tkt"
+	# 0 page faults or switches is a count, not a field left out
+	assert_eq "$(jq -c '[.utime, .stime, .max_rss, .minflt, .majflt, .nvcsw, .nivcsw]' <<< "$output")" "[0,0,0,0,0,0,0]"
+	assert_eq "$(jq -c 'has("exit_code") or has("signal")' <<< "$output")" false
+}
