@@ -38,8 +38,8 @@ usage(void)
 {
 	printf("Usage: %s [OPTIONS] [FILE]\n"
 	       "Convert a Chrome Trace Event JSON file (PyTorch profiler, Perfetto,\n"
-	       "chrome://tracing, trace-to-chrome) or an Nsight Systems SQLite export\n"
-	       "(nsys export --type sqlite) to a tracekit trace.  FILE may be\n"
+	       "chrome://tracing, trace-to-chrome) or an Nsight Systems report exported\n"
+	       "to SQLite by nsys export, to a tracekit trace.  FILE may be\n"
 	       "gzip-compressed; standard input is read when there is no FILE or -.\n"
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
