@@ -77,6 +77,8 @@ check_export() {
 		"$(q "$db" "SELECT count(*) FROM ${K}RUNTIME WHERE eventClass = 1")"
 	assert_eq "$(dumpq "$t" api 'map(.correlation) | add // 0')" \
 		"$(q "$db" "SELECT coalesce(sum(correlationId), 0) FROM ${K}RUNTIME WHERE eventClass <> 67")"
+	# the tables merged in time order
+	assert_eq "$(trace-dump --json "$t" | jq -s 'map(.ts) | . == sort')" true
 	# NVTX push/pop ranges, start/end ranges and marks
 	assert_eq "$(dumpq "$t" range,async_range,mark 'length')" \
 		"$(q "$db" "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)")"
@@ -142,6 +144,13 @@ check_export() {
 	assert_eq "$(trace-import "$D/renamed.json" | trace-dump)" "$want"
 	assert_eq "$(trace-import - < "$D/profile1.sqlite" | trace-dump)" "$want"
 	assert_eq "$(cat "$D/profile1.sqlite" | trace-import | trace-dump)" "$want"
+	# standard input is copied to a temporary file, removed at the end
+	mkdir "$D/tmp"
+	assert_eq "$(cat "$D/profile1.sqlite" | TMPDIR=$D/tmp trace-import | trace-dump)" "$want"
+	assert_eq "$(ls -A "$D/tmp")" ""
+	# a reader that goes away: quietly, status 0
+	run --separate-stderr bash -c "trace-import '$D/profile1.sqlite' | head -c 10 > /dev/null; exit \${PIPESTATUS[0]}"
+	[ "$status" -eq 0 ] && [ -z "$stderr" ]
 	# a SQLite database that is not an nsys export: one line, exit 1, no output
 	sqlite3 "$D/other.db" "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);"
 	run -1 --separate-stderr trace-import -o "$D/x.tkt" "$D/other.db"
