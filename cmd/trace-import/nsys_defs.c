@@ -22,7 +22,8 @@
 
 #define TID_MASK INT64_C(0xFFFFFF)
 
-enum tag { K_STRING = 1, K_RUNTIME_NAME, K_PROCESS, K_THREAD, K_STREAM, K_DEVICE, K_DOMAIN };
+enum tag { K_STRING = 1, K_RUNTIME_NAME, K_PROCESS, K_THREAD, K_STREAM, K_DEVICE, K_DOMAIN,
+	K_TNAME };
 
 struct slot {
 	uint64_t k[4];
@@ -33,7 +34,8 @@ struct slot {
 struct nsys_map {
 	struct slot *slots;
 	size_t cap, n;
-	char **names;              /* NVTX domain names, by K_DOMAIN value */
+	char **names;              /* NVTX domain and thread names, by the
+	                              K_DOMAIN and K_TNAME values */
 	size_t nnames, names_cap;
 };
 
@@ -150,6 +152,38 @@ query_text(struct nsys *ns, const char *sql, int64_t key)
 	return query_text2(ns, sql, key, 0);
 }
 
+/* Keep s (taken) in the map's names; its number for the map. */
+static uint32_t
+add_name(struct nsys_map *m, char *s)
+{
+	char **names = tkp_grow(m->names, &m->names_cap, m->nnames + 1, sizeof(*names));
+	if (!names)
+		cmd_die(EXIT_USAGE, "out of memory");
+	m->names = names;
+	m->names[m->nnames++] = s;
+	return (uint32_t)m->nnames;
+}
+
+/* The names nvtxNameOsThread gave threads (NVTX event type 39), read
+ * once rather than a scan of NVTX_EVENTS per thread; the last wins. */
+static void
+load_thread_names(struct nsys *ns)
+{
+	struct nsys_table *t = nsys_table(ns, "NVTX_EVENTS");
+	sqlite3_stmt *st = NULL;
+	if (!nsys_has(t, "eventType") || !nsys_has(t, "text") || !nsys_has(t, "globalTid") ||
+	    sqlite3_prepare_v2(ns->db, "SELECT globalTid, text FROM NVTX_EVENTS WHERE "
+	                       "eventType = 39 AND text IS NOT NULL AND globalTid IS NOT "
+	                       "NULL ORDER BY start", -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW)
+		put(ns->map, K_TNAME, (uint64_t)sqlite3_column_int64(st, 0), 0, 0, 0,
+		    add_name(ns->map, column_text(st, 1)));
+	sqlite3_finalize(st);
+}
+
 static void
 load_host(struct nsys *ns)
 {
@@ -175,6 +209,7 @@ nsys_defs_init(struct nsys *ns)
 		ns->string_stmt = NULL;
 	}
 	load_host(ns);
+	load_thread_names(ns);
 	return 0;
 }
 
@@ -302,12 +337,10 @@ static char *
 thread_name(struct nsys *ns, int64_t global_tid)
 {
 	char *name = NULL;
-	struct nsys_table *t = nsys_table(ns, "NVTX_EVENTS");
-	if (t && nsys_has(t, "eventType") && nsys_has(t, "text") && nsys_has(t, "globalTid"))
-		name = query_text(ns, "SELECT text FROM NVTX_EVENTS WHERE eventType = 39 "
-		                  "AND globalTid = ?1 AND text IS NOT NULL "
-		                  "ORDER BY start DESC LIMIT 1", global_tid);
-	t = nsys_table(ns, "ThreadNames");
+	uint32_t i = get(ns->map, K_TNAME, (uint64_t)global_tid, 0, 0, 0);
+	if (i)
+		name = cmd_xstrdup(ns->map->names[i - 1]);
+	struct nsys_table *t = nsys_table(ns, "ThreadNames");
 	if (!name && t && nsys_has(t, "nameId") && nsys_has(t, "globalTid") &&
 	    nsys_table(ns, "StringIds"))
 		name = query_text(ns, "SELECT s.value FROM ThreadNames AS t JOIN StringIds "
@@ -536,12 +569,7 @@ nsys_domain(struct nsys *ns, int64_t global_tid, int64_t domain, const char **na
 			snprintf(buf, sizeof(buf), "domain %" PRId64, domain);
 			s = cmd_xstrdup(buf);
 		}
-		char **names = tkp_grow(m->names, &m->names_cap, m->nnames + 1, sizeof(*names));
-		if (!names)
-			cmd_die(EXIT_USAGE, "out of memory");
-		m->names = names;
-		m->names[m->nnames++] = s;
-		i = (uint32_t)m->nnames;
+		i = add_name(m, s);
 		put(m, K_DOMAIN, (uint64_t)pid, (uint64_t)domain, 0, 0, i);
 	}
 	*name = m->names[i - 1];
