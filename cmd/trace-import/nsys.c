@@ -296,6 +296,33 @@ write_meta(struct nsys *ns)
 	sqlite3_finalize(st);
 }
 
+/* Schema versions 2 and 3 are those this import was written for; others
+ * are read too (columns by name), with a warning. */
+static void
+check_version(struct nsys *ns)
+{
+	static const char *const tables[] = { "META_DATA_EXPORT", "EXPORT_META_DATA" };
+	for (int i = 0; i < 2; i++) {
+		struct nsys_table *t = nsys_table(ns, tables[i]);
+		sqlite3_stmt *st = NULL;
+		char sql[128];
+		snprintf(sql, sizeof(sql), "SELECT value FROM %s WHERE name = "
+		         "'EXPORT_SCHEMA_VERSION' AND value IS NOT NULL", tables[i]);
+		if (nsys_has(t, "name") && nsys_has(t, "value") &&
+		    sqlite3_prepare_v2(ns->db, sql, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW) {
+			const char *v = (const char *)sqlite3_column_text(st, 0);
+			if (v && strncmp(v, "2.", 2) != 0 && strncmp(v, "3.", 2) != 0) {
+				size_t n;
+				nsys_warn(ns, "export schema version %s is not one this importer "
+				          "knows (2.x, 3.x): reading the columns it knows by name",
+				          cmd_utf8(v, strlen(v), &n));
+			}
+		}
+		sqlite3_finalize(st);
+	}
+}
+
 /* NVTX category names (event type 33), in their domains. */
 static void
 write_categories(struct nsys *ns)
@@ -422,6 +449,7 @@ imp_nsys_run(struct imp_nsys *handle, struct tk_writer *w, const struct imp_opti
 			t->used = 1;
 	}
 	nsys_defs_init(ns);
+	check_version(ns);
 	write_meta(ns);
 	write_categories(ns);
 	count_nvtx_other(ns);
