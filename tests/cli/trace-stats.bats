@@ -78,6 +78,11 @@ check_figures() {
 	check_figures "$d/cat.json" "$d/ref.json"
 	run jq -r '.run.scopes' "$d/cat.json"
 	assert_eq "$output" 2
+	# metadata: each key=value once, the values of different inputs all
+	# (synth writes seed=N, the default seed is 1)
+	assert_eq "$(jq -c '.run.metadata | [.generator, .seed]' "$d/ours.json")" '["synth",["1","9"]]'
+	run -0 trace-stats --json --report run "$T" "$T"
+	assert_eq "$(jq -c '.run.metadata | [.generator, .seed]' <<< "$output")" '["synth","1"]'
 }
 
 @test "CSV: one header for the operation tables, same figures as the reference" {
