@@ -7,6 +7,7 @@
  *   ptrace.c     following every process with ptrace
  *   scan.c       following them without ptrace (scanning /proc)
  *   spool.c      the spool directory and the spools being tailed
+ *   recover.c    what a process that died left in its durable buffers
  *   output.c     trace-record's own events, the merge, the output
  *   meta.c       run metadata
  *   cuda.c       CUDA: the driver, --cuda, processes not recorded
@@ -235,6 +236,17 @@ int64_t rec_spools_hold(void);
 /* For the merge's warnings about a spool. */
 void rec_spool_warn(void *arg, const char *input, const char *message);
 void rec_spools_free(void);
+
+/* ---- recovery (recover.c) --------------------------------------------- */
+
+/* Convert what a process gone without its last flush left in its
+ * durable buffer file `path` into our own writer, on the process's
+ * track `proc_track` and its threads; what is open ends at `end`.
+ * Returns the events written that the process had counted as produced.
+ * The records it had to drop (full buffers) since its last flush are
+ * reported at `from`, with their reason. */
+uint64_t rec_recover(const char *path, uint32_t proc_track, int64_t end,
+                     int64_t from);
 
 /* ---- output (output.c) ----------------------------------------------- */
 

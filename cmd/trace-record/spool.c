@@ -9,7 +9,9 @@
  * spool holds, which the process's status page turns into the number
  * it lost if it dies before its last flush, and the end marker says
  * the spool is complete.  Bytes already fed are punched out of the
- * file, so a long recording does not fill the disk with spools.
+ * file, so a long recording does not fill the disk with spools.  A
+ * process gone without its end marker left the rest of what it wrote
+ * in its durable buffers: recover.c converts it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -376,16 +378,26 @@ finish(const struct recorder *rc, struct spool *s)
 	s->fd = -1;
 	cuda_state(rc, s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
+	struct rec_proc *p = rec_proc_find(s->pid);
+	int64_t end = s->gone ? s->gone_ts : rec_now();
+	uint64_t recovered = 0;
+	if (s->gone && !s->ended && rc->recording && p) {
+		/* its status page is read first: nothing it counted after
+		 * that is in the buffers we convert */
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%d-%lld.buf", dir, (int)s->pid,
+		         (long long)s->t_init);
+		recovered = rec_recover(path, rec_proc_track(rc, p), end,
+		                        s->last_wm);
+	}
 	if (s->st)
 		munmap((void *)s->st, sizeof(struct tki_status));
 	s->st = NULL;
-	if (produced <= s->events || !rc->recording)
+	if (produced <= s->events + recovered || !rc->recording)
 		return;
 	/* the lost events began after the last watermark the spool gave */
-	struct rec_proc *p = rec_proc_find(s->pid);
 	char why[256];
 	loss_reason(why, sizeof(why), s, p);
-	int64_t end = s->gone ? s->gone_ts : rec_now();
 	struct tk_event e = { 0 };
 	e.kind = TK_DROPPED;
 	e.track = p ? rec_proc_track(rc, p) : 0;
@@ -394,7 +406,7 @@ finish(const struct recorder *rc, struct spool *s)
 		e.ts = p->start;
 	e.dur = end > e.ts ? end - e.ts : 0;
 	e.name = s->cuda_on ? "nvtx+cuda" : "nvtx";
-	e.u.dropped.count = produced - s->events;
+	e.u.dropped.count = produced - s->events - recovered;
 	e.u.dropped.reason = why;
 	if (e.track)
 		tk_writer_event(rec_self(), &e);

@@ -16,6 +16,16 @@
  * trace-record keep its own output's watermarks honest.  "now -
  * interval" leaves time for a record whose clock was read before the
  * round but published after it.
+ *
+ * Commits: after each chunk it flushes, the flusher writes a snapshot
+ * of its state into the durable buffer file (where each thread's
+ * reading stands, the ranges still open, the ends seen before their
+ * starts) and only then frees the blocks it has read.  Chunks are
+ * flushed only there (the writer's own chunk size is set out of reach,
+ * spool.c), and within a long round every COMMIT_RECORDS records or
+ * COMMIT_BYTES bytes, so that a process that dies at any instant
+ * leaves a spool and a snapshot that agree: trace-record converts the
+ * rest from the snapshot on, nothing twice and nothing lost.
  */
 #include <errno.h>
 #include <semaphore.h>
@@ -30,6 +40,8 @@
 #include "tbuf.h"
 
 #define LAG_INTERVALS 10
+#define COMMIT_RECORDS 65536u
+#define COMMIT_BYTES (8u << 20)
 
 /* An open push range at one level of one domain. */
 struct open_entry {
@@ -56,6 +68,7 @@ struct async_entry {
 	struct tki_attrs attrs;
 	struct tki_thread *thread;
 	uint32_t track;
+	int64_t tid;             /* of `track`, once the thread is gone */
 };
 
 static pthread_t thread;
@@ -86,10 +99,16 @@ struct pending_end {
 	uint64_t id;
 	int64_t ts;
 	uint32_t track;          /* of the thread it ended on */
+	int64_t tid;
 };
 static struct pending_end *pending;
 static uint32_t npending;
 static size_t pending_cap;
+
+/* the threads of the round, for the commits within it */
+static struct tki_thread **round_threads;
+static size_t round_n;
+static uint32_t since_commit, since_commit_bytes;
 
 static size_t category_cursor;
 static uint32_t cursor_scope;
@@ -404,7 +423,7 @@ on_start(struct tki_thread *t, const struct tki_rec *r, uint64_t id,
 		if (pending[i].id != id)
 			continue;
 		struct async_entry x = { id, r->ts, name, r->domain, a != NULL,
-		                         { 0 }, t, 0 };
+		                         { 0 }, t, 0, 0 };
 		if (a)
 			x.attrs = *a;
 		emit_async(&x, pending[i].track, pending[i].ts, 0);
@@ -438,7 +457,8 @@ on_end(struct tki_thread *t, const struct tki_rec *r, uint64_t id)
 	if (!p)
 		return;
 	pending = p;
-	pending[npending++] = (struct pending_end){ id, r->ts, thread_track(t) };
+	pending[npending++] = (struct pending_end){ id, r->ts, thread_track(t),
+	                                            t->tid };
 }
 
 /* ---- draining a thread ---------------------------------------------------------- */
@@ -491,7 +511,10 @@ on_record(struct tki_thread *t, const struct tki_rec *r)
 	}
 }
 
-/* Read what the thread published; free the blocks it has left. */
+static void commit_within_round(void);
+
+/* Read what the thread published.  The blocks it has left are freed
+ * at the next commit. */
 static int
 drain(struct tki_thread *t)
 {
@@ -499,8 +522,7 @@ drain(struct tki_thread *t)
 	for (;;) {
 		struct tki_block *b = t->head;
 		/* `next` first: once set, `used` is final */
-		struct tki_block *next = atomic_load_explicit(&b->next,
-		                                              memory_order_acquire);
+		struct tki_block *next = tki_block_next(b);
 		uint32_t used = atomic_load_explicit(&b->used, memory_order_acquire);
 		while (t->rpos + sizeof(struct tki_rec) <= used) {
 			const struct tki_rec *r = (const struct tki_rec *)(b->data + t->rpos);
@@ -509,13 +531,19 @@ drain(struct tki_thread *t)
 			on_record(t, r);
 			t->rpos += r->size;
 			any = 1;
+			since_commit_bytes += r->size;
+			if (++since_commit >= COMMIT_RECORDS ||
+			    since_commit_bytes >= COMMIT_BYTES) {
+				atomic_store_explicit(&b->read, t->rpos,
+				                      memory_order_release);
+				commit_within_round();
+			}
 		}
 		atomic_store_explicit(&b->read, t->rpos, memory_order_release);
 		if (!next || t->rpos < used)
 			break;
 		t->head = next;
 		t->rpos = 0;
-		tki_block_release(b);
 	}
 	return any;
 }
@@ -568,6 +596,7 @@ close_async(int64_t end, struct tki_thread *only)
 			/* the thread goes away: the range may still end on
 			 * another one; keep its track, not the thread */
 			e->track = thread_track(only);
+			e->tid = only->tid;
 			e->thread = NULL;
 			continue;
 		}
@@ -592,7 +621,7 @@ write_category(void *arg, const char *domain, uint32_t category,
 static void
 write_dropped(struct tki_thread *t, int64_t from, int64_t to)
 {
-	uint64_t d = atomic_load_explicit(&t->dropped, memory_order_relaxed);
+	uint64_t d = __atomic_load_n(t->dropped, __ATOMIC_RELAXED);
 	if (d == t->dropped_seen || !tki_writer)
 		return;
 	struct tk_event e = { 0 };
@@ -619,6 +648,121 @@ tki_open_free(struct tki_thread *t)
 	t->nopen = 0;
 }
 
+/* ---- commits --------------------------------------------------------------------- */
+
+static void
+snap_name(struct tki_snap *e, uint32_t name, const char **s, uint32_t *len)
+{
+	(void)e;
+	*len = 0;
+	*s = name ? tkp_intern_get(&names, name, len) : NULL;
+	if (!*s)
+		*len = 0;
+}
+
+static void
+snap_attrs(struct tki_snap *e, int has_attrs, const struct tki_attrs *a)
+{
+	e->has_attrs = (uint32_t)has_attrs;
+	if (!has_attrs)
+		return;
+	e->category = a->category;
+	e->color = a->color;
+	e->payload_type = a->payload_type;
+	e->payload = a->payload;
+}
+
+static void
+snap_thread(struct tki_thread *t)
+{
+	if (t->slot < 0)
+		return;
+	struct tki_snap e = { 0 };
+	e.kind = TKI_SNAP_THREAD;
+	e.slot = (uint32_t)t->slot;
+	e.serial = tki_buf_slot_serial(t->slot);
+	e.block = t->retired ? 0 : tki_buf_index(t->head) + 1;
+	e.pos = t->rpos;
+	e.dropped_seen = t->dropped_seen;
+	e.tid = t->tid;
+	tki_buf_snap_add(&e, NULL, 0);
+	for (uint32_t d = 0; d < t->nopen; d++) {
+		for (uint32_t l = 0; l < t->open[d].top; l++) {
+			const struct open_entry *o = &t->open[d].e[l];
+			if (!o->present)
+				continue;
+			struct tki_snap p = { 0 };
+			p.kind = TKI_SNAP_PUSH;
+			p.tid = t->tid;
+			p.ts = o->ts;
+			p.domain = d;
+			p.level = l;
+			snap_attrs(&p, o->has_attrs, &o->attrs);
+			const char *s;
+			uint32_t len;
+			snap_name(&p, o->name, &s, &len);
+			tki_buf_snap_add(&p, s, len);
+		}
+	}
+}
+
+static void
+snap_async(void)
+{
+	for (uint32_t i = 0; i < async_cap; i++) {
+		const struct async_entry *a = &async[i];
+		if (!a->id)
+			continue;
+		struct tki_snap e = { 0 };
+		e.kind = TKI_SNAP_ASYNC;
+		e.tid = a->thread ? a->thread->tid : a->tid;
+		e.ts = a->ts;
+		e.id = a->id;
+		e.domain = a->domain;
+		snap_attrs(&e, a->has_attrs, &a->attrs);
+		const char *s;
+		uint32_t len;
+		snap_name(&e, a->name, &s, &len);
+		tki_buf_snap_add(&e, s, len);
+	}
+	for (uint32_t i = 0; i < npending; i++) {
+		struct tki_snap e = { 0 };
+		e.kind = TKI_SNAP_PENDING;
+		e.tid = pending[i].tid;
+		e.ts = pending[i].ts;
+		e.id = pending[i].id;
+		tki_buf_snap_add(&e, NULL, 0);
+	}
+}
+
+/* What the spool now holds is committed: say where every thread's
+ * reading stands, then free the blocks read.  Lock held. */
+static void
+commit_state(void)
+{
+	tki_buf_snap_begin();
+	for (size_t i = 0; i < round_n; i++)
+		snap_thread(round_threads[i]);
+	snap_async();
+	tki_buf_snap_commit();
+	for (size_t i = 0; i < round_n; i++) {
+		struct tki_thread *t = round_threads[i];
+		while (t->keep != t->head) {
+			struct tki_block *b = t->keep;
+			t->keep = tki_block_next(b);
+			tki_block_release(b);
+		}
+	}
+	since_commit = since_commit_bytes = 0;
+}
+
+static void
+commit_within_round(void)
+{
+	if (tki_writer && tk_writer_flush(tki_writer) == TK_OK)
+		commit_state();
+}
+
 void
 tki_flusher_round(int final)
 {
@@ -637,6 +781,8 @@ tki_flusher_round(int final)
 
 	struct tki_thread **ts;
 	size_t n = tki_threads_snapshot(&ts);
+	round_threads = ts;
+	round_n = n;
 	int64_t from = last_round ? last_round : t0;
 	for (size_t i = 0; i < n; i++) {
 		struct tki_thread *t = ts[i];
@@ -647,27 +793,23 @@ tki_flusher_round(int final)
 		if (exited) {
 			close_thread(t, t->exit_ts ? t->exit_ts : t0);
 			close_async(t0, t);
-			tki_thread_free(t);
+			t->retired = 1;  /* freed once this is committed */
 		}
 	}
-	free(ts);
 
 	/* the end of the recording window: what is open ends there */
 	if (!window_closed && t0 >= tki_cfg.win_end) {
-		n = tki_threads_snapshot(&ts);
 		for (size_t i = 0; i < n; i++)
 			close_thread(ts[i], tki_cfg.win_end);
-		free(ts);
 		close_async(tki_cfg.win_end, NULL);
 		window_closed = 1;
 	}
 	if (final) {
-		n = tki_threads_snapshot(&ts);
 		for (size_t i = 0; i < n; i++)
 			close_thread(ts[i], t0);
-		free(ts);
 		close_async(t0, NULL);
 		tki_spool_close();
+		tki_buf_closed();
 	} else {
 		int64_t open = open_since();
 		int64_t lag = LAG_INTERVALS * tki_cfg.flush_ns;
@@ -679,8 +821,15 @@ tki_flusher_round(int final)
 			w = h;
 		if (open > h)
 			open = h;
-		tki_spool_flush(w, open);
+		if (tki_spool_flush(w, open) == 0)
+			commit_state();
 	}
+	for (size_t i = 0; i < n; i++)
+		if (ts[i]->retired)
+			tki_thread_free(ts[i]);
+	free(ts);
+	round_threads = NULL;
+	round_n = 0;
 	last_round = t0;
 	pthread_mutex_unlock(&tki_lock);
 }

@@ -136,6 +136,9 @@ int tki_resource_name_get(enum tki_resource kind, uint64_t handle, char *buf,
 /* Forget what belongs to the parent after fork (thread names); hold
  * the registry across fork() (atfork handlers). */
 void tki_registry_after_fork(void);
+/* Write every name so far into the durable file's names log (a new
+ * spool); later ones are logged as they come. */
+void tki_registry_log_all(void);
 void tki_registry_lock(void);
 void tki_registry_unlock(void);
 /* UTF-8 copy of a wide string (NVTX *W calls); malloc'd, NULL on failure. */

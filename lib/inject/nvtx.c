@@ -153,7 +153,7 @@ self(void)
 static inline void
 dropped(struct tki_thread *t)
 {
-	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+	__atomic_fetch_add(t->dropped, 1, __ATOMIC_RELAXED);
 }
 
 /* A push, mark or start record; 0 when written. */

@@ -16,6 +16,12 @@
  *                    shared: what the process produced, so that the
  *                    recorder can count what a killed process lost.
  *
+ *   <pid>-<ns>.buf   its durable buffers (struct tki_buf_head, below),
+ *                    mapped shared: the records its threads wrote and
+ *                    the names they refer to, so that what a process
+ *                    wrote before it died (_exit, SIGKILL, a crash) can
+ *                    be converted by trace-record.
+ *
  * (<ns> is the time the image started recording: a process that
  * execs gets a new spool under the same pid.)  trace-record writes
  *
@@ -29,6 +35,7 @@
 #ifndef TK_INJECT_PROTOCOL_H
 #define TK_INJECT_PROTOCOL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +91,175 @@ struct tki_status {
 	uint32_t pad2;
 	char cuda_note[248];     /* why CUDA is not recorded, NUL-terminated */
 	struct tki_status_slot slot[TKI_STATUS_SLOTS];
+};
+
+/*
+ * The durable buffers: <pid>-<ns>.buf.  Created with the status page,
+ * before the spool is visible; mapped MAP_SHARED by the process, read
+ * by trace-record once the process is gone (ended, killed or exec'd)
+ * without closing its spool.  All offsets are from the file's start,
+ * all integers native-endian (the file never leaves the machine).
+ *
+ *   [0, 4096)          struct tki_buf_head
+ *   thread_off         TKI_BUF_THREADS struct tki_buf_thread
+ *   names_off          the names log: struct tki_buf_name entries, each
+ *                      followed by its bytes (8-aligned), appended under
+ *                      the registry's lock; names_len is published
+ *                      (release) after each entry is complete.
+ *   snap_off[0], [1]   two snapshots of the flusher's state (below)
+ *   blocks_off         nunits blocks of TKI_BUF_UNIT bytes.  A thread's
+ *                      records go into a chain of blocks (struct
+ *                      tki_block, lib/inject/tbuf.h: `next` is a unit
+ *                      index + 1, `used` the bytes published with a
+ *                      release store after each record); a block may
+ *                      span several units (a record over 64 KiB).
+ *
+ * The flusher converts records into events in the spool.  After each
+ * chunk it flushes (a commit), it writes the other snapshot -- where
+ * each thread's conversion stands (block and offset), the ranges still
+ * open (push/pop and start/end, names inline) and the ends seen before
+ * their starts -- then publishes snap_cur with a release store: one
+ * store commits everything, so a process killed at any instant leaves
+ * a snapshot that agrees with its spool.  Blocks before a thread's
+ * committed position are freed only after the commit.  Recovery starts
+ * from the committed snapshot and converts every thread's records from
+ * its committed position to its published end, exactly as the flusher
+ * would have; a thread slot whose serial no snapshot entry names
+ * (attached after the commit) is read from its first block.
+ */
+#define TKI_BUF_MAGIC 0x31425454u      /* "TTB1" */
+#define TKI_BUF_UNIT (64u * 1024u)
+#define TKI_BUF_THREADS 1024u
+#define TKI_BUF_NAMES_BYTES (4u << 20)
+#define TKI_BUF_SNAP_BYTES (2u << 20)
+
+struct tki_buf_head {
+	uint32_t magic;
+	uint32_t unit;           /* TKI_BUF_UNIT */
+	uint32_t nunits;
+	uint32_t nthreads;       /* TKI_BUF_THREADS */
+	uint64_t size;           /* of the file */
+	uint64_t thread_off;
+	uint64_t names_off, names_cap;
+	uint64_t names_len;      /* published */
+	uint64_t snap_off[2];
+	uint64_t snap_cap;
+	uint64_t snap_len[2];
+	uint32_t snap_cur;       /* committed snapshot, 0/1; 2 = none yet */
+	uint32_t closed;         /* last flush done: nothing to recover */
+	uint64_t blocks_off;
+	int64_t win_end;         /* the recording window cuts ranges there */
+	uint64_t snap_lost;      /* open ranges the snapshot had no room for */
+};
+
+#define TKI_SLOT_FREE 0
+#define TKI_SLOT_LIVE 1
+
+struct tki_buf_thread {
+	uint32_t state;          /* TKI_SLOT_*, published last (release) */
+	uint32_t serial;         /* bumped each time the slot is taken */
+	int64_t tid;
+	uint32_t first;          /* its first block: unit index + 1 */
+	uint32_t pad;
+	uint64_t dropped;        /* records it could not keep (full buffers) */
+	char name[64];           /* the kernel's name of the thread at attach */
+	uint64_t pad2[3];
+};
+
+/* Names log entries. */
+#define TKI_NAME_DOMAIN 1        /* a = domain id */
+#define TKI_NAME_STRING 2        /* a = string id, b = its domain id */
+#define TKI_NAME_THREAD 3        /* a = tid (nvtxNameOsThread) */
+#define TKI_NAME_CATEGORY 4      /* a = domain id, b = category */
+
+struct tki_buf_name {
+	uint32_t kind;
+	uint32_t len;            /* bytes that follow (then padding to 8) */
+	uint64_t a, b;
+};
+
+/* Snapshot entries, each followed by `len` name bytes (padded to 8). */
+#define TKI_SNAP_THREAD 1        /* slot, serial: at block/pos; dropped_seen */
+#define TKI_SNAP_PUSH 2          /* an open push range: tid, domain, level */
+#define TKI_SNAP_ASYNC 3         /* an open start/end range: id, tid */
+#define TKI_SNAP_PENDING 4       /* an end seen first: id, tid, ts */
+
+struct tki_snap {
+	uint32_t kind;
+	uint32_t len;
+	uint32_t slot, serial;   /* THREAD */
+	uint32_t block, pos;     /* THREAD: unit index + 1 (0 = done), offset */
+	uint64_t dropped_seen;   /* THREAD */
+	int64_t tid;             /* the thread (ASYNC: 0 = `track_tid` only) */
+	int64_t ts;
+	uint64_t id;             /* ASYNC, PENDING */
+	uint32_t domain, level;
+	uint32_t has_attrs, pad;
+	uint32_t category, color, payload_type, pad2;
+	uint64_t payload;
+};
+
+static inline uint32_t
+tki_pad8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+/* A block of the durable buffer file: written by one thread, read by
+ * the flusher, and by trace-record after the process died. */
+struct tki_block {
+	atomic_uint next;                 /* unit index + 1, set when the
+	                                     writer moved on; 0 = none */
+	atomic_uint used;                 /* bytes published */
+	atomic_uint read;                 /* bytes the flusher has read */
+	uint32_t cap;
+	uint32_t units;                   /* units of the file it spans */
+	uint32_t pad;
+	_Alignas(8) uint8_t data[];       /* records, 8-byte aligned */
+};
+
+/* ---- records of the thread buffers ------------------------------------------------------------------ */
+
+enum tki_rec_type {
+	TKI_REC_PUSH = 1,        /* a push/pop range begins: tki_rec_msg */
+	TKI_REC_POP = 2,         /* it ends: tki_pop */
+	TKI_REC_MARK = 3,        /* an instant: tki_rec_msg */
+	TKI_REC_START = 4,       /* a start/end range begins: id, tki_rec_msg */
+	TKI_REC_END = 5,         /* it ends: id */
+};
+
+#define TKI_F_ATTRS 0x1      /* struct tki_attrs follows the header (+id) */
+#define TKI_F_REGISTERED 0x2 /* the message is a registered string id */
+#define TKI_F_CAPTURE 0x4    /* push/start of the capture range */
+
+struct tki_rec {
+	uint8_t type;
+	uint8_t flags;
+	uint16_t domain;         /* domain id, 0 = default */
+	uint32_t size;           /* whole record, a multiple of 8 */
+	int64_t ts;
+};
+
+struct tki_attrs {
+	uint32_t category;
+	uint32_t color;          /* ARGB, 0 = none */
+	uint32_t payload_type;   /* enum tk_payload */
+	uint32_t pad;
+	uint64_t payload;
+};
+
+struct tki_msg {
+	uint32_t len;            /* bytes that follow */
+	uint32_t string;         /* registered string id, or 0 */
+	uint32_t level;          /* push: the nesting level it opens */
+	uint32_t pad;
+};
+
+/* A pop: the level it closes, so that a pop or push lost to full
+ * buffers cannot pair the wrong ranges. */
+struct tki_pop {
+	uint32_t level;
+	uint32_t pad;
 };
 
 /* Sum of what the status page says was produced. */

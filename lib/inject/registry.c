@@ -12,6 +12,7 @@
 
 #include "inject.h"
 #include "support.h"
+#include "tbuf.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -81,6 +82,7 @@ tki_domain_get(const char *name)
 	             (strcmp(tki_cfg.capture_domain, "*") == 0 ||
 	              strcmp(tki_cfg.capture_domain, name) == 0);
 	domains[ndomains++] = d;
+	tki_buf_name(TKI_NAME_DOMAIN, d->id, 0, d->name, strlen(d->name));
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return d;
@@ -128,6 +130,7 @@ tki_string_register(struct tki_domain *d, const char *s, size_t len)
 	r->s[len] = 0;
 	r->capture = tki_capture_matches(d, s, len);
 	strings[nstrings++] = r;
+	tki_buf_name(TKI_NAME_STRING, r->id, d->id, r->s, r->len);
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return r;
@@ -157,6 +160,8 @@ tki_category_set(uint32_t domain, uint32_t category, const char *name)
 			c->domain = domain;
 			c->category = category;
 			ncategories++;
+			tki_buf_name(TKI_NAME_CATEGORY, domain, category, name,
+			             strlen(name));
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -203,6 +208,8 @@ name_set(int kind, uint64_t key, const char *name)
 	if (n && copy) {
 		free(n->name);
 		n->name = copy;
+		if (kind == 0)
+			tki_buf_name(TKI_NAME_THREAD, key, 0, copy, strlen(copy));
 	} else {
 		free(copy);
 	}
@@ -248,6 +255,27 @@ tki_resource_name_get(enum tki_resource kind, uint64_t handle, char *buf,
                       size_t n)
 {
 	return name_get((int)kind, handle, buf, n);
+}
+
+void
+tki_registry_log_all(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (uint32_t i = 1; i < ndomains; i++)
+		tki_buf_name(TKI_NAME_DOMAIN, i, 0, domains[i]->name,
+		             strlen(domains[i]->name));
+	for (uint32_t i = 1; i < nstrings; i++)
+		tki_buf_name(TKI_NAME_STRING, i, strings[i]->domain->id,
+		             strings[i]->s, strings[i]->len);
+	for (size_t i = 0; i < ncategories; i++)
+		tki_buf_name(TKI_NAME_CATEGORY, categories[i].domain,
+		             categories[i].category, categories[i].name,
+		             strlen(categories[i].name));
+	for (size_t i = 0; i < nnames; i++)
+		if (names[i].kind == 0)
+			tki_buf_name(TKI_NAME_THREAD, names[i].key, 0, names[i].name,
+			             strlen(names[i].name));
+	pthread_mutex_unlock(&reg_lock);
 }
 
 void

@@ -6,7 +6,8 @@
  * The spool is created under a dot name and renamed once its header and
  * first chunk (the process definition and a watermark) are written, so
  * that a spool trace-record sees is readable and nothing in it begins
- * before trace-record could have seen it.
+ * before trace-record could have seen it.  Its status page and durable
+ * buffer file (durable.c) exist before that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "tbuf.h"
 #include "support.h"
 #include "tk_private.h"
 
@@ -34,7 +36,7 @@ static struct tki_status dummy_status;
 static int64_t last_watermark;  /* a promise made stands: never lower */
 static dev_t spool_dev;
 static ino_t spool_ino;
-static char spool_path[PATH_MAX], status_path[PATH_MAX];
+static char spool_path[PATH_MAX], status_path[PATH_MAX], buf_path[PATH_MAX];
 static uint32_t process_track;
 static struct tk_process process_def;
 static char *cmdline;            /* argv strings, NUL-separated */
@@ -179,9 +181,12 @@ static int
 open_writer(int fd, const char *name)
 {
 	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
-	/* a spool is read once, right away: compress little */
+	/* a spool is read once, right away: compress little.  Chunks are
+	 * sealed by the flusher's commits only (flusher.c): a chunk sealed
+	 * on its own would hold events the durable snapshot does not know
+	 * are written */
 	o.level = 1;
-	o.chunk_bytes = 1u << 20;
+	o.chunk_bytes = UINT32_MAX;
 	struct tk_writer *w = tk_writer_new();
 	if (!w)
 		return -1;
@@ -231,11 +236,16 @@ tki_spool_open(void)
 	             tki_cfg.spool, pid, (long long)t0) >= (int)sizeof(spool_path) ||
 	    snprintf(status_path, sizeof(status_path), "%s/%ld-%lld.st",
 	             tki_cfg.spool, pid, (long long)t0) >= (int)sizeof(status_path) ||
+	    snprintf(buf_path, sizeof(buf_path), "%s/%ld-%lld.buf",
+	             tki_cfg.spool, pid, (long long)t0) >= (int)sizeof(buf_path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.%ld-%lld.tkt", tki_cfg.spool, pid,
 	             (long long)t0) >= (int)sizeof(tmp))
 		return -1;
 	if (map_status() < 0)
 		return -1;
+	if (tki_buf_open(buf_path, tki_cfg.buffer_limit, tki_cfg.win_end) < 0)
+		goto fail;
+	tki_registry_log_all();
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
@@ -269,6 +279,7 @@ fail_fd:
 	close(fd);
 	unlink(tmp);
 fail:
+	tki_buf_forget(1);
 	unlink(status_path);
 	munmap((void *)tki_status, sizeof(struct tki_status));
 	tki_status = &dummy_status;
@@ -321,6 +332,7 @@ tki_spool_abandon(int remove)
 		char path[PATH_MAX];
 		unlink(spool_path);
 		unlink(status_path);
+		tki_buf_unlink();
 		snprintf(path, sizeof(path), "%s/p%ld", tki_cfg.spool, (long)getpid());
 		unlink(path);
 		rmdir(tki_cfg.spool);

@@ -2,13 +2,16 @@
 /*
  * Thread buffers: blocks, the list of threads, and what fork() leaves.
  *
- * A thread that fills a block takes another one (from a free list, or
- * malloc) and links it; the flusher frees blocks it has read.  The
- * process's buffers are bounded (TRACEKIT_BUFFER_BYTES): at the bound a
- * thread wakes the flusher and waits for it a little, and only drops
- * the record (counting it) when the flusher cannot keep up.
+ * A thread that fills a block takes another one (from the durable
+ * buffer file, durable.c) and links it; the flusher frees blocks once
+ * what it made of them is committed.  The process's buffers are
+ * bounded (TRACEKIT_BUFFER_BYTES): at the bound a thread wakes the
+ * flusher and waits for it a little, and only drops the record
+ * (counting it) when the flusher cannot keep up.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -26,7 +29,6 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tki_block *pool;             /* free standard blocks */
 static atomic_size_t block_bytes;          /* in blocks handed out */
 
 #define WAIT_FOR_ROOM_NS (200 * 1000000LL)
@@ -40,20 +42,18 @@ tki_buffer_bytes(void)
 static struct tki_block *
 block_new(uint32_t cap)
 {
-	struct tki_block *b = NULL;
-	if (cap == TKI_BLOCK_BYTES) {
-		pthread_mutex_lock(&pool_lock);
-		if ((b = pool))
-			pool = atomic_load_explicit(&b->next, memory_order_relaxed);
-		pthread_mutex_unlock(&pool_lock);
-	}
-	if (!b && !(b = malloc(sizeof(*b) + cap)))
+	uint32_t units = (uint32_t)((cap + sizeof(struct tki_block) +
+	                             TKI_BUF_UNIT - 1) / TKI_BUF_UNIT);
+	pthread_mutex_lock(&pool_lock);
+	struct tki_block *b = tki_buf_alloc(units);
+	pthread_mutex_unlock(&pool_lock);
+	if (!b)
 		return NULL;
-	atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+	atomic_store_explicit(&b->next, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->used, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->read, 0, memory_order_relaxed);
-	b->cap = cap;
-	atomic_fetch_add_explicit(&block_bytes, cap, memory_order_relaxed);
+	b->cap = units * TKI_BUF_UNIT - (uint32_t)sizeof(*b);
+	atomic_fetch_add_explicit(&block_bytes, b->cap, memory_order_relaxed);
 	return b;
 }
 
@@ -61,15 +61,17 @@ void
 tki_block_release(struct tki_block *b)
 {
 	atomic_fetch_sub_explicit(&block_bytes, b->cap, memory_order_relaxed);
-	if (b->cap != TKI_BLOCK_BYTES) {
-		free(b);
-		return;
-	}
-	/* keep a few for reuse: a block is 64 KiB */
 	pthread_mutex_lock(&pool_lock);
-	atomic_store_explicit(&b->next, pool, memory_order_relaxed);
-	pool = b;
+	tki_buf_free(b);
 	pthread_mutex_unlock(&pool_lock);
+}
+
+struct tki_block *
+tki_block_next(const struct tki_block *b)
+{
+	uint32_t n = atomic_load_explicit(&((struct tki_block *)b)->next,
+	                                  memory_order_acquire);
+	return n ? tki_buf_block(n - 1) : NULL;
 }
 
 /* A block of at least n bytes, within the process's limit: wait for
@@ -80,6 +82,8 @@ static struct tki_block *
 block_within_limit(struct tki_thread *t, uint32_t n)
 {
 	uint32_t cap = n > TKI_BLOCK_BYTES ? tki_align8(n) : TKI_BLOCK_BYTES;
+	if (n > UINT32_MAX / 2)
+		return NULL;
 	size_t limit = tki_cfg.buffer_limit;
 	int64_t waited = 0;
 	while (atomic_load_explicit(&block_bytes, memory_order_relaxed) + cap >
@@ -112,7 +116,8 @@ tki_reserve_slow(struct tki_thread *t, uint32_t n)
 		return NULL;
 	/* the flusher reads `next` before `used`: once it sees the link,
 	 * the old block's length is final */
-	atomic_store_explicit(&t->cur->next, b, memory_order_release);
+	atomic_store_explicit(&t->cur->next, tki_buf_index(b) + 1,
+	                      memory_order_release);
 	t->cur = b;
 	t->wpos = 0;
 	return b->data;
@@ -148,6 +153,25 @@ thread_exit(void *arg)
 	tki_flusher_wake();
 }
 
+/* The kernel's name of a thread, for recovery. */
+static void
+thread_comm(int64_t tid, char *buf, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%lld/comm", (long long)tid);
+	buf[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t k = read(fd, buf, n - 1);
+	close(fd);
+	if (k < 0)
+		k = 0;
+	buf[k] = 0;
+	if (k > 0 && buf[k - 1] == '\n')
+		buf[k - 1] = 0;
+}
+
 static void
 make_key(void)
 {
@@ -168,12 +192,17 @@ tki_thread_attach(void)
 		attaching = 0;
 		return NULL;
 	}
-	t->cur = t->head = b;
+	t->cur = t->head = t->keep = b;
 	t->tid = syscall(SYS_gettid);
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, t);
+	char comm[64];
+	thread_comm(t->tid, comm, sizeof(comm));
 
 	pthread_mutex_lock(&threads_lock);
+	t->slot = tki_buf_slot_take(t->tid, comm, b);
+	t->dropped = t->slot >= 0 ? tki_buf_slot_dropped(t->slot)
+	                          : &t->dropped_private;
 	t->index = ++thread_count;
 	if (t->index < TKI_STATUS_SLOTS) {
 		t->produced = (uint64_t *)&tki_status->slot[t->index].produced;
@@ -215,15 +244,16 @@ tki_threads_snapshot(struct tki_thread ***out)
 }
 
 static void
-free_thread_memory(struct tki_thread *t)
+free_thread_memory(struct tki_thread *t, int blocks)
 {
-	struct tki_block *b = t->head;
+	struct tki_block *b = blocks ? t->keep : NULL;
 	while (b) {
-		struct tki_block *next = atomic_load_explicit(&b->next,
-		                                              memory_order_acquire);
+		struct tki_block *next = tki_block_next(b);
 		tki_block_release(b);
 		b = next;
 	}
+	if (blocks)
+		tki_buf_slot_free(t->slot);
 	for (uint32_t i = 0; i < t->nlevels; i++)
 		free(t->levels[i]);
 	free(t->levels);
@@ -242,7 +272,7 @@ tki_thread_free(struct tki_thread *t)
 		}
 	}
 	pthread_mutex_unlock(&threads_lock);
-	free_thread_memory(t);
+	free_thread_memory(t, 1);
 }
 
 void
@@ -257,9 +287,10 @@ tki_threads_after_fork(void)
 	thread_count = 0;
 	while (t) {
 		struct tki_thread *next = t->next;
-		free_thread_memory(t);
+		free_thread_memory(t, 0); /* the blocks are the parent's */
 		t = next;
 	}
+	tki_buf_forget(0);
 	atomic_store(&block_bytes, 0);
 	tki_self = NULL;
 	attaching = 0;

@@ -2,9 +2,13 @@
 /*
  * Per-thread record buffers.  Each thread appends raw records to its
  * own chain of blocks and publishes how far it wrote with a release
- * store; the flusher reads up to there and frees blocks it finished.
- * One writer and one reader per block, so no lock and no atomic
- * read-modify-write on the path of an NVTX call.
+ * store; the flusher reads up to there and frees blocks it finished
+ * once what it made of them is committed (flusher.c).  One writer and
+ * one reader per block, so no lock and no atomic read-modify-write on
+ * the path of an NVTX call.  The blocks are units of the durable
+ * buffer file (durable.c), mapped shared: the same stores that publish
+ * a record to the flusher leave it for trace-record if the process
+ * dies.
  */
 #ifndef TK_INJECT_TBUF_H
 #define TK_INJECT_TBUF_H
@@ -15,60 +19,37 @@
 
 #include "inject.h"
 
-#define TKI_BLOCK_BYTES (64u * 1024u)
+#define TKI_BLOCK_BYTES (TKI_BUF_UNIT - (uint32_t)sizeof(struct tki_block))
 
-struct tki_block {
-	_Atomic(struct tki_block *) next; /* set when the writer moved on */
-	atomic_uint used;                 /* bytes published */
-	atomic_uint read;                 /* bytes the flusher has read */
-	uint32_t cap;
-	uint32_t pad;
-	_Alignas(8) uint8_t data[];       /* records, 8-byte aligned */
-};
+/* ---- the durable buffer file (durable.c) --------------------------------------- */
 
-/* ---- records ------------------------------------------------------------------ */
-
-enum tki_rec_type {
-	TKI_REC_PUSH = 1,        /* a push/pop range begins: tki_rec_msg */
-	TKI_REC_POP = 2,         /* it ends: tki_pop */
-	TKI_REC_MARK = 3,        /* an instant: tki_rec_msg */
-	TKI_REC_START = 4,       /* a start/end range begins: id, tki_rec_msg */
-	TKI_REC_END = 5,         /* it ends: id */
-};
-
-#define TKI_F_ATTRS 0x1      /* struct tki_attrs follows the header (+id) */
-#define TKI_F_REGISTERED 0x2 /* the message is a registered string id */
-#define TKI_F_CAPTURE 0x4    /* push/start of the capture range */
-
-struct tki_rec {
-	uint8_t type;
-	uint8_t flags;
-	uint16_t domain;         /* domain id, 0 = default */
-	uint32_t size;           /* whole record, a multiple of 8 */
-	int64_t ts;
-};
-
-struct tki_attrs {
-	uint32_t category;
-	uint32_t color;          /* ARGB, 0 = none */
-	uint32_t payload_type;   /* enum tk_payload */
-	uint32_t pad;
-	uint64_t payload;
-};
-
-struct tki_msg {
-	uint32_t len;            /* bytes that follow */
-	uint32_t string;         /* registered string id, or 0 */
-	uint32_t level;          /* push: the nesting level it opens */
-	uint32_t pad;
-};
-
-/* A pop: the level it closes, so that a pop or push lost to full
- * buffers cannot pair the wrong ranges. */
-struct tki_pop {
-	uint32_t level;
-	uint32_t pad;
-};
+int tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end);
+int tki_buf_mapped(void);
+/* After fork (the mapping is the parent's) or a failed start: unmap
+ * without writing; `remove` deletes the file. */
+void tki_buf_forget(int remove);
+/* The recorder is gone: remove the file, keep the mapping. */
+void tki_buf_unlink(void);
+/* The last flush is done: nothing for trace-record to recover. */
+void tki_buf_closed(void);
+/* Blocks of `units` units; NULL when the file has no room.  Pool lock. */
+struct tki_block *tki_buf_alloc(uint32_t units);
+void tki_buf_free(struct tki_block *b);
+struct tki_block *tki_buf_block(uint32_t index);
+uint32_t tki_buf_index(const struct tki_block *b);
+/* A thread slot (-1 if none is free); list lock held. */
+int tki_buf_slot_take(int64_t tid, const char *name, struct tki_block *first);
+void tki_buf_slot_free(int slot);
+uint32_t tki_buf_slot_serial(int slot);
+uint64_t *tki_buf_slot_dropped(int slot);
+/* The names log (registry lock held). */
+void tki_buf_name(uint32_t kind, uint64_t a, uint64_t b, const char *s,
+                  size_t len);
+/* A snapshot: begin, add entries, commit (spool lock held). */
+void tki_buf_snap_begin(void);
+void tki_buf_snap_add(const struct tki_snap *e, const char *name,
+                      uint32_t len);
+void tki_buf_snap_commit(void);
 
 /* ---- threads ------------------------------------------------------------------- */
 
@@ -96,7 +77,10 @@ struct tki_thread {
 	uint64_t *produced;             /* status page slot */
 	int shared_slot;                /* slot 0: atomic adds */
 	uint64_t next_range_id;
-	atomic_ullong dropped;          /* records lost: buffers full */
+	uint64_t *dropped;              /* records lost: buffers full (in
+	                                   its slot of the durable file) */
+	uint64_t dropped_private;       /* where it counts without a slot */
+	int slot;                       /* in the durable file, -1 = none */
 	int64_t tid;
 	uint32_t index;                 /* 1, 2, ... in this process */
 	int dropping;                   /* the flusher could not keep up */
@@ -104,8 +88,10 @@ struct tki_thread {
 	int64_t exit_ts;
 
 	/* flusher */
-	struct tki_block *head;
+	struct tki_block *keep;         /* first block not freed */
+	struct tki_block *head;         /* block being read */
 	uint32_t rpos;
+	int retired;                    /* exited, written: free at commit */
 	uint64_t dropped_seen;
 	uint32_t track;                 /* writer track, 0 = not defined */
 	uint32_t track_scope;
@@ -133,8 +119,10 @@ struct tki_levels *tki_levels_slow(struct tki_thread *t, uint32_t domain);
 size_t tki_threads_snapshot(struct tki_thread ***out);
 /* Unlink and free a thread the flusher finished with. */
 void tki_thread_free(struct tki_thread *t);
-/* Blocks: the flusher gives back what it consumed. */
+/* Blocks: the flusher gives back what it consumed and committed. */
 void tki_block_release(struct tki_block *b);
+/* The block after b, NULL when the writer has not moved on. */
+struct tki_block *tki_block_next(const struct tki_block *b);
 /* After fork: drop the parent's threads and blocks. */
 void tki_threads_after_fork(void);
 /* Bytes in blocks now (for the flusher's wake-up decision). */

@@ -22,7 +22,19 @@
  *   --mark-until-exit: a thread marking "until.exit" without end, from
  *             before the first step until the process exits
  *
- * Then it exits with --exit CODE, or kills itself with --signal SIG.
+ *   --fork-first N: before any NVTX call the process forks N deep; only
+ *             the last child records (and ends as told below), the
+ *             others wait for their child and exit with its status
+ *   --flood N: N "flood" push/pop ranges on the main thread after the
+ *             steps; with --count-file FILE the process writes its pid
+ *             and, after each pop, the ranges done into FILE (two
+ *             int64, shared), for a test that kills it from outside
+ *
+ * Then it exits with --exit CODE (with _exit with --quick-exit), kills
+ * itself with --signal SIG, crashes with --crash abort|segv (a real
+ * fault), takes memory until the OOM killer ends it with --crash oom,
+ * or with --wait-kill FILE writes its pid into FILE and waits to be
+ * killed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,7 +56,8 @@
 
 static int steps = 3, layers = 2, threads = 2, work_us = 200, sleep_ms;
 static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open, late_mark;
-static const char *chdir_to;
+static const char *chdir_to, *crash, *wait_kill, *count_file;
+static int fork_first, end_with_exit, flood;
 static nvtxRangeId_t prefetch;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
@@ -201,13 +216,100 @@ close_all_fds(void)
 			break;
 }
 
+/* Fork `depth` deep before any NVTX call; returns in the last child,
+ * exits in the others with their child's status. */
+static void
+fork_deep(int depth)
+{
+	for (int d = 0; d < depth; d++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			exit(1);
+		}
+		if (pid == 0)
+			continue;
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+static void
+flood_ranges(void)
+{
+	volatile int64_t *c = NULL;
+	if (count_file) {
+		int fd = open(count_file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || ftruncate(fd, 16) < 0) {
+			perror(count_file);
+			exit(1);
+		}
+		void *m = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			exit(1);
+		c = m;
+		c[0] = getpid();
+	}
+	for (int i = 0; i < flood; i++) {
+		nvtxRangePushA("flood");
+		nvtxRangePop();
+		if (c)
+			c[1] = i + 1;
+	}
+}
+
+/* How the process ends, after its work. */
+static int
+end_as_told(int code, int sig)
+{
+	fflush(NULL);
+	if (crash && !strcmp(crash, "abort"))
+		abort();
+	for (size_t mb = 0; crash && !strcmp(crash, "oom"); mb++) {
+		char *p = malloc(1 << 20);
+		if (!p)
+			break;
+		memset(p, (int)mb, 1 << 20);
+	}
+	if (crash && !strcmp(crash, "segv")) {
+		volatile uintptr_t bad = 8;   /* a real fault, not raise() */
+		*(volatile int *)bad = 1;
+	}
+	if (wait_kill) {
+		/* its pid, for the killer; renamed: all or nothing */
+		char tmp[4096], line[32];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", wait_kill);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+		if (fd < 0 || write(fd, line, (size_t)n) != n || rename(tmp, wait_kill))
+			perror(wait_kill);
+		if (fd >= 0)
+			close(fd);
+		for (;;)
+			pause();
+	}
+	if (sig) {
+		/* the events of the last flush interval go with it (SIGKILL) */
+		kill(getpid(), sig);
+		nap(1000);
+	}
+	if (end_with_exit)
+		_exit(code);
+	return code;
+}
+
 static int
 usage(void)
 {
 	fprintf(stderr, "usage: nvtx_sample [--steps N] [--layers N] [--threads N] "
 	        "[--work US] [--sleep MS] [--fork] [--domain] [--async] [--wide] "
 	        "[--close-fds] [--chdir DIR] [--hold-open] [--mark-until-exit] [--exit CODE] "
-	        "[--signal SIG]\n");
+	        "[--signal SIG] [--fork-first N] [--quick-exit] [--crash abort|segv|oom] "
+	        "[--wait-kill FILE] [--flood N] [--count-file FILE]\n");
 	return 2;
 }
 
@@ -225,6 +327,12 @@ main(int argc, char **argv)
 		else if (!strcmp(a, "--exit") && v) code = atoi(argv[++i]);
 		else if (!strcmp(a, "--signal") && v) sig = atoi(argv[++i]);
 		else if (!strcmp(a, "--chdir") && v) chdir_to = argv[++i];
+		else if (!strcmp(a, "--fork-first") && v) fork_first = atoi(argv[++i]);
+		else if (!strcmp(a, "--crash") && v) crash = argv[++i];
+		else if (!strcmp(a, "--wait-kill") && v) wait_kill = argv[++i];
+		else if (!strcmp(a, "--flood") && v) flood = atoi(argv[++i]);
+		else if (!strcmp(a, "--count-file") && v) count_file = argv[++i];
+		else if (!strcmp(a, "--quick-exit")) end_with_exit = 1;
 		else if (!strcmp(a, "--fork")) do_fork = 1;
 		else if (!strcmp(a, "--domain")) do_domain = 1;
 		else if (!strcmp(a, "--async")) do_async = 1;
@@ -236,6 +344,7 @@ main(int argc, char **argv)
 	}
 	if (threads > 64)
 		threads = 64;
+	fork_deep(fork_first);
 
 	pthread_t t[64];
 	if (late_mark) {
@@ -286,13 +395,8 @@ main(int argc, char **argv)
 		int st;
 		waitpid(pid, &st, 0);
 	}
+	flood_ranges();
 	if (hold_open)
 		nvtxRangePushA("never.closed");
-	if (sig) {
-		fflush(NULL);
-		/* the events of the last flush interval go with it (SIGKILL) */
-		kill(getpid(), sig);
-		nap(1000);
-	}
-	return code;
+	return end_as_told(code, sig);
 }

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The durable buffers: <pid>-<ns>.buf in the spool directory, mapped
+ * shared (layout: protocol.h, "The durable buffers").  The thread
+ * buffers' blocks, the thread slots, the names log and the flusher's
+ * snapshots live there, so that what a process wrote survives it:
+ * trace-record converts what the flusher had not when the process dies
+ * without its last flush.
+ *
+ * Blocks are whole units of the file.  Freed single units go on a free
+ * list (a stack of indices, under the caller's pool lock); larger
+ * blocks come from the never-used part, and are split into single
+ * units when freed.  The file is sparse: twice the buffer limit costs
+ * only the pages written.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "support.h"
+#include "tbuf.h"
+
+static uint8_t *map;             /* NULL when not recording */
+static size_t map_size;
+static char path[PATH_MAX];
+static uint32_t bump;            /* units never handed out start here */
+static uint32_t *free_units;     /* single units freed */
+static size_t nfree, free_cap;
+/* the snapshot being written (the one not committed) */
+static uint32_t snap_half;
+static uint64_t snap_len, snap_lost;
+
+static struct tki_buf_head *
+head(void)
+{
+	return (struct tki_buf_head *)map;
+}
+
+int
+tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end)
+{
+	uint64_t units = buffer_limit / TKI_BUF_UNIT * 2 + 64;
+	if (units > UINT32_MAX / 2)
+		units = UINT32_MAX / 2;
+	uint64_t thread_off = 4096;
+	uint64_t names_off = thread_off +
+	                     TKI_BUF_THREADS * sizeof(struct tki_buf_thread);
+	uint64_t snap_off = names_off + TKI_BUF_NAMES_BYTES;
+	uint64_t blocks_off = snap_off + 2ull * TKI_BUF_SNAP_BYTES;
+	uint64_t size = blocks_off + units * TKI_BUF_UNIT;
+	snprintf(path, sizeof(path), "%s", file);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		unlink(path);
+		return -1;
+	}
+	map = p;
+	map_size = size;
+	bump = 0;
+	nfree = 0;
+	struct tki_buf_head *h = head();
+	h->unit = TKI_BUF_UNIT;
+	h->nunits = (uint32_t)units;
+	h->nthreads = TKI_BUF_THREADS;
+	h->size = size;
+	h->thread_off = thread_off;
+	h->names_off = names_off;
+	h->names_cap = TKI_BUF_NAMES_BYTES;
+	h->snap_off[0] = snap_off;
+	h->snap_off[1] = snap_off + TKI_BUF_SNAP_BYTES;
+	h->snap_cap = TKI_BUF_SNAP_BYTES;
+	h->snap_cur = 2;
+	h->blocks_off = blocks_off;
+	h->win_end = win_end;
+	snap_half = 0;
+	__atomic_store_n(&h->magic, TKI_BUF_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+tki_buf_mapped(void)
+{
+	return map != NULL;
+}
+
+void
+tki_buf_forget(int remove)
+{
+	/* after fork the mapping is the parent's: not one byte written */
+	if (map)
+		munmap(map, map_size);
+	map = NULL;
+	free(free_units);
+	free_units = NULL;
+	nfree = free_cap = 0;
+	if (remove && path[0])
+		unlink(path);
+	path[0] = 0;
+}
+
+void
+tki_buf_unlink(void)
+{
+	/* threads may still write into the mapping: it stays */
+	if (path[0])
+		unlink(path);
+}
+
+void
+tki_buf_closed(void)
+{
+	if (map)
+		__atomic_store_n(&head()->closed, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- blocks ----------------------------------------------------------------------- */
+
+struct tki_block *
+tki_buf_block(uint32_t index)
+{
+	return (struct tki_block *)(map + head()->blocks_off +
+	                            (uint64_t)index * TKI_BUF_UNIT);
+}
+
+uint32_t
+tki_buf_index(const struct tki_block *b)
+{
+	return (uint32_t)(((const uint8_t *)b - map - head()->blocks_off) /
+	                  TKI_BUF_UNIT);
+}
+
+struct tki_block *
+tki_buf_alloc(uint32_t units)
+{
+	if (!map)
+		return NULL;
+	uint32_t i;
+	if (units == 1 && nfree) {
+		i = free_units[--nfree];
+	} else {
+		if (bump + (uint64_t)units > head()->nunits)
+			return NULL;
+		i = bump;
+		bump += units;
+	}
+	struct tki_block *b = tki_buf_block(i);
+	b->units = units;
+	return b;
+}
+
+void
+tki_buf_free(struct tki_block *b)
+{
+	if (!map)
+		return;
+	uint32_t first = tki_buf_index(b), n = b->units ? b->units : 1;
+	uint32_t *a = tkp_grow(free_units, &free_cap, nfree + n, sizeof(*a));
+	if (!a)
+		return;          /* the units are lost, not the records */
+	free_units = a;
+	for (uint32_t k = n; k-- > 0;)
+		free_units[nfree++] = first + k;
+}
+
+/* ---- thread slots ------------------------------------------------------------------- */
+
+static struct tki_buf_thread *
+slot_at(uint32_t i)
+{
+	return (struct tki_buf_thread *)(map + head()->thread_off) + i;
+}
+
+int
+tki_buf_slot_take(int64_t tid, const char *name, struct tki_block *first)
+{
+	if (!map)
+		return -1;
+	for (uint32_t i = 0; i < TKI_BUF_THREADS; i++) {
+		struct tki_buf_thread *s = slot_at(i);
+		if (s->state != TKI_SLOT_FREE)
+			continue;
+		s->serial++;
+		s->tid = tid;
+		s->first = tki_buf_index(first) + 1;
+		s->dropped = 0;
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		__atomic_store_n(&s->state, TKI_SLOT_LIVE, __ATOMIC_RELEASE);
+		return (int)i;
+	}
+	return -1;
+}
+
+void
+tki_buf_slot_free(int slot)
+{
+	if (map && slot >= 0)
+		__atomic_store_n(&slot_at((uint32_t)slot)->state, TKI_SLOT_FREE,
+		                 __ATOMIC_RELEASE);
+}
+
+uint32_t
+tki_buf_slot_serial(int slot)
+{
+	return map && slot >= 0 ? slot_at((uint32_t)slot)->serial : 0;
+}
+
+uint64_t *
+tki_buf_slot_dropped(int slot)
+{
+	return map && slot >= 0 ? &slot_at((uint32_t)slot)->dropped : NULL;
+}
+
+/* ---- the names log ------------------------------------------------------------------- */
+
+void
+tki_buf_name(uint32_t kind, uint64_t a, uint64_t b, const char *s, size_t len)
+{
+	if (!map)
+		return;
+	struct tki_buf_head *h = head();
+	uint64_t at = h->names_len;
+	uint64_t need = sizeof(struct tki_buf_name) + tki_pad8((uint32_t)len);
+	if (len > UINT32_MAX / 2 || at + need > h->names_cap)
+		return;          /* recovery names it by its id */
+	uint8_t *p = map + h->names_off + at;
+	struct tki_buf_name n = { kind, (uint32_t)len, a, b };
+	memcpy(p, &n, sizeof(n));
+	memcpy(p + sizeof(n), s, len);
+	__atomic_store_n(&h->names_len, at + need, __ATOMIC_RELEASE);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+void
+tki_buf_snap_begin(void)
+{
+	if (!map)
+		return;
+	uint32_t cur = __atomic_load_n(&head()->snap_cur, __ATOMIC_RELAXED);
+	snap_half = cur == 0 ? 1 : 0;
+	snap_len = 0;
+	snap_lost = 0;
+}
+
+void
+tki_buf_snap_add(const struct tki_snap *e, const char *name, uint32_t len)
+{
+	if (!map)
+		return;
+	struct tki_buf_head *h = head();
+	uint64_t need = sizeof(*e) + tki_pad8(len);
+	if (snap_len + need > h->snap_cap) {
+		snap_lost++;
+		return;
+	}
+	uint8_t *p = map + h->snap_off[snap_half] + snap_len;
+	struct tki_snap c = *e;
+	c.len = len;
+	memcpy(p, &c, sizeof(c));
+	if (len)
+		memcpy(p + sizeof(c), name, len);
+	snap_len += need;
+}
+
+void
+tki_buf_snap_commit(void)
+{
+	if (!map)
+		return;
+	struct tki_buf_head *h = head();
+	h->snap_len[snap_half] = snap_len;
+	h->snap_lost = snap_lost;
+	/* the one store that makes the snapshot the current one */
+	__atomic_store_n(&h->snap_cur, snap_half, __ATOMIC_RELEASE);
+}
