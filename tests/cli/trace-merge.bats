@@ -394,3 +394,20 @@ processes() {
 			{ echo "missing: $o"; return 1; }
 	done
 }
+
+@test "events with equal begin times keep their order within an unsorted input" {
+	# marks at one time, in an input that is not sorted: they wait in
+	# memory, ordered by time, then by arrival
+	{
+		echo '{"def":"process","ref":"p","pid":300,"host":"h","argv":["a"],"start":0}'
+		echo '{"def":"thread","ref":"t","process":"p","tid":300,"name":"main"}'
+		echo '{"kind":"mark","track":"t","ts":2000,"name":"late"}'
+		for n in m1 m2 m3 m4 m5 m6 m7 m8; do
+			echo '{"kind":"mark","track":"t","ts":1000,"name":"'$n'"}'
+		done
+		echo '{"kind":"mark","track":"t","ts":500,"name":"early"}'
+	} | mktrace > "$D/unsorted.tkt"
+	run -0 trace-merge -o "$D/out.tkt" "$D/unsorted.tkt"
+	assert_eq "$(trace-dump --json "$D/out.tkt" | jq -r 'select(.kind == "mark") | .name' | paste -sd' ')" \
+		"early m1 m2 m3 m4 m5 m6 m7 m8 late"
+}
