@@ -17,9 +17,12 @@
 #include "args_template.h"
 #include "intern.h"
 #include "reader_private.h"
+#include "rpool.h"
 #include "tk_private.h"
 
 #define IBUF_SIZE (256u * 1024u)
+/* The default number of threads is the machine's cores, at most this. */
+#define THREADS_DEFAULT_MAX 8u
 /* A stream may use track ids that a newer writer defined in a way this
  * reader skipped; allow that many beyond the known ones. */
 #define UNKNOWN_TRACKS_MAX 4096u
@@ -149,6 +152,19 @@ struct tk_reader {
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 	struct tkp_args_decoder args_dec; /* args stored as templates */
 
+	/* options (tk_reader_set_options()) */
+	unsigned threads;        /* 0: TK_THREADS, else the cores */
+	int no_args;
+	/* the worker threads (rpool.h), started at the second unit; units
+	 * are read ahead into their slots, the reader's input position
+	 * and errors kept apart while it does */
+	struct tkp_rpool *pool;
+	unsigned units;          /* this input: units read before the pool */
+	int ahead_stopped;       /* the read-ahead met an end or a fault */
+	uint64_t ahead_offset;   /* the input offset of the read-ahead */
+	struct tkp_rslot *cur;   /* the unit next_unit() goes through */
+	size_t cur_pos;
+
 	struct tk_event ev;
 };
 
@@ -224,6 +240,11 @@ clear_defs(struct tk_reader *r)
 static void
 close_input(struct tk_reader *r)
 {
+	tkp_rpool_free(r->pool);
+	r->pool = NULL;
+	r->cur = NULL;
+	r->ahead_stopped = 0;
+	r->units = 0;
 	if (r->own_fd && r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -336,11 +357,33 @@ fd_read(struct tk_reader *r, void *dst, size_t n)
 /* Read up to n bytes into dst; fewer only at the end of the input.
  * Not inlined: gcc -O3 would otherwise warn that the large-read branch
  * could overflow the small header buffers it is never used for. */
+/* Read from the unit read ahead (rpool.h) as from the input: where
+ * its bytes end, the read error met after them, if any. */
+static int
+unit_read(struct tk_reader *r, uint8_t *dst, size_t n, size_t *got)
+{
+	struct tkp_rslot *s = r->cur;
+	size_t left = s->len - r->cur_pos;
+	size_t k = n < left ? n : left;
+	if (k)
+		memcpy(dst, s->bytes + r->cur_pos, k);
+	r->cur_pos += k;
+	r->offset += k;
+	*got = k;
+	if (k < n && s->read_err.code && !r->error.code) {
+		r->error = s->read_err;
+		return r->error.code;
+	}
+	return TK_OK;
+}
+
 static __attribute__((noinline)) int
 input_read(struct tk_reader *r, void *dst, size_t n, size_t *got)
 {
 	uint8_t *d = dst;
 	*got = 0;
+	if (r->cur)
+		return unit_read(r, d, n, got);
 	if (r->feed) {
 		size_t left = r->fbuf.len - r->fpos;
 		size_t k = n < left ? n : left;
@@ -405,7 +448,16 @@ static int
 input_take(struct tk_reader *r, size_t n, struct tkp_buf *buf,
            const uint8_t **p, size_t *got)
 {
-	if (r->mem) {
+	if (r->cur) {
+		size_t left = r->cur->len - r->cur_pos;
+		if (n <= left) { /* no copy */
+			*p = r->cur->bytes + r->cur_pos;
+			*got = n;
+			r->cur_pos += n;
+			r->offset += n;
+			return TK_OK;
+		}
+	} else if (r->mem) {
 		size_t left = r->mem_len - r->mem_pos;
 		*got = n < left ? n : left;
 		*p = r->mem + r->mem_pos;
@@ -600,6 +652,143 @@ void
 tkp_reader_set_raw(struct tk_reader *r, int raw)
 {
 	r->raw = raw;
+}
+
+/* ---- reading ahead (rpool.h) ------------------------------------------------------ */
+
+/* TK_THREADS, else the machine's cores. */
+static unsigned
+default_threads(void)
+{
+	const char *env = getenv("TK_THREADS");
+	if (env && *env) {
+		char *end;
+		unsigned long v = strtoul(env, &end, 10);
+		if (!*end && v >= 1)
+			return v > 64 ? 64 : (unsigned)v;
+	}
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cores <= 1)
+		return 1;
+	return (unsigned long)cores > THREADS_DEFAULT_MAX ? THREADS_DEFAULT_MAX
+	                                                 : (unsigned)cores;
+}
+
+/* Append up to n more input bytes to the unit in s: 1 if all came. */
+static int
+ahead_take(struct tk_reader *r, struct tkp_rslot *s, size_t n)
+{
+	size_t got;
+	if (r->mem) { /* the unit is the caller's memory */
+		size_t left = r->mem_len - r->mem_pos;
+		got = n < left ? n : left;
+		if (!s->len)
+			s->bytes = r->mem + r->mem_pos;
+		r->mem_pos += got;
+		r->offset += got;
+		s->len += got;
+		return got == n;
+	}
+	if (tkp_buf_reserve(&s->in, n) < 0) {
+		nomem(r);
+		return 0;
+	}
+	input_read(r, s->in.p + s->in.len, n, &got);
+	s->in.len += got;
+	s->bytes = s->in.p;
+	s->len = s->in.len;
+	return got == n && !r->error.code;
+}
+
+/* Read the bytes of the next unit into s as next_unit() will go
+ * through them: a whole chunk, a whole header, or, where the framing
+ * stops (an end, a short read, a bad size or magic), what was read;
+ * nothing is read ahead after that. */
+static void
+read_unit(struct tk_reader *r, struct tkp_rslot *s)
+{
+	uint64_t offset = r->offset;
+	r->offset = r->ahead_offset;
+	s->in.len = s->len = 0;
+	s->bytes = NULL;
+	s->chunk = 0;
+	s->last = 1;
+	tkp_error_clear(&s->read_err);
+	if (!ahead_take(r, s, 4))
+		goto out;
+	if (tkp_is_chunk_magic(s->bytes)) {
+		struct tkp_chunk_header ch;
+		if (!ahead_take(r, s, 4))
+			goto out;
+		tkp_chunk_header_decode(s->bytes, 8, &ch);
+		if (!tkp_chunk_header_size_ok(ch.size) ||
+		    !ahead_take(r, s, ch.size - 8))
+			goto out;
+		tkp_chunk_header_decode(s->bytes, ch.size, &ch);
+		if (!tkp_chunk_header_sizes_ok(&ch) || !ahead_take(r, s, ch.stored))
+			goto out;
+		s->chunk = 1;
+		s->last = 0;
+	} else if (tkp_is_file_magic(s->bytes, 4)) {
+		struct tkp_file_header fh;
+		if (!ahead_take(r, s, TKP_HEADER_PREFIX - 4))
+			goto out;
+		tkp_file_header_decode(s->bytes, TKP_HEADER_PREFIX, &fh);
+		if (!tkp_file_header_size_ok(fh.size) ||
+		    !ahead_take(r, s, fh.size - TKP_HEADER_PREFIX))
+			goto out;
+		s->last = 0;
+	}
+out:
+	if (r->error.code) { /* told when the reader gets there */
+		s->read_err = r->error;
+		tkp_error_clear(&r->error);
+	}
+	r->ahead_offset = r->offset;
+	r->offset = offset;
+	if (s->last)
+		r->ahead_stopped = 1;
+}
+
+/* Start the workers: a trace of one chunk never does. */
+static void
+pool_start(struct tk_reader *r)
+{
+	unsigned threads = r->threads ? r->threads : default_threads();
+	if (threads <= 1)
+		return;
+	if (!(r->pool = tkp_rpool_new(threads)))
+		return; /* out of memory: read on this thread */
+	r->ahead_offset = r->offset;
+}
+
+/* Make the next unit read ahead r->cur, once its worker is done with
+ * it; r->cur stays NULL when nothing is read ahead (one thread, or the
+ * read-ahead stopped and its last unit was gone through: the input
+ * goes on from where it stopped). */
+static void
+pool_next(struct tk_reader *r)
+{
+	if (r->cur) {
+		tkp_rpool_release(r->pool, r->cur);
+		r->cur = NULL;
+	}
+	if (!r->pool) {
+		/* the first unit on this thread, the pool from the second
+		 * (tried once) */
+		if (r->units >= 2 || ++r->units == 1)
+			return;
+		pool_start(r);
+		if (!r->pool)
+			return;
+	}
+	struct tkp_rslot *s;
+	while (!r->ahead_stopped && (s = tkp_rpool_free_slot(r->pool))) {
+		read_unit(r, s);
+		tkp_rpool_post(r->pool, s);
+	}
+	r->cur = tkp_rpool_take(r->pool);
+	r->cur_pos = 0;
 }
 
 /* ---- headers -------------------------------------------------------------------- */
@@ -1441,12 +1630,14 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 		}
 	}
 	const struct colloc *ac = &cols[TKP_ATTR_ARGS];
-	if (cols[TKP_ATTR_ARGS_TEMPLATES].present ||
+	if (r->no_args)
+		; /* not wanted (tk_reader_options.no_args): not decoded */
+	else if (cols[TKP_ATTR_ARGS_TEMPLATES].present ||
 	    cols[TKP_ATTR_ARGS_TEMPLATE].present ||
 	    cols[TKP_ATTR_ARGS_NUMBERS].present)
 		return ac->present ? corrupt(r, "args stored twice")
 		                   : decode_args_templated(r, cols, k);
-	if (ac->present)
+	else if (ac->present)
 		return decode_args(r, ac, k);
 	memset(k->args, 0, k->count * sizeof(*k->args));
 	memset(k->args_len, 0, k->count * sizeof(*k->args_len));
@@ -1727,9 +1918,12 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	if (got < stored)
 		return fail(r, TK_ETRUNC, "truncated chunk at byte %llu",
 		            (unsigned long long)at);
+	/* a unit read ahead: a worker has checked and inflated it */
+	const struct tkp_rslot *pre = r->cur && r->cur->chunk ? r->cur : NULL;
 	uint32_t crc;
-	check_crc(h, hsize - 4, 0, 0, &crc);
-	if (!check_crc(body, stored, ch.crc, crc, NULL))
+	if (!pre)
+		check_crc(h, hsize - 4, 0, 0, &crc);
+	if (pre ? !pre->crc_ok : !check_crc(body, stored, ch.crc, crc, NULL))
 		return fail(r, TK_ECORRUPT,
 		            "corrupt chunk at byte %llu (checksum mismatch)",
 		            (unsigned long long)at);
@@ -1739,7 +1933,11 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 		            (unsigned long long)at, flags);
 
 	const uint8_t *payload = body;
-	if (flags & TK_CHUNK_DEFLATE) {
+	if (pre && pre->inflated) {
+		if (pre->inflated < 0)
+			return corrupt(r, "bad compressed data");
+		payload = pre->out.p;
+	} else if (flags & TK_CHUNK_DEFLATE) {
 		r->raw_buf.len = 0;
 		if (tkp_buf_reserve(&r->raw_buf, raw ? raw : 1) < 0)
 			return nomem(r);
@@ -1835,6 +2033,8 @@ next_unit(struct tk_reader *r, int *scope)
 		r->need_header = 0;
 		return TK_OK;
 	}
+	if (!r->feed)
+		pool_next(r);
 	uint8_t magic[4];
 	size_t got;
 	int rc = input_read(r, magic, 4, &got);
@@ -1998,6 +2198,23 @@ tk_reader_next_columns(struct tk_reader *r, struct tk_columns *c)
 		if (rc)
 			return rc;
 	}
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+TK_PUBLIC int
+tk_reader_set_options(struct tk_reader *r, const struct tk_reader_options *o)
+{
+	static const struct tk_reader_options defaults = TK_READER_OPTIONS_INIT;
+	if (!r)
+		return TK_EINVAL;
+	if (!o)
+		o = &defaults;
+	if (o->threads < 0 || o->no_args < 0 || o->no_args > 1)
+		return TK_EINVAL;
+	r->threads = (unsigned)o->threads;
+	r->no_args = o->no_args;
+	return TK_OK;
 }
 
 /* ---- accessors ------------------------------------------------------------------------ */

@@ -493,6 +493,31 @@ struct tk_chunk_info {
 TK_PUBLIC struct tk_reader *tk_reader_new(void);
 TK_PUBLIC void tk_reader_free(struct tk_reader *r);
 
+/* How a reader works; set before opening (an open input keeps going
+ * as it was).  Without a call: the defaults, TK_READER_OPTIONS_INIT. */
+struct tk_reader_options {
+	int threads;          /* threads that check and inflate chunks ahead
+	                         of the caller, while it decodes the chunk
+	                         before (at most threads + 1 chunks in
+	                         memory); 0: the TK_THREADS environment
+	                         variable, else the machine's cores (at most
+	                         8); 1: none.  Records, errors and their
+	                         byte offsets are the same either way.
+	                         The threads start at a trace's second
+	                         chunk; feed mode reads on the caller's
+	                         thread.  After fork() the child goes on
+	                         reading on its own thread. */
+	int no_args;          /* 1: tk_event.args is NULL and args_len 0:
+	                         the args are not decoded at all (faster for
+	                         callers that never read them; damage in
+	                         their columns is then not seen) */
+};
+#define TK_READER_OPTIONS_INIT { 0, 0 }
+
+/* 0, or TK_EINVAL for a value out of range.  `o` NULL: the defaults. */
+TK_PUBLIC int tk_reader_set_options(struct tk_reader *r,
+                                    const struct tk_reader_options *o);
+
 /* Read from a path ("-" = standard input), a file descriptor (not
  * closed by the reader) or a memory buffer (borrowed).  `name` is used
  * in messages.  Opening reads and checks the first header. */

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader's worker threads (rpool.h).
+ *
+ * Checking and inflating a chunk needs nothing but its bytes, and is
+ * most of the cost of reading one; decoding its columns needs the
+ * definitions of every chunk before it.  So workers do the first part
+ * ahead of the caller and the reader's own thread the second, in order.
+ * The slots are a ring used in order: filled and posted by the reader,
+ * worked on by whichever worker is free, taken back in order.  Workers
+ * start with every signal blocked, as the writer's sealer thread does.
+ *
+ * After fork() the child has the ring but no workers: from then on the
+ * taker does the work of whatever slot is not done (a slot a worker was
+ * in the middle of is done again, from its intact input), and no lock
+ * is touched, since one may have been held by a thread that is gone.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libdeflate.h>
+
+#include "rpool.h"
+
+enum { SLOT_FREE, SLOT_POSTED, SLOT_WORKING, SLOT_DONE, SLOT_HELD };
+
+void
+tkp_rslot_work(struct tkp_rslot *s, struct libdeflate_decompressor *dec)
+{
+	struct tkp_chunk_header ch;
+	s->crc_ok = 0;
+	s->inflated = 0;
+	if (!s->chunk)
+		return;
+	/* the reader framed it: the header's size and sizes are good */
+	uint32_t hsize = (uint32_t)s->bytes[4] | (uint32_t)s->bytes[5] << 8 |
+	                 (uint32_t)s->bytes[6] << 16 | (uint32_t)s->bytes[7] << 24;
+	tkp_chunk_header_decode(s->bytes, hsize, &ch);
+	const uint8_t *body = s->bytes + hsize;
+	uint32_t crc = tkp_crc32(0, s->bytes, hsize - 4);
+	crc = tkp_crc32(crc, body, ch.stored);
+#ifdef TK_FUZZING
+	s->crc_ok = 1; /* as the reader's check_crc() */
+#else
+	s->crc_ok = crc == ch.crc;
+#endif
+	if (!s->crc_ok || tkp_chunk_flags_unknown(ch.flags) ||
+	    !(ch.flags & TK_CHUNK_DEFLATE))
+		return;
+	s->out.len = 0;
+	if (tkp_buf_reserve(&s->out, ch.raw ? ch.raw : 1) < 0)
+		return; /* inflated 0: the reader inflates it itself */
+	size_t actual = 0;
+	enum libdeflate_result res = libdeflate_zlib_decompress(
+		dec, body, ch.stored, s->out.p, ch.raw, &actual);
+	s->inflated = res == LIBDEFLATE_SUCCESS && actual == ch.raw ? 1 : -1;
+}
+
+/* In a child of fork(), or with no threads: no locks, no waiting. */
+static int
+alone(struct tkp_rpool *p)
+{
+	if (!p->inline_only && getpid() != p->pid)
+		p->inline_only = 1;
+	return p->inline_only;
+}
+
+struct worker_arg {
+	struct tkp_rpool *pool;
+	unsigned index;
+};
+
+static void *
+run(void *arg)
+{
+	struct tkp_rpool *p = ((struct worker_arg *)arg)->pool;
+	struct libdeflate_decompressor *dec =
+		p->decs[((struct worker_arg *)arg)->index];
+	free(arg);
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct tkp_rslot *s = &p->slots[p->work % p->nslots];
+		if (p->quit)
+			break;
+		if (s->state != SLOT_POSTED) {
+			pthread_cond_wait(&p->cv, &p->mu);
+			continue;
+		}
+		s->state = SLOT_WORKING;
+		p->work++;
+		pthread_mutex_unlock(&p->mu);
+		tkp_rslot_work(s, dec);
+		pthread_mutex_lock(&p->mu);
+		s->state = SLOT_DONE;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void
+start_threads(struct tkp_rpool *p, unsigned threads)
+{
+	if (!(p->threads = calloc(threads, sizeof(*p->threads))))
+		return;
+	if (pthread_mutex_init(&p->mu, NULL))
+		return;
+	if (pthread_cond_init(&p->cv, NULL)) {
+		pthread_mutex_destroy(&p->mu);
+		return;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned i = 0; i < threads; i++) {
+		struct worker_arg *a = malloc(sizeof(*a));
+		if (!a)
+			break;
+		*a = (struct worker_arg){ p, i + 1 };
+		if (pthread_create(&p->threads[i], NULL, run, a)) {
+			free(a);
+			break;
+		}
+		p->nthreads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!p->nthreads) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		return;
+	}
+	p->inline_only = 0;
+}
+
+struct tkp_rpool *
+tkp_rpool_new(unsigned threads)
+{
+	struct tkp_rpool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->nslots = threads + 1;
+	p->inline_only = 1;
+	p->pid = getpid();
+	p->slots = calloc(p->nslots, sizeof(*p->slots));
+	p->decs = calloc(threads + 1, sizeof(*p->decs));
+	if (!p->slots || !p->decs)
+		goto fail;
+	for (unsigned i = 0; i <= threads; i++)
+		if (!(p->decs[i] = libdeflate_alloc_decompressor()))
+			goto fail;
+	start_threads(p, threads);
+	return p;
+fail:
+	tkp_rpool_free(p);
+	return NULL;
+}
+
+struct tkp_rslot *
+tkp_rpool_free_slot(struct tkp_rpool *p)
+{
+	struct tkp_rslot *s = &p->slots[p->fill % p->nslots];
+	int state;
+	if (alone(p)) {
+		state = s->state;
+	} else {
+		pthread_mutex_lock(&p->mu);
+		state = s->state;
+		pthread_mutex_unlock(&p->mu);
+	}
+	return state == SLOT_FREE ? s : NULL;
+}
+
+void
+tkp_rpool_post(struct tkp_rpool *p, struct tkp_rslot *s)
+{
+	p->fill++;
+	if (alone(p)) {
+		s->state = SLOT_POSTED;
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	s->state = SLOT_POSTED;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+struct tkp_rslot *
+tkp_rpool_take(struct tkp_rpool *p)
+{
+	struct tkp_rslot *s = &p->slots[p->take % p->nslots];
+	if (alone(p)) {
+		if (s->state == SLOT_FREE || s->state == SLOT_HELD)
+			return NULL;
+		if (s->state != SLOT_DONE)
+			tkp_rslot_work(s, p->decs[0]);
+		s->state = SLOT_HELD;
+	} else {
+		pthread_mutex_lock(&p->mu);
+		if (s->state == SLOT_FREE || s->state == SLOT_HELD) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		while (s->state != SLOT_DONE)
+			pthread_cond_wait(&p->cv, &p->mu);
+		s->state = SLOT_HELD;
+		pthread_mutex_unlock(&p->mu);
+	}
+	p->take++;
+	return s;
+}
+
+void
+tkp_rpool_release(struct tkp_rpool *p, struct tkp_rslot *s)
+{
+	if (alone(p)) {
+		s->state = SLOT_FREE;
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	s->state = SLOT_FREE;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+tkp_rpool_free(struct tkp_rpool *p)
+{
+	if (!p)
+		return;
+	if (!alone(p)) {
+		pthread_mutex_lock(&p->mu);
+		p->quit = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		for (unsigned i = 0; i < p->nthreads; i++)
+			pthread_join(p->threads[i], NULL);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+	}
+	free(p->threads);
+	for (unsigned i = 0; p->slots && i < p->nslots; i++) {
+		tkp_buf_free(&p->slots[i].in);
+		tkp_buf_free(&p->slots[i].out);
+	}
+	free(p->slots);
+	if (p->decs)
+		for (unsigned i = 0; i < p->nslots; i++)
+			if (p->decs[i])
+				libdeflate_free_decompressor(p->decs[i]);
+	free(p->decs);
+	free(p);
+}

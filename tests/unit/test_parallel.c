@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader's worker threads (tk_reader_options.threads) against the
+ * reader on one thread: the same events with every field, the same
+ * final code, message and byte offset on damaged input (flipped bytes,
+ * truncation anywhere, garbage, a header where a chunk should be), from
+ * memory, a descriptor and a range; a reader that goes on in a child
+ * after fork(); no_args.  The reference is the one-thread reader, whose
+ * own tests (test_robust, test_roundtrip) check it against the writer.
+ */
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "tap.h"
+
+/* A trace of many chunks, over 1 MiB (the reader starts threads only
+ * for such inputs): args of random hex, so that they do not shrink. */
+static void
+big_trace(struct mem_trace *m, int events)
+{
+	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+	o.chunk_bytes = 64 * 1024;
+	o.level = 1;
+	struct tk_writer *w = mem_open(m, &o);
+	struct tk_thread th = { 0, 7, "main" };
+	uint32_t t = tk_writer_thread(w, 0, &th);
+	char args[64];
+	for (int i = 0; i < events; i++) {
+		struct tk_event e = { .kind = i % 3 ? TK_API : TK_RANGE, .track = t,
+		                      .ts = 1000 + i * 37, .dur = i % 11,
+		                      .name = i % 2 ? "cudaLaunchKernel" : "step" };
+		if (e.kind == TK_API)
+			e.u.api.correlation = (uint64_t)i;
+		int n = snprintf(args, sizeof(args), "{\"x\": \"%016llx\"}",
+		                 (unsigned long long)rnd());
+		e.args = args;
+		e.args_len = (uint32_t)n;
+		if (tk_writer_event(w, &e) != TK_OK)
+			abort();
+	}
+	mem_finish(m, 1);
+}
+
+/* What a reading produced: events, a hash of all their fields, the
+ * final code, message and offset. */
+struct outcome {
+	uint64_t events, hash;
+	int rc;
+	char msg[512];
+	uint64_t offset;
+};
+
+static uint64_t
+mix(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static void
+take_event(struct outcome *o, const struct tk_event *e, int with_args)
+{
+	uint64_t h = o->hash;
+	h = mix(h, &e->kind, sizeof(e->kind));
+	h = mix(h, &e->ts, sizeof(e->ts));
+	h = mix(h, &e->dur, sizeof(e->dur));
+	h = mix(h, e->name, strlen(e->name));
+	h = mix(h, &e->trk->id, sizeof(e->trk->id));
+	h = mix(h, &e->u, sizeof(e->u));
+	if (with_args) {
+		h = mix(h, &e->args_len, sizeof(e->args_len));
+		if (e->args_len)
+			h = mix(h, e->args, e->args_len);
+	}
+	o->hash = h;
+	o->events++;
+}
+
+enum how { BY_EVENT, BY_COLUMNS };
+
+/* Read until the end or an error with `threads`; `rd` already open. */
+static void
+drain(struct tk_reader *r, int rc, enum how how, int with_args,
+      struct outcome *o)
+{
+	const struct tk_event *e;
+	struct tk_columns c;
+	while (rc == TK_OK) {
+		if (how == BY_EVENT) {
+			if ((rc = tk_reader_next_event(r, &e)) == TK_OK)
+				take_event(o, e, with_args);
+		} else if ((rc = tk_reader_next_columns(r, &c)) == TK_OK) {
+			o->hash = mix(o->hash, c.ts, c.n * sizeof(*c.ts));
+			o->hash = mix(o->hash, c.dur, c.n * sizeof(*c.dur));
+			o->hash = mix(o->hash, c.kind, c.n);
+			o->events += c.n;
+		}
+	}
+	o->rc = rc;
+	snprintf(o->msg, sizeof(o->msg), "%s", tk_reader_error(r));
+	o->offset = tk_reader_offset(r);
+}
+
+enum input { FROM_MEM, FROM_FD, FROM_RANGE };
+
+static struct outcome
+read_with(const uint8_t *buf, size_t len, int threads, enum input in,
+          enum how how, int no_args)
+{
+	struct outcome o = { 0, 14695981039346656037ull, 0, "", 0 };
+	struct tk_reader *r = tk_reader_new();
+	struct tk_reader_options opt = TK_READER_OPTIONS_INIT;
+	opt.threads = threads;
+	opt.no_args = no_args;
+	if (!r || tk_reader_set_options(r, &opt) != TK_OK)
+		abort();
+	int rc, fd = -1;
+	if (in == FROM_MEM) {
+		rc = tk_reader_open_mem(r, buf, len, "mem");
+	} else {
+		FILE *f = tmpfile();
+		if (!f || (len && fwrite(buf, 1, len, f) != len) || fflush(f))
+			abort();
+		fd = dup(fileno(f));
+		fclose(f);
+		lseek(fd, 0, SEEK_SET);
+		rc = in == FROM_FD ? tk_reader_open_fd(r, fd, "mem")
+		                   : tk_reader_open_range(r, fd, 0, len, "mem");
+	}
+	drain(r, rc, how, !no_args, &o);
+	tk_reader_free(r);
+	if (fd >= 0)
+		close(fd);
+	return o;
+}
+
+static int
+same(const struct outcome *a, const struct outcome *b)
+{
+	int ok = a->events == b->events && a->hash == b->hash && a->rc == b->rc &&
+	         strcmp(a->msg, b->msg) == 0 && a->offset == b->offset;
+	if (!ok)
+		fprintf(stderr, "# %llu events rc %d \"%s\" @%llu vs %llu events rc %d "
+		        "\"%s\" @%llu\n", (unsigned long long)a->events, a->rc, a->msg,
+		        (unsigned long long)a->offset, (unsigned long long)b->events,
+		        b->rc, b->msg, (unsigned long long)b->offset);
+	return ok;
+}
+
+static struct mem_trace big;
+
+/* Every way in, every thread count: what one thread reads. */
+TEST(threads_read_what_one_thread_reads)
+{
+	CHECK(big.len > (1u << 20));
+	for (int in = FROM_MEM; in <= FROM_RANGE; in++)
+		for (int how = BY_EVENT; how <= BY_COLUMNS; how++) {
+			struct outcome one = read_with(big.buf, big.len, 1, in, how, 0);
+			CHECK_EQ_INT(one.rc, TK_EOF);
+			CHECK_EQ_INT(one.events, 100000);
+			for (int t = 2; t <= 5; t += 3) {
+				struct outcome many = read_with(big.buf, big.len, t, in, how, 0);
+				CHECK(same(&one, &many));
+			}
+		}
+}
+
+/* The chunk offsets of the big trace, from its scan. */
+static size_t
+chunk_offsets(uint64_t *at, size_t max)
+{
+	FILE *f = tmpfile();
+	if (!f || fwrite(big.buf, 1, big.len, f) != big.len || fflush(f))
+		abort();
+	struct tk_scan *s;
+	if (tk_scan_fd(fileno(f), &s) != TK_OK)
+		abort();
+	size_t n = s->nchunks < max ? s->nchunks : max;
+	for (size_t i = 0; i < n; i++)
+		at[i] = s->chunks[i].offset;
+	tk_scan_free(s);
+	fclose(f);
+	return n;
+}
+
+static void
+check_damaged(const uint8_t *buf, size_t len, const char *what)
+{
+	for (int in = FROM_MEM; in <= FROM_RANGE; in++) {
+		struct outcome one = read_with(buf, len, 1, in, BY_EVENT, 0);
+		struct outcome many = read_with(buf, len, 3, in, BY_EVENT, 0);
+		if (!same(&one, &many))
+			fprintf(stderr, "# damage: %s (input %d)\n", what, in);
+		CHECK(same(&one, &many));
+		CHECK(one.rc != TK_EOF || strcmp(what, "clean") == 0);
+	}
+}
+
+/* Flipped bytes, cuts and garbage at many places: the same events
+ * before the damage, the same error at the same byte. */
+TEST(threads_report_damage_as_one_thread)
+{
+	uint64_t at[512];
+	size_t n = chunk_offsets(at, 512);
+	CHECK(n > 10);
+	uint8_t *copy = malloc(big.len + 64);
+	size_t picks[] = { 1, n / 2, n - 2, n - 1 };
+	for (size_t p = 0; p < sizeof(picks) / sizeof(*picks); p++) {
+		uint64_t c = at[picks[p]];
+		/* a byte of the payload: checksum mismatch */
+		memcpy(copy, big.buf, big.len);
+		copy[c + 70] ^= 0x40;
+		check_damaged(copy, big.len, "payload byte");
+		/* a byte of the header's sizes */
+		memcpy(copy, big.buf, big.len);
+		copy[c + 9] ^= 0x7f;
+		check_damaged(copy, big.len, "header byte");
+		/* the magic */
+		memcpy(copy, big.buf, big.len);
+		copy[c] ^= 1;
+		check_damaged(copy, big.len, "magic");
+		/* cut in the header, in the payload, at the chunk's start */
+		check_damaged(big.buf, c + 5, "cut in header");
+		check_damaged(big.buf, c + 100, "cut in payload");
+		check_damaged(big.buf, c, "cut at chunk");
+		/* a second header where a chunk is due */
+		memcpy(copy, big.buf, big.len);
+		memcpy(copy + c, big.buf, 64);
+		check_damaged(copy, big.len, "header for chunk");
+	}
+	/* garbage after the end */
+	memcpy(copy, big.buf, big.len);
+	memset(copy + big.len, 0xa5, 64);
+	check_damaged(copy, big.len + 64, "garbage after end");
+	/* two traces back to back: read through, as one thread does */
+	uint8_t *two = malloc(2 * big.len);
+	memcpy(two, big.buf, big.len);
+	memcpy(two + big.len, big.buf, big.len);
+	struct outcome one = read_with(two, 2 * big.len, 1, FROM_FD, BY_EVENT, 0);
+	struct outcome many = read_with(two, 2 * big.len, 4, FROM_FD, BY_EVENT, 0);
+	CHECK_EQ_INT(one.events, 200000);
+	CHECK(same(&one, &many));
+	free(two);
+	free(copy);
+}
+
+/* no_args: args NULL, every other field as with args. */
+TEST(no_args_skips_args_only)
+{
+	struct outcome with = read_with(big.buf, big.len, 1, FROM_MEM, BY_EVENT, 0);
+	struct outcome without = { 0, 14695981039346656037ull, 0, "", 0 };
+	struct tk_reader *r = tk_reader_new();
+	struct tk_reader_options opt = { .threads = 2, .no_args = 1 };
+	CHECK_EQ_INT(tk_reader_set_options(r, &opt), TK_OK);
+	int rc = tk_reader_open_mem(r, big.buf, big.len, "mem");
+	const struct tk_event *e;
+	uint64_t with_args = 0;
+	struct outcome ref = { 0, 14695981039346656037ull, 0, "", 0 };
+	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK) {
+		with_args += e->args != NULL || e->args_len != 0;
+		take_event(&without, e, 0);
+	}
+	tk_reader_free(r);
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(with_args, 0);
+	CHECK_EQ_INT(without.events, with.events);
+	/* the same fields, args aside, as the reader with args */
+	r = tk_reader_new();
+	rc = tk_reader_open_mem(r, big.buf, big.len, "mem");
+	while (rc == TK_OK && (rc = tk_reader_next_event(r, &e)) == TK_OK) {
+		CHECK(e->args != NULL);
+		take_event(&ref, e, 0);
+	}
+	tk_reader_free(r);
+	CHECK(ref.hash == without.hash);
+}
+
+TEST(options_checked)
+{
+	struct tk_reader *r = tk_reader_new();
+	struct tk_reader_options bad = { .threads = -1 };
+	CHECK_EQ_INT(tk_reader_set_options(r, &bad), TK_EINVAL);
+	bad = (struct tk_reader_options){ .no_args = 2 };
+	CHECK_EQ_INT(tk_reader_set_options(r, &bad), TK_EINVAL);
+	CHECK_EQ_INT(tk_reader_set_options(r, NULL), TK_OK);
+	CHECK_EQ_INT(tk_reader_set_options(NULL, NULL), TK_EINVAL);
+	tk_reader_free(r);
+}
+
+/* A reader with threads, part read, then fork(): the child reads the
+ * rest on its own and gets what the parent gets.  A range, read with
+ * pread(2): a descriptor's shared position would mix the two reads. */
+TEST(fork_child_reads_on)
+{
+	struct outcome whole = read_with(big.buf, big.len, 1, FROM_RANGE, BY_EVENT, 0);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_reader_options opt = { .threads = 4 };
+	tk_reader_set_options(r, &opt);
+	FILE *f = tmpfile();
+	if (!f || fwrite(big.buf, 1, big.len, f) != big.len || fflush(f))
+		abort();
+	int rc = tk_reader_open_range(r, fileno(f), 0, big.len, "mem");
+	struct outcome o = { 0, 14695981039346656037ull, 0, "", 0 };
+	const struct tk_event *e;
+	while (rc == TK_OK && o.events < 37777 &&
+	       (rc = tk_reader_next_event(r, &e)) == TK_OK)
+		take_event(&o, e, 1);
+	CHECK_EQ_INT(rc, TK_OK);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		drain(r, rc, BY_EVENT, 1, &o);
+		_exit(same(&whole, &o) ? 0 : 1);
+	}
+	drain(r, rc, BY_EVENT, 1, &o);
+	CHECK(same(&whole, &o));
+	int status = 0;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	tk_reader_free(r);
+	fclose(f);
+}
+
+int
+main(void)
+{
+	big_trace(&big, 100000);
+	RUN(threads_read_what_one_thread_reads);
+	RUN(threads_report_damage_as_one_thread);
+	RUN(no_args_skips_args_only);
+	RUN(options_checked);
+	RUN(fork_child_reads_on);
+	mem_free(&big);
+	return tap_done();
+}
