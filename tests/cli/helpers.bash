@@ -32,6 +32,8 @@ synth_trace() {
 
 # Commands are slow under valgrind; tests that scale can ask.
 under_valgrind() { [ "${TK_UNDER_VALGRIND:-0}" = 1 ]; }
+# ... and several times slower in a sanitizer build (make check SAN=...).
+under_sanitizers() { case $TK_BUILD in *build-san*) true ;; *) false ;; esac; }
 
 # Fail with a message unless "$1" equals "$2".
 assert_eq() {
