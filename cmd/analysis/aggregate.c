@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "breakdown.h"
 #include "busy.h"
+#include "steps.h"
 #include "common/strmap.h"
 #include "common/util.h"
 #include "support.h"
@@ -38,6 +40,7 @@ struct trk {
 	uint8_t valid;
 	uint8_t pass;            /* the --pid/--device/--stream filters keep it */
 	uint8_t counter;         /* CTR_* */
+	uint8_t thread;          /* a thread's track (not a stream's) */
 	int32_t dev;             /* device index in agg->devs, -1 */
 	int32_t proc;            /* process index in agg->procs, -1 */
 	uint32_t proc_track;     /* its process's track id, 0 = unknown */
@@ -113,6 +116,10 @@ struct agg {
 	struct scope_runs *runs; /* --run, by_run: by scope number */
 	size_t nruns;
 	struct perinst *per;
+	struct step_match per_match; /* per_match.name: NULL until known */
+	char *per_label;         /* what agg_per_name() says */
+	struct breakdown *bd;    /* with per: step time by category */
+	struct opview *ops;      /* options.operators */
 	const struct perinst_result *per_result;
 	int finished;
 };
@@ -160,8 +167,16 @@ agg_new(const struct agg_options *o)
 	a->run.t_max = INT64_MIN;
 	a->run.exact = (struct dist_budget)DIST_BUDGET_INIT(
 		o->exact_budget ? o->exact_budget : SIZE_MAX);
-	if (o->per && !(a->per = perinst_new(o->approx, &a->run.exact))) {
-		free(a);
+	if ((o->per || o->steps) &&
+	    (!(a->per = perinst_new(o->approx, &a->run.exact)) ||
+	     !(a->bd = breakdown_new()) ||
+	     (o->per && (step_match_init(&a->per_match, o->per) < 0 ||
+	                 !(a->per_label = strdup(o->per)))))) {
+		agg_free(a);
+		return NULL;
+	}
+	if (o->operators && !(a->ops = opview_new())) {
+		agg_free(a);
 		return NULL;
 	}
 	return a;
@@ -231,6 +246,10 @@ agg_free(struct agg *a)
 	free_runs(a);
 	free(a->run.run_wall);
 	perinst_free(a->per);
+	breakdown_free(a->bd);
+	opview_free(a->ops);
+	step_match_free(&a->per_match);
+	free(a->per_label);
 	free(a);
 }
 
@@ -350,7 +369,8 @@ event_group(struct agg *a, const struct tk_event *e, int *is_per)
 		if (e->kind == TK_MEMCPY && !*name)
 			name = "Memcpy Unknown";
 		int32_t g = group_for(a, e->kind, domain, name, 0, 0, 0);
-		int per = range && a->opt.per && strcmp(e->name, a->opt.per) == 0;
+		int per = range && a->per_match.name ? step_match(&a->per_match, e->name) : 0;
+		oom_if(per);
 		if (s->g && s->dom != dom) {
 			*is_per = per;
 			return g;
@@ -500,7 +520,10 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 	int64_t stream = -1;
 	switch (t->type) {
 	case TK_TRACK_PROCESS: proc_id = t->id; break;
-	case TK_TRACK_THREAD: proc_id = t->u.thread.process; break;
+	case TK_TRACK_THREAD:
+		proc_id = t->u.thread.process;
+		k->thread = 1;
+		break;
 	case TK_TRACK_STREAM:
 		proc_id = t->u.stream.process;
 		dev_id = t->u.stream.device;
@@ -648,8 +671,14 @@ end_scope(struct agg *a)
 		d->cur.in_use = 0;
 		d->cur.active = 0;
 	}
-	if (a->per)
+	if (a->per) {
+		size_t n;
+		struct perinst_instance *v = perinst_scope_instances(a->per, &n);
+		oom_if(breakdown_scope_end(a->bd, v, n));
 		oom_if(perinst_scope_end(a->per));
+	}
+	if (a->ops)
+		oom_if(opview_scope_end(a->ops));
 }
 
 /* The first event of a scope fixes its time window. */
@@ -784,12 +813,72 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		oom_if(perinst_launch(a->per, t->proc_track, e->u.api.correlation,
 		                      e->track, e->ts));
 		if (g > 0)
-			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track,
+			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 1, e->track,
 			                   e->ts, e->dur));
 	} else if (is_per) {
-		oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
+		/* a step is the CPU's: Kineto mirrors ProfilerStep#N on the
+		 * GPU's streams (gpu_user_annotation), which is no step */
+		if (t->thread)
+			oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
 	} else if (g > 0) {
-		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, e->track, e->ts, e->dur));
+		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, e->track, e->ts, e->dur));
+	}
+}
+
+/* Data loading, as TensorBoard tells it: PyTorch's DataLoader and
+ * DataPipe iterators. */
+static int
+is_data_loading(const char *name)
+{
+	size_t n = strlen(name);
+	return (strncmp(name, "enumerate(DataLoader)#", 22) == 0 &&
+	        n >= 9 && strcmp(name + n - 9, ".__next__") == 0) ||
+	       strncmp(name, "enumerate(DataPipe)#", 20) == 0;
+}
+
+/* The category of an event's time in a step's breakdown (BD_OTHER:
+ * none): GPU work by kind, API calls, and the ranges on CPU threads but
+ * the steps themselves and Kineto's capture range. */
+static enum bd_cat
+breakdown_category(const struct trk *t, const struct tk_event *e, int is_per)
+{
+	switch (e->kind) {
+	case TK_KERNEL: return BD_KERNEL;
+	case TK_MEMCPY: return BD_MEMCPY;
+	case TK_MEMSET: return BD_MEMSET;
+	case TK_API: return BD_RUNTIME;
+	case TK_RANGE:
+		if (!t->thread || is_per || strcmp(e->u.range.domain, "Trace") == 0)
+			return BD_OTHER;
+		return is_data_loading(e->name) ? BD_DATALOADER : BD_CPU;
+	}
+	return BD_OTHER;
+}
+
+/* The operator view: ranges on CPU threads, launch calls, GPU work. */
+static void
+operator_event(struct agg *a, const struct trk *t, const struct tk_event *e,
+               int32_t g)
+{
+	switch (e->kind) {
+	case TK_RANGE:
+		if (t->thread && g > 0)
+			oom_if(opview_range(a->ops, (uint32_t)g - 1, a->groups[g - 1].name,
+			                    e->track, e->ts, e->dur));
+		break;
+	case TK_API:
+		oom_if(opview_launch(a->ops, t->proc_track, e->u.api.correlation,
+		                     e->track, e->ts));
+		break;
+	case TK_KERNEL:
+		oom_if(opview_gpu(a->ops, t->proc_track, e->u.kernel.correlation, e->dur));
+		break;
+	case TK_MEMCPY:
+		oom_if(opview_gpu(a->ops, t->proc_track, e->u.memcpy.correlation, e->dur));
+		break;
+	case TK_MEMSET:
+		oom_if(opview_gpu(a->ops, t->proc_track, e->u.memset.correlation, e->dur));
+		break;
 	}
 }
 
@@ -906,6 +995,14 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		a->run.t_max = e->ts + e->dur;
 	if (g > 0)
 		add_to_group(a, &a->groups[g - 1], e);
+	if (a->ops)
+		operator_event(a, t, e, g);
+	if (a->bd) {
+		enum bd_cat c = breakdown_category(t, e, is_per);
+		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+		if (c != BD_OTHER)
+			oom_if(breakdown_add(a->bd, c, e->ts, end));
+	}
 	switch (e->kind) {
 	case TK_KERNEL:
 		gpu_work(a, r, t, e, g, e->u.kernel.correlation);
@@ -1036,16 +1133,33 @@ rereadable_fd(const char *path)
 	return tmp;
 }
 
+/* --steps: the series of the first input that has one serves for all. */
+static void
+choose_steps(struct agg *a, int fd, const char *path)
+{
+	char *name = steps_find(fd, path);
+	if (!name)
+		return;
+	oom_if(step_match_init(&a->per_match, name));
+	free(name);
+	a->per_label = cmd_xstrdup(a->per_match.norm);
+}
+
 int
 agg_read(struct agg *a, const char *path)
 {
 	struct tk_reader *r;
 	int fd = -1;
 	a->run.inputs++;
-	if (a->opt.run || a->opt.by_run) {
+	int find_steps = a->opt.steps && !a->per_match.name;
+	if (a->opt.run || a->opt.by_run || find_steps) {
 		if ((fd = rereadable_fd(path)) < 0)
 			return EXIT_BADINPUT;
-		find_runs(a, fd, path);
+		if (a->opt.run || a->opt.by_run)
+			find_runs(a, fd, path);
+		lseek(fd, 0, SEEK_SET);
+		if (find_steps)
+			choose_steps(a, fd, path);
 		lseek(fd, 0, SEEK_SET);
 		r = tk_reader_new();
 		if (!r)
@@ -1193,6 +1307,19 @@ const struct perinst_result *
 agg_per(const struct agg *a)
 {
 	return a->per_result;
+}
+
+const struct opview_row *
+agg_operators(const struct agg *a, size_t *n)
+{
+	*n = 0;
+	return a->ops ? opview_rows(a->ops, n) : NULL;
+}
+
+const char *
+agg_per_name(const struct agg *a)
+{
+	return a->per_label;
 }
 
 int64_t

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "dist.h"
+#include "opview.h"
 #include "perinst.h"
 
 /* Tables of operations, in the order trace-stats prints them. */
@@ -148,9 +149,12 @@ struct agg_options {
 	size_t exact_budget;     /* bytes of exact values at most (-S), in all
 	                            the distributions together; past it, those
 	                            that grow keep a sketch; 0 = no limit */
+	int steps;               /* find the steps (steps.h) for the
+	                            per-instance view, when per is NULL */
+	int operators;           /* the operator view (opview.h) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0, 0, 0, 0 }
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
@@ -182,8 +186,14 @@ const struct agg_device *agg_device(const struct agg *a, size_t i);
 size_t agg_nprocesses(const struct agg *a);
 const struct agg_process *agg_process(const struct agg *a, size_t i);
 const struct agg_run *agg_run(const struct agg *a);
-/* The per-instance view (options.per), or NULL. */
+/* The per-instance view (options.per or .steps), or NULL. */
 const struct perinst_result *agg_per(const struct agg *a);
+/* The range the view is of: options.per, the series --steps found
+ * (normalized: "ProfilerStep#N"), or NULL when it found none. */
+const char *agg_per_name(const struct agg *a);
+/* The operator view (options.operators): rows by group index, n of
+ * them; NULL without the option. */
+const struct opview_row *agg_operators(const struct agg *a, size_t *n);
 /* Wall time of the kept events: t_max - t_min, 0 when none. */
 int64_t agg_wall(const struct agg *a);
 

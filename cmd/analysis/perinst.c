@@ -23,7 +23,7 @@ struct pending {
 	uint64_t corr;
 	uint32_t group;
 	uint32_t who;            /* thread (cpu) or process (gpu) */
-	int gpu;                 /* 0 host, 1 kernel, 2 copy */
+	int gpu;                 /* 0 host, 1 kernel, 2 copy, 3 API call */
 };
 
 /* open-addressing table: (process, correlation) -> launch (thread, ts) */
@@ -54,6 +54,9 @@ struct perinst {
 	struct cell *cells;
 	size_t ncells, capcells;
 	uint64_t ninst;
+	struct perinst_instance *inst; /* by instance number */
+	size_t capinst;
+	size_t scope_first;      /* first instance of the current scope */
 	struct perinst_result res;
 };
 
@@ -82,6 +85,7 @@ clear_scope(struct perinst *p)
 	free(p->launches);
 	p->launches = NULL;
 	p->nlaunch = p->caplaunch = 0;
+	p->scope_first = (size_t)p->ninst;
 }
 
 void
@@ -92,6 +96,7 @@ perinst_free(struct perinst *p)
 	clear_scope(p);
 	free(p->pend);
 	free(p->cells);
+	free(p->inst);
 	dist_free(&p->res.dur);
 	for (size_t i = 0; i < p->res.nchildren; i++) {
 		dist_free(&p->res.children[i].count);
@@ -134,6 +139,14 @@ perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
 	t->v = v;
 	if (end < begin)
 		end = begin;
+	struct perinst_instance *in = tkp_grow(p->inst, &p->capinst, p->ninst + 1,
+	                                       sizeof(*in));
+	if (!in)
+		return -1;
+	p->inst = in;
+	memset(&in[p->ninst], 0, sizeof(*in));
+	in[p->ninst].begin = begin;
+	in[p->ninst].dur = end - begin;
 	t->v[t->n++] = (struct inst){ begin, end, (uint32_t)p->ninst++, -1 };
 	t->dirty = 1;
 	if (dist_add(&p->res.dur, end - begin) < 0)
@@ -261,10 +274,10 @@ push_pending(struct perinst *p, const struct pending *x)
 }
 
 int
-perinst_cpu(struct perinst *p, uint32_t group, uint32_t thread, int64_t ts,
-            int64_t dur)
+perinst_cpu(struct perinst *p, uint32_t group, int is_api, uint32_t thread,
+            int64_t ts, int64_t dur)
 {
-	struct pending x = { ts, dur, 0, group, thread, 0 };
+	struct pending x = { ts, dur, 0, group, thread, is_api ? 3 : 0 };
 	return push_pending(p, &x);
 }
 
@@ -319,7 +332,7 @@ static int
 resolve(struct perinst *p, const struct pending *x)
 {
 	long inst;
-	if (!x->gpu) {
+	if (x->gpu == 0 || x->gpu == 3) {
 		inst = enclosing(p, x->who, x->ts);
 	} else {
 		struct launch *l = p->caplaunch
@@ -338,8 +351,16 @@ resolve(struct perinst *p, const struct pending *x)
 	}
 	if (inst < 0)
 		return 0;
-	if (x->gpu && charge(p, x->gpu == 1 ? PERINST_ALL_KERNELS : PERINST_ALL_COPIES,
-	                     (uint32_t)inst, x->dur) < 0)
+	struct perinst_instance *in = &p->inst[inst];
+	if (x->gpu == 1)
+		in->kernel += x->dur;
+	else if (x->gpu == 2)
+		in->copy += x->dur;
+	else if (x->gpu == 3)
+		in->api += x->dur;
+	if ((x->gpu == 1 || x->gpu == 2) &&
+	    charge(p, x->gpu == 1 ? PERINST_ALL_KERNELS : PERINST_ALL_COPIES,
+	           (uint32_t)inst, x->dur) < 0)
 		return -1;
 	return charge(p, x->group, (uint32_t)inst, x->dur);
 }
@@ -360,6 +381,13 @@ perinst_release(struct perinst *p, int64_t w)
 	return 0;
 }
 
+struct perinst_instance *
+perinst_scope_instances(struct perinst *p, size_t *n)
+{
+	*n = (size_t)p->ninst - p->scope_first;
+	return p->inst + p->scope_first;
+}
+
 int
 perinst_scope_end(struct perinst *p)
 {
@@ -375,6 +403,13 @@ cmp_cell(const void *a, const void *b)
 {
 	const struct cell *x = a, *y = b;
 	return (x->key > y->key) - (x->key < y->key);
+}
+
+static int
+cmp_instance(const void *a, const void *b)
+{
+	const struct perinst_instance *x = a, *y = b;
+	return (x->begin > y->begin) - (x->begin < y->begin);
 }
 
 const struct perinst_result *
@@ -418,5 +453,9 @@ perinst_finish(struct perinst *p)
 	free(p->cells);
 	p->cells = NULL;
 	p->ncells = p->capcells = 0;
+	if (p->ninst > 1)
+		qsort(p->inst, (size_t)p->ninst, sizeof(*p->inst), cmp_instance);
+	r->inst = p->inst;
+	r->ninst = (size_t)p->ninst;
 	return r;
 }

@@ -31,6 +31,22 @@
 
 struct perinst;
 
+/* TensorBoard's overview categories of a step's time (breakdown.h). */
+enum bd_cat {
+	BD_KERNEL, BD_MEMCPY, BD_MEMSET, BD_RUNTIME, BD_DATALOADER, BD_CPU,
+	BD_OTHER, BD_NCATS
+};
+
+/* One instance: its window, the work charged to it (as the children
+ * are: GPU work by its launch call, API calls by their begin), and the
+ * breakdown of its window by category. */
+struct perinst_instance {
+	int64_t begin, dur;
+	int64_t kernel, copy;    /* kernels; memcpys and memsets */
+	int64_t api;             /* API calls on its thread */
+	int64_t cat[BD_NCATS];   /* ns of its window per category */
+};
+
 /* Groups standing for all GPU work of a class, charged besides each
  * operation's own group: GPU time per instance. */
 #define PERINST_ALL_KERNELS 0xfffffff0u
@@ -48,6 +64,8 @@ struct perinst_result {
 	int64_t first, last;     /* earliest begin, latest end of instances */
 	struct perinst_child *children;
 	size_t nchildren;
+	struct perinst_instance *inst; /* by begin time */
+	size_t ninst;
 	uint64_t gpu_outside, gpu_no_launch; /* GPU operations not attributed */
 	int64_t gpu_outside_ns, gpu_no_launch_ns;
 };
@@ -63,13 +81,16 @@ int perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
                      int64_t end);
 int perinst_launch(struct perinst *p, uint32_t process, uint64_t correlation,
                    uint32_t thread, int64_t ts);
-int perinst_cpu(struct perinst *p, uint32_t group, uint32_t thread,
-                int64_t ts, int64_t dur);
+int perinst_cpu(struct perinst *p, uint32_t group, int is_api,
+                uint32_t thread, int64_t ts, int64_t dur);
 int perinst_gpu(struct perinst *p, uint32_t group, int is_copy,
                 uint32_t process, uint64_t correlation, int64_t ts,
                 int64_t dur);
 /* Resolve the children that begin before w. */
 int perinst_release(struct perinst *p, int64_t w);
+/* The instances of the current scope (their windows, for the
+ * breakdown), n of them. */
+struct perinst_instance *perinst_scope_instances(struct perinst *p, size_t *n);
 /* End of a trace scope: resolve all, forget the scope's ids. */
 int perinst_scope_end(struct perinst *p);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/short_name.h"
+#include "common/table.h"
 #include "stats.h"
 #include "common/util.h"
 
@@ -89,6 +90,81 @@ stats_exit_text(char *buf, size_t n, unsigned how, int32_t code, uint32_t sig)
 	return buf;
 }
 
+const char *
+stats_per_name(const struct stats *st)
+{
+	const char *n = agg_per_name(st->agg);
+	return n ? n : "(no steps found)";
+}
+
+const char *const stats_bd_titles[BD_NCATS] = {
+	"Kernel", "Memcpy", "Memset", "Runtime", "DataLoader", "CPU exec", "Other",
+};
+const char *const stats_bd_keys[BD_NCATS] = {
+	"kernel", "memcpy", "memset", "runtime", "dataloader", "cpu", "other",
+};
+
+int64_t
+stats_step_busy(const struct perinst_instance *in)
+{
+	return in->cat[BD_KERNEL] + in->cat[BD_MEMCPY] + in->cat[BD_MEMSET];
+}
+
+/* Display width of a cell, as table_print() counts it. */
+static size_t
+cell_width(const char *s)
+{
+	size_t w = 0;
+	for (; s && *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+/* Width of the table as table_print() would print it with `indent`,
+ * its last text column cut to 30 (table_print() never cuts further). */
+static size_t
+table_width(const struct table *tb, size_t indent)
+{
+	size_t total = indent, n = 0, lastw = 0;
+	int last_left = 0;
+	for (size_t c = 0; c < tb->ncols; c++) {
+		size_t w = cell_width(tb->cols[c].title);
+		int used = 0;
+		for (size_t r = 0; r < tb->nrows; r++) {
+			const char *s = tb->cells[r * tb->ncols + c];
+			if (s && *s) {
+				used = 1;
+				if (cell_width(s) > w)
+					w = cell_width(s);
+			}
+		}
+		if (!used)
+			continue;
+		total += w + (n++ ? 2 : 0);
+		lastw = w;
+		last_left = tb->cols[c].left;
+	}
+	if (last_left && lastw > 30)
+		total -= lastw - 30;
+	return total;
+}
+
+/* A table wider than the line loses columns, least telling first
+ * (`drop`, in that order), until it fits; then table_print() cuts the
+ * names at its end.  Without a width (--full-names) nothing goes. */
+void
+stats_fit_columns(struct table *tb, size_t width, const int *drop, size_t ndrop)
+{
+	tb->max_width = width;
+	for (size_t i = 0; width && i < ndrop && table_width(tb, 2) > width; i++)
+		for (size_t r = 0; r < tb->nrows; r++) {
+			char **cell = &tb->cells[r * tb->ncols + (size_t)drop[i]];
+			free(*cell);
+			*cell = NULL;
+		}
+}
+
 /* ---- rows of the operation tables ------------------------------------------ */
 
 const char *const stats_table_titles[AGG_NTABLES] = {
@@ -156,6 +232,17 @@ stats_table_rows(const struct stats *st, enum agg_table t)
 	qsort_r(r.v, r.n, sizeof(*r.v), cmp_rows, &sort);
 	r.shown = st->opt.top && st->opt.top < r.n ? st->opt.top : r.n;
 	return r;
+}
+
+struct stats_rest
+stats_rows_rest(const struct stats_rows *r)
+{
+	struct stats_rest rest = { 0, 0 };
+	for (size_t i = r->shown; i < r->n; i++) {
+		rest.total += r->v[i]->s.total;
+		rest.count += r->v[i]->s.count;
+	}
+	return rest;
 }
 
 int

@@ -82,6 +82,34 @@ csv_ops(struct stats *st, unsigned reports)
 	}
 }
 
+/* The totals of the tables printed (their title and "... N more"
+ * lines in text), as keys of the run table. */
+static void
+csv_totals(struct stats *st, unsigned reports)
+{
+	static const enum report rep[AGG_NTABLES] = { R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		if (!(reports & 1u << rep[t]))
+			continue;
+		struct stats_rows r = stats_table_rows(st, (enum agg_table)t);
+		struct stats_rest rest = stats_rows_rest(&r);
+		const struct { const char *k; int64_t v; } kv[] = {
+			{ "groups", (int64_t)r.n }, { "count", (int64_t)r.count },
+			{ "total_ns", r.total }, { "shown", (int64_t)r.shown },
+			{ "more_groups", (int64_t)(r.n - r.shown) },
+			{ "more_count", (int64_t)rest.count }, { "more_ns", rest.total },
+		};
+		for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+			char key[64], v[32];
+			snprintf(key, sizeof(key), "totals.%s.%s", stats_table_keys[t], kv[i].k);
+			snprintf(v, sizeof(v), "%" PRId64, kv[i].v);
+			const char *f[3] = { "run", key, v };
+			csv_record(stdout, f, 3);
+		}
+		free(r.v);
+	}
+}
+
 static void
 csv_run(struct agg *a)
 {
@@ -258,7 +286,7 @@ csv_per(struct stats *st)
 	struct csv_line l = { 0 };
 	l.f[0] = "per";
 	l.f[1] = "instance";
-	l.f[3] = st->opt.agg.per;
+	l.f[3] = stats_per_name(st);
 	csv_num(&l, 4, "%" PRIu64, s.count);
 	csv_num(&l, 5, "%" PRIu64, s.count);
 	csv_num(&l, 9, "%lld", (long long)cmd_ns_int(s.mean));
@@ -302,6 +330,33 @@ csv_per(struct stats *st)
 }
 
 static void
+csv_steps(struct stats *st)
+{
+	static const char *const cols[] = {
+		"report", "step", "begin_ns", "dur_ns", "gpu_busy_ns", "kernel_ns",
+		"copy_ns", "api_ns", "kernel", "memcpy", "memset", "runtime",
+		"dataloader", "cpu", "other",
+	};
+	const struct perinst_result *p = agg_per(st->agg);
+	csv_record(stdout, cols, 15);
+	for (size_t i = 0; i < p->ninst; i++) {
+		const struct perinst_instance *in = &p->inst[i];
+		struct csv_line l = { 0 };
+		l.f[0] = "steps";
+		csv_num(&l, 1, "%zu", i + 1);
+		csv_num(&l, 2, "%" PRId64, in->begin);
+		csv_num(&l, 3, "%" PRId64, in->dur);
+		csv_num(&l, 4, "%" PRId64, stats_step_busy(in));
+		csv_num(&l, 5, "%" PRId64, in->kernel);
+		csv_num(&l, 6, "%" PRId64, in->copy);
+		csv_num(&l, 7, "%" PRId64, in->api);
+		for (int c = 0; c < BD_NCATS; c++)
+			csv_num(&l, 8 + (size_t)c, "%" PRId64, in->cat[c]);
+		csv_record(stdout, l.f, 15);
+	}
+}
+
+static void
 csv_findings(const struct stats *st)
 {
 	static const char *const cols[] = { "report", "type", "table", "name", "value", "message" };
@@ -324,11 +379,21 @@ stats_csv(struct stats *st, unsigned reports)
 	int sections = 0;
 #define SECTION() do { if (sections++) putchar('\n'); } while (0)
 	if (reports & STATS_OPS) { SECTION(); csv_ops(st, reports); }
-	if (reports & 1u << R_RUN) { SECTION(); csv_run(a); }
+	if (reports & 1u << R_RUN) {
+		SECTION();
+		csv_run(a);
+		csv_totals(st, reports);
+	}
 	if (reports & 1u << R_PROCESSES) { SECTION(); csv_processes(a); }
 	if (reports & 1u << R_GPU) { SECTION(); csv_gpus(a); }
 	if (reports & 1u << R_MEMORY) { SECTION(); csv_memory(a); }
-	if (agg_per(a)) { SECTION(); csv_per(st); }
+	if (agg_per(a)) {
+		SECTION();
+		csv_per(st);
+		SECTION();
+		csv_steps(st);
+	}
+	if (st->opt.agg.operators) { SECTION(); stats_csv_operators(st); }
 	if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(st); }
 #undef SECTION
 }

@@ -75,6 +75,29 @@ json_ops(const struct stats *st, enum agg_table t)
 	return arr;
 }
 
+/* What the text says on a table's title line and its "... N more"
+ * line: groups, instances and time in all, and what --top left out. */
+static json_t *
+json_totals(const struct stats *st, unsigned reports)
+{
+	static const enum report rep[AGG_NTABLES] = {
+		R_KERNELS, R_MEMOPS, R_API, R_RANGES };
+	json_t *o = json_object();
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		if (!(reports & 1u << rep[t]))
+			continue;
+		struct stats_rows r = stats_table_rows(st, (enum agg_table)t);
+		struct stats_rest rest = stats_rows_rest(&r);
+		cmd_jset(o, stats_table_keys[t], json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			"groups", (json_int_t)r.n, "count", (json_int_t)r.count,
+			"total_ns", (json_int_t)r.total, "shown", (json_int_t)r.shown,
+			"more_groups", (json_int_t)(r.n - r.shown),
+			"more_count", (json_int_t)rest.count, "more_ns", (json_int_t)rest.total));
+		free(r.v);
+	}
+	return o;
+}
+
 static json_t *
 json_run(const struct stats *st)
 {
@@ -239,7 +262,7 @@ json_per(const struct stats *st)
 	struct summary s;
 	dist_summary(&dur, &s);
 	int64_t span = p->last > p->first ? p->last - p->first : 0;
-	cmd_jset(o, "range", cmd_jstr(st->opt.agg.per));
+	cmd_jset(o, "range", cmd_jstr(stats_per_name(st)));
 	cmd_jset(o, "instances", json_integer((json_int_t)s.count));
 	cmd_jset(o, "per_second", json_real(span > 0 ? (double)s.count * 1e9 / (double)span : 0));
 	json_t *d = json_object();
@@ -283,6 +306,31 @@ json_per(const struct stats *st)
 	return o;
 }
 
+/* The table of steps: each instance of the per-instance view. */
+static json_t *
+json_steps(const struct stats *st)
+{
+	const struct perinst_result *p = agg_per(st->agg);
+	json_t *o = json_object(), *arr = json_array();
+	cmd_jset(o, "range", cmd_jstr(stats_per_name(st)));
+	for (size_t i = 0; i < p->ninst; i++) {
+		const struct perinst_instance *in = &p->inst[i];
+		json_t *x = json_object(), *bd = json_object();
+		cmd_jset(x, "begin_ns", json_integer(in->begin));
+		cmd_jset(x, "dur_ns", json_integer(in->dur));
+		cmd_jset(x, "gpu_busy_ns", json_integer(stats_step_busy(in)));
+		cmd_jset(x, "kernel_ns", json_integer(in->kernel));
+		cmd_jset(x, "copy_ns", json_integer(in->copy));
+		cmd_jset(x, "api_ns", json_integer(in->api));
+		for (int c = 0; c < BD_NCATS; c++)
+			cmd_jset(bd, stats_bd_keys[c], json_integer(in->cat[c]));
+		cmd_jset(x, "breakdown", bd);
+		json_array_append_new(arr, x);
+	}
+	cmd_jset(o, "instances", arr);
+	return o;
+}
+
 static json_t *
 json_findings(const struct stats *st)
 {
@@ -323,7 +371,10 @@ stats_json(struct stats *st, unsigned reports)
 	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
 	cmd_jset(o, "approx", json_boolean(st->opt.agg.approx || converted));
 	cmd_jset(o, "approx_rows", json_integer((json_int_t)converted));
-	if (reports & 1u << R_RUN) cmd_jset(o, "run", json_run(st));
+	if (reports & 1u << R_RUN) {
+		cmd_jset(o, "run", json_run(st));
+		cmd_jset(o, "totals", json_totals(st, reports));
+	}
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		static const enum report rep[AGG_NTABLES] = {
 			R_KERNELS, R_MEMOPS, R_API, R_RANGES };
@@ -333,7 +384,12 @@ stats_json(struct stats *st, unsigned reports)
 	if (reports & 1u << R_PROCESSES) cmd_jset(o, "processes", json_processes(a));
 	if (reports & 1u << R_GPU) cmd_jset(o, "gpus", json_gpus(a));
 	if (reports & 1u << R_MEMORY) cmd_jset(o, "memory", json_memory(a));
-	if (agg_per(a)) cmd_jset(o, "per", json_per(st));
+	if (agg_per(a)) {
+		cmd_jset(o, "per", json_per(st));
+		cmd_jset(o, "steps", json_steps(st));
+	}
+	if (st->opt.agg.operators)
+		cmd_jset(o, "operators", stats_json_operators(st));
 	if (reports & 1u << R_FINDINGS) cmd_jset(o, "findings", json_findings(st));
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	if (!text)

@@ -64,6 +64,12 @@ char *stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns);
 /* A column title for times: "Total", or "Total [ms]" with --units (valid
  * for the next 15 calls). */
 const char *stats_time_title(struct stats *st, const char *title);
+/* A text table wider than `width` loses columns, least telling first
+ * (`drop`, in that order), until it fits; then table_print() cuts the
+ * names at its end.  Width 0 (--full-names): nothing goes. */
+struct table;
+void stats_fit_columns(struct table *tb, size_t width, const int *drop,
+                       size_t ndrop);
 /* 100 * part / whole, 0 when whole is 0. */
 double stats_pct(double part, double whole);
 /* Names for text (template kernels shortened unless --full-names), and
@@ -87,12 +93,26 @@ struct stats_rows {
 };
 /* Caller frees rows.v. */
 struct stats_rows stats_table_rows(const struct stats *st, enum agg_table t);
+/* The rows past --top, added up (the "... N more" line). */
+struct stats_rest {
+	int64_t total;
+	uint64_t count;
+};
+struct stats_rest stats_rows_rest(const struct stats_rows *r);
 int stats_has_domains(const struct stats_rows *r);
 int stats_has_async(const struct stats_rows *r);
 /* Memory operations: bytes per second over their time, and the mean of
  * the single operations' rates. */
 double stats_bandwidth(const struct agg_group *g);
 double stats_mean_bandwidth(const struct agg_group *g);
+
+/* The range of the per-instance view, for titles. */
+const char *stats_per_name(const struct stats *st);
+/* The names of the step breakdown's categories, for titles and keys. */
+extern const char *const stats_bd_titles[BD_NCATS];
+extern const char *const stats_bd_keys[BD_NCATS];
+/* GPU busy in a step's window: kernel, memcpy and memset time. */
+int64_t stats_step_busy(const struct perinst_instance *in);
 
 /* A child of the per-instance view, described for printing. */
 struct stats_child {
@@ -116,6 +136,13 @@ struct stats_finding {
 /* Fill st->findings from st->agg; stats_free_findings() empties them. */
 void stats_compute_findings(struct stats *st);
 void stats_free_findings(struct stats *st);
+
+/* ---- the operator view (operators.c) ---- */
+
+void stats_text_operators(struct stats *st);
+void stats_csv_operators(struct stats *st);
+/* A JSON array (json_t *), as void * to keep jansson out of here. */
+void *stats_json_operators(struct stats *st);
 
 /* ---- output formats ---- */
 

@@ -15,6 +15,7 @@
 
 /* ---- text ---------------------------------------------------------------------- */
 
+
 /* A section title, after a blank line unless it comes first. */
 static void
 text_section(struct stats *st, const char *title)
@@ -245,19 +246,17 @@ text_ops(struct stats *st, enum agg_table t, int force)
 			table_set(&tb, C_DOMAIN, "%s", *g->domain ? g->domain : "-");
 		table_set(&tb, C_NAME, "%s", stats_display_name(st, g->name));
 	}
-	tb.max_width = st->opt.line_width;
+	static const int drop[] = { C_P99, C_STD, C_MBW, C_P95, C_MIN, C_BW,
+	                            C_MEAN, C_BYTES, C_MAX };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	if (r.shown < r.n) {
-		int64_t rest = 0;
-		uint64_t cnt = 0;
-		for (size_t i = r.shown; i < r.n; i++) {
-			rest += r.v[i]->s.total;
-			cnt += r.v[i]->s.count;
-		}
+		struct stats_rest rest = stats_rows_rest(&r);
 		printf("  ... %zu more (%" PRIu64 " instances, %s, %.1f%% of the time)\n",
-		       r.n - r.shown, cnt, stats_fmt_time(st, b, sizeof(b), (double)rest),
-		       stats_pct((double)rest, (double)r.total));
+		       r.n - r.shown, rest.count,
+		       stats_fmt_time(st, b, sizeof(b), (double)rest.total),
+		       stats_pct((double)rest.total, (double)r.total));
 	}
 	free(r.v);
 	cmd_check_output(stdout);
@@ -303,7 +302,8 @@ text_processes(struct stats *st)
 		table_set(&tb, 10, "%s", *p->command ? p->command : p->name);
 	}
 	text_section(st, "Processes");
-	tb.max_width = st->opt.line_width;
+	static const int drop[] = { 1, 3, 4, 8, 6, 5 };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 }
@@ -354,7 +354,8 @@ text_gpus(struct stats *st)
 		return;
 	}
 	text_section(st, "GPU time (busy: the union of the intervals with work on the GPU)");
-	tb.max_width = st->opt.line_width;
+	static const int drop[] = { 5, 8, 4, 3 };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	if (inexact)
 		printf("  * several traces overlap in time on this GPU: their busy "
@@ -420,6 +421,8 @@ text_memory(struct stats *st)
 	table_free(&tb);
 }
 
+static void text_steps(struct stats *st, const struct perinst_result *p);
+
 static void
 text_per(struct stats *st)
 {
@@ -434,7 +437,7 @@ text_per(struct stats *st)
 	int64_t span = p->last > p->first ? p->last - p->first : 0;
 	char title[512];
 	int n = snprintf(title, sizeof(title), "Per instance of range \"%s\": %" PRIu64
-	                 " instance%s", st->opt.agg.per, s.count, s.count == 1 ? "" : "s");
+	                 " instance%s", stats_per_name(st), s.count, s.count == 1 ? "" : "s");
 	if (span > 0 && s.count && n > 0 && (size_t)n < sizeof(title))
 		snprintf(title + n, sizeof(title) - (size_t)n, ", %.3f per second",
 		         (double)s.count * 1e9 / (double)span);
@@ -447,6 +450,8 @@ text_per(struct stats *st)
 	printf("  std %s", stats_fmt_time(st, b, sizeof(b), s.std));
 	printf("  min %s", stats_fmt_time(st, b, sizeof(b), (double)s.min));
 	printf("  median %s", stats_fmt_time(st, b, sizeof(b), s.p50));
+	if (st->opt.line_width && st->opt.line_width < 120)
+		printf("\n          ");   /* the line is some 115 columns */
 	printf("  p95 %s", stats_fmt_time(st, b, sizeof(b), s.p95));
 	printf("  p99 %s", stats_fmt_time(st, b, sizeof(b), s.p99));
 	printf("  max %s\n", stats_fmt_time(st, b, sizeof(b), (double)s.max));
@@ -492,8 +497,8 @@ text_per(struct stats *st)
 		else
 			table_set(&tb, 10, "%s", stats_display_name(st, d.name));
 	}
-	if (tb.nrows)
-		tb.max_width = st->opt.line_width;
+	static const int drop[] = { 3, 6, 4, 1, 7, 5 };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	free(order);
@@ -504,6 +509,56 @@ text_per(struct stats *st)
 		printf("  GPU work whose launch call is not in the trace: %" PRIu64
 		       " operations, %s\n", p->gpu_no_launch,
 		       stats_fmt_time(st, c, sizeof(c), (double)p->gpu_no_launch_ns));
+	text_steps(st, p);
+}
+
+/* One row per instance (step): its window, the work charged to it,
+ * and its breakdown; at most --top rows (20 without). */
+static void
+text_steps(struct stats *st, const struct perinst_result *p)
+{
+	char b[64];
+	struct table_col cols[8 + BD_NCATS] = {
+		{ "#", 0 }, { stats_time_title(st, "Begin"), 0 },
+		{ stats_time_title(st, "Duration"), 0 }, { stats_time_title(st, "GPU busy"), 0 },
+		{ "Busy %", 0 }, { stats_time_title(st, "Kernels"), 0 },
+		{ stats_time_title(st, "Copies"), 0 }, { stats_time_title(st, "API"), 0 },
+	};
+	for (int c = 0; c < BD_NCATS; c++)
+		cols[8 + c] = (struct table_col){ stats_time_title(st, stats_bd_titles[c]), 0 };
+	struct table tb;
+	table_init(&tb, cols, 8 + BD_NCATS);
+	size_t max = st->opt.top ? (size_t)st->opt.top : 20;
+	int64_t t0 = agg_run(st->agg)->t_min;
+	for (size_t i = 0; i < p->ninst && i < max; i++) {
+		const struct perinst_instance *in = &p->inst[i];
+		table_row(&tb);
+		table_set(&tb, 0, "%zu", i + 1);
+		table_set(&tb, 1, "%s", stats_fmt_time(st, b, sizeof(b), (double)(in->begin - t0)));
+		table_set(&tb, 2, "%s", stats_fmt_time(st, b, sizeof(b), (double)in->dur));
+		table_set(&tb, 3, "%s", stats_fmt_time(st, b, sizeof(b), (double)stats_step_busy(in)));
+		table_set(&tb, 4, "%.1f", stats_pct((double)stats_step_busy(in), (double)in->dur));
+		table_set(&tb, 5, "%s", stats_fmt_time(st, b, sizeof(b), (double)in->kernel));
+		table_set(&tb, 6, "%s", stats_fmt_time(st, b, sizeof(b), (double)in->copy));
+		table_set(&tb, 7, "%s", stats_fmt_time(st, b, sizeof(b), (double)in->api));
+		for (int c = 0; c < BD_NCATS; c++)
+			table_set(&tb, 8 + (size_t)c, "%s",
+			          stats_fmt_time(st, b, sizeof(b), (double)in->cat[c]));
+	}
+	printf("  steps: Kernels, Copies, API: the work launched or called in the step;\n"
+	       "         Kernel to Other: its window split as TensorBoard's overview does\n");
+	static const int drop[] = { 1, 4, 14, 13, 12, 11, 10, 9, 8 };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
+	if (tb.nrows && !tb.cells[8 + BD_OTHER]) {
+		/* a breakdown is whole or not at all */
+		static const int all[] = { 8, 9, 10, 11, 12, 13 };
+		stats_fit_columns(&tb, 1, all, sizeof(all) / sizeof(all[0]));
+		tb.max_width = st->opt.line_width;
+	}
+	table_print(&tb, stdout, "  ");
+	table_free(&tb);
+	if (p->ninst > max)
+		printf("  ... %zu more steps (--top, --json or --csv show them)\n", p->ninst - max);
 }
 
 static void
@@ -539,6 +594,8 @@ stats_text(struct stats *st, unsigned reports)
 	if (reports & 1u << R_GPU) text_gpus(st);
 	if (reports & 1u << R_MEMORY) text_memory(st);
 	text_per(st);
+	if (st->opt.agg.operators)
+		stats_text_operators(st);
 	if (reports & 1u << R_FINDINGS)
 		text_findings(st);
 }

@@ -47,9 +47,9 @@ free_selection(struct selection *sel, const struct agg_options *o)
 }
 
 static void
-usage(void)
+usage(FILE *f)
 {
-	printf("Usage: %s [OPTIONS] [FILE...]\n"
+	fprintf(f, "Usage: %s [OPTIONS] [FILE...]\n"
 	       "Summarise tracekit traces: where the time goes (stdin when no FILE or -).\n"
 	       "\n"
 	       "Output:\n"
@@ -62,7 +62,11 @@ usage(void)
 	       "      --units UNIT     ns, us, ms or s for every time in text\n"
 	       "      --full-names     never shorten names in text\n"
 	       "      --no-findings    leave out the findings\n"
-	       "      --per NAME       per-instance view of range NAME\n"
+	       "      --per NAME       per-instance view of range NAME (ProfilerStep:\n"
+	       "                       every ProfilerStep#N), with a table of steps\n"
+	       "      --steps          the same for the steps found in the trace\n"
+	       "      --operators      operator view: self time of CPU ranges, GPU time\n"
+	       "                       of the work they launched\n"
 	       "      --approx         constant memory; percentiles within 1%%\n"
 	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
 	       "                       the rows that grow are kept as with --approx\n"
@@ -196,7 +200,7 @@ reports_with_data(struct agg *a)
 
 enum {
 	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
-	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN,
+	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN, O_STEPS, O_OPERATORS,
 };
 
 static const struct option longopts[] = {
@@ -209,6 +213,8 @@ static const struct option longopts[] = {
 	{ "full-names", no_argument, NULL, O_FULL },
 	{ "no-findings", no_argument, NULL, O_NOFIND },
 	{ "per", required_argument, NULL, O_PER },
+	{ "steps", no_argument, NULL, O_STEPS },
+	{ "operators", no_argument, NULL, O_OPERATORS },
 	{ "approx", no_argument, NULL, O_APPROX },
 	{ "buffer-size", required_argument, NULL, 'S' },
 	{ "name", required_argument, NULL, O_NAME },
@@ -330,6 +336,8 @@ parse_options(int argc, char **argv, struct stats_options *o,
 				cmd_usage_error("invalid --per ''");
 			o->agg.per = optarg;
 			break;
+		case O_STEPS: o->agg.steps = 1; break;
+		case O_OPERATORS: o->agg.operators = 1; break;
 		case O_APPROX: o->agg.approx = 1; break;
 		case 'S':
 			/* exact percentiles keep every duration: within -S,
@@ -343,7 +351,7 @@ parse_options(int argc, char **argv, struct stats_options *o,
 			parse_selection(&o->agg, sel, c, optarg);
 			break;
 		case 'h':
-			usage();
+			usage(stdout);
 			free_selection(sel, &o->agg);
 			exit(cmd_finish(0));
 		case 'V': cmd_version();
@@ -366,8 +374,10 @@ skip_unwanted(struct stats_options *o)
 	unsigned want = o->reports ? o->reports : STATS_OPS;
 	if (!o->findings)
 		want &= ~(1u << R_FINDINGS);
-	if ((want & 1u << R_FINDINGS) || o->agg.per)
+	if ((want & 1u << R_FINDINGS) || o->agg.per || o->agg.steps)
 		want |= STATS_OPS;
+	if (o->agg.operators)
+		want |= 1u << R_RANGES;  /* the view's rows are range groups */
 	static const enum report rep[AGG_NTABLES] = {
 		R_KERNELS, R_MEMOPS, R_API, R_RANGES };
 	for (int t = 0; t < AGG_NTABLES; t++)
@@ -401,6 +411,13 @@ main(int argc, char **argv)
 	struct selection sel = { 0 };
 	int first = parse_options(argc, argv, &st.opt, &sel);
 	static char *stdin_only[] = { "-", NULL };
+	if (first == argc && isatty(0)) {
+		/* a first try, not a pipe: waiting for binary input on the
+		 * terminal would look like a hang */
+		usage(stderr);
+		free_selection(&sel, &st.opt.agg);
+		cmd_usage_error("no input: give a FILE, or pipe a trace into standard input");
+	}
 	st.files = first < argc ? argv + first : stdin_only;
 	st.nfiles = first < argc ? argc - first : 1;
 	skip_unwanted(&st.opt);

@@ -11,7 +11,10 @@
 #include "tap.h"
 #include "helpers.h"
 #include "analysis/aggregate.h"
+#include "analysis/breakdown.h"
 #include "analysis/busy.h"
+#include "analysis/opview.h"
+#include "analysis/steps.h"
 #include "analysis/perinst.h"
 #include "common/strmap.h"
 #include "common/util.h"
@@ -157,15 +160,15 @@ TEST(perinst_attribution)
 	/* thread 2 has steps [0,100) and [100,200); thread 3 one step
 	 * [0,1000) holding a nested step [10,20) */
 	perinst_instance(p, 2, 100, 200);        /* written when it ended */
-	perinst_cpu(p, 7, 2, 120, 5);            /* child of step 2 */
+	perinst_cpu(p, 7, 0, 2, 120, 5);            /* child of step 2 */
 	perinst_instance(p, 2, 0, 100);
-	perinst_cpu(p, 7, 2, 10, 5);             /* child of step 1 */
-	perinst_cpu(p, 7, 2, 30, 5);
-	perinst_cpu(p, 8, 2, 250, 5);            /* outside any step */
+	perinst_cpu(p, 7, 0, 2, 10, 5);             /* child of step 1 */
+	perinst_cpu(p, 7, 0, 2, 30, 5);
+	perinst_cpu(p, 8, 0, 2, 250, 5);            /* outside any step */
 	perinst_instance(p, 3, 0, 1000);
 	perinst_instance(p, 3, 10, 20);
-	perinst_cpu(p, 7, 3, 15, 1);             /* innermost: the nested one */
-	perinst_cpu(p, 7, 3, 500, 1);            /* the outer one */
+	perinst_cpu(p, 7, 0, 3, 15, 1);             /* innermost: the nested one */
+	perinst_cpu(p, 7, 0, 3, 500, 1);            /* the outer one */
 	/* a kernel launched in step 1 runs during step 2's time: it is
 	 * step 1's (its launch), not step 2's (overlap) */
 	perinst_gpu(p, 9, 0, 1, 42, 150, 40);
@@ -207,6 +210,84 @@ TEST(perinst_attribution)
 	perinst_free(p);
 }
 
+TEST(steps_series_and_breakdown)
+{
+	/* --per NAME: the name, or its numbered series */
+	struct step_match m;
+	CHECK_EQ_INT(step_match_init(&m, "ProfilerStep"), 0);
+	CHECK_EQ_INT(step_match(&m, "ProfilerStep#1009"), 1);
+	CHECK_EQ_INT(step_match(&m, "ProfilerStep"), 1);
+	CHECK_EQ_INT(step_match(&m, "ProfilerStepX#1"), 0);
+	CHECK_EQ_INT(step_match(&m, "Optimizer.step#SGD.step"), 0);
+	step_match_free(&m);
+	CHECK_EQ_INT(step_match_init(&m, "ProfilerStep#7"), 0);
+	CHECK_EQ_INT(step_match(&m, "ProfilerStep#12"), 1);
+	step_match_free(&m);
+	CHECK_EQ_INT(step_kind("user_annotation", "ProfilerStep#3"), 1);
+	CHECK_EQ_INT(step_kind("nvtx", "Train_Step_4"), 2);
+	CHECK_EQ_INT(step_kind("nvtx", "stepper"), 0);
+	CHECK_EQ_INT(step_kind("Trace", "PyTorch Profiler (0)"), 3);
+	/* the API call's time inside [0,100) is runtime, then the kernel
+	 * wins where both run, CPU work fills the rest but [90,100) */
+	struct perinst *p = perinst_new(0, NULL);
+	perinst_instance(p, 2, 0, 100);
+	perinst_cpu(p, 4, 1, 2, 5, 10);          /* an API call: api time */
+	struct breakdown *b = breakdown_new();
+	breakdown_add(b, BD_CPU, 0, 90);
+	breakdown_add(b, BD_RUNTIME, 5, 15);
+	breakdown_add(b, BD_KERNEL, 10, 30);
+	breakdown_add(b, BD_KERNEL, 20, 40);     /* overlapping: a union */
+	breakdown_add(b, BD_MEMCPY, 35, 50);
+	breakdown_add(b, BD_DATALOADER, 95, 120);
+	size_t n;
+	struct perinst_instance *v = perinst_scope_instances(p, &n);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_INT(breakdown_scope_end(b, v, n), 0);
+	CHECK_EQ_INT(v[0].cat[BD_KERNEL], 30);
+	CHECK_EQ_INT(v[0].cat[BD_MEMCPY], 10);
+	CHECK_EQ_INT(v[0].cat[BD_RUNTIME], 5);
+	CHECK_EQ_INT(v[0].cat[BD_CPU], 45);
+	CHECK_EQ_INT(v[0].cat[BD_DATALOADER], 5);
+	CHECK_EQ_INT(v[0].cat[BD_OTHER], 5);
+	perinst_scope_end(p);
+	const struct perinst_result *r = perinst_finish(p);
+	CHECK(r != NULL && r->ninst == 1 && r->inst[0].api == 10);
+	breakdown_free(b);
+	perinst_free(p);
+}
+
+TEST(opview_self_and_gpu_time)
+{
+	/* thread 1: a [0,100) holds b [10,50) holding c [20,30); d [60,60)
+	 * empty; thread 2: e [0,100) alone */
+	static const char *const names[] = { "a", "b", "c", "d", "e" };
+	struct opview *v = opview_new();
+	opview_range(v, 2, names[2], 1, 20, 10);
+	opview_range(v, 0, names[0], 1, 0, 100);
+	opview_range(v, 1, names[1], 1, 10, 40);
+	opview_range(v, 3, names[3], 1, 60, 0);
+	opview_range(v, 4, names[4], 2, 0, 100);
+	opview_launch(v, 7, 100, 1, 25);         /* inside c */
+	opview_launch(v, 7, 101, 1, 55);         /* inside a only */
+	opview_gpu(v, 7, 100, 3);
+	opview_gpu(v, 7, 101, 4);
+	opview_gpu(v, 8, 100, 5);                /* another process: no launch */
+	CHECK_EQ_INT(opview_scope_end(v), 0);
+	size_t n;
+	const struct opview_row *w = opview_rows(v, &n);
+	CHECK_EQ_INT(n, 5);
+	CHECK_EQ_INT(w[0].self, 100 - 40);
+	CHECK_EQ_INT(w[1].self, 40 - 10);
+	CHECK_EQ_INT(w[2].self, 10);
+	CHECK_EQ_INT(w[4].self, 100);            /* other threads are not children */
+	CHECK_EQ_INT(w[2].gpu_self, 3);
+	CHECK_EQ_INT(w[1].gpu_self, 0);
+	CHECK_EQ_INT(w[1].gpu_total, 3);
+	CHECK_EQ_INT(w[0].gpu_self, 4);
+	CHECK_EQ_INT(w[0].gpu_total, 7);
+	opview_free(v);
+}
+
 TEST(perinst_scopes_forget_ids)
 {
 	/* track ids are per scope: a second scope's thread 2 is another */
@@ -215,7 +296,7 @@ TEST(perinst_scopes_forget_ids)
 	perinst_launch(p, 1, 5, 2, 50);
 	perinst_scope_end(p);
 	perinst_gpu(p, 1, 0, 1, 5, 60, 10);      /* correlation 5 of scope 2 */
-	perinst_cpu(p, 1, 2, 50, 1);
+	perinst_cpu(p, 1, 0, 2, 50, 1);
 	perinst_scope_end(p);
 	const struct perinst_result *r = perinst_finish(p);
 	CHECK_EQ_INT(r->gpu_no_launch, 1);
@@ -685,6 +766,8 @@ main(void)
 	RUN(sweep_clamps_lying_order);
 	RUN(perinst_attribution);
 	RUN(perinst_scopes_forget_ids);
+	RUN(steps_series_and_breakdown);
+	RUN(opview_self_and_gpu_time);
 	RUN(strmap_many_keys);
 	RUN(aggregate_unsorted_trace);
 	RUN(aggregate_filters);

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Figures of a PyTorch profiler (Kineto) trace computed from its JSON,
+independently of tracekit, for tests/cli/trace-stats-pytorch.bats.
+
+    pytorch_reference.py TRACE.json[.gz]            reference JSON on stdout
+    pytorch_reference.py --compare REF.json STATS.json
+        check trace-stats --json (with --steps --operators -r all) against it; exit 1
+        listing the differences.
+
+Times are integer nanoseconds read from the digits of ts and dur
+(microseconds), fractions of a nanosecond rounded half away from zero,
+as trace-import documents.  Definitions (trace-stats(1) says the same):
+
+  steps      ranges on CPU threads named ProfilerStep#N; duration = dur.
+  launch     a GPU operation belongs to the runtime or driver call with
+             its correlation id.
+  step GPU   kernel_ns / copy_ns: kernels / memcpys and memsets whose
+             launch call begins inside the step, on the step's thread.
+  breakdown  each nanosecond of a step's window goes to the first of
+             kernel, memcpy, memset, runtime, data loading, CPU execution
+             that covers it, else to other (TensorBoard's overview).
+  operators  ranges on CPU threads nested by time on each thread; self =
+             dur - the durs of the ranges directly inside; same begin and
+             end: the name that sorts first encloses.
+"""
+import gzip
+import json
+import re
+import sys
+from bisect import bisect_right
+from decimal import Decimal, ROUND_HALF_UP
+
+GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+            "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset"}
+API_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+# ranges on CPU threads: every complete event but the GPU's and the API's
+NOT_HOST = set(GPU_CATS) | API_CATS | {"gpu_user_annotation", "cuda_sync", "overhead"}
+STEP = re.compile(r"^ProfilerStep#[0-9]+$")
+LOADER = re.compile(r"^(enumerate\(DataLoader\)#.*\.__next__|enumerate\(DataPipe\)#.*)$")
+
+
+def ns(x):
+    return int((Decimal(x) * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+def load(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        doc = json.load(f, parse_float=Decimal)
+    ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    base = int(doc.get("baseTimeNanoseconds", 0)) if isinstance(doc, dict) else 0
+    out = []
+    open_ = {}
+    # a B never ended lasts to the end of the trace (trace-import(1))
+    # (the latest time of the other events: begins of ranges never ended
+    # do not count)
+    end = max((Decimal(e["ts"]) + Decimal(e.get("dur", 0) if e.get("ph") == "X" else 0)
+               for e in ev if "ts" in e and e.get("ph") != "B"), default=0)
+    for e in ev:
+        if e.get("ph") in ("B", "E") and "ts" in e:
+            # B/E pairs nest per thread: an E closes the latest open B
+            k = (e.get("pid"), e.get("tid"))
+            if e["ph"] == "B":
+                open_.setdefault(k, []).append(e)
+                continue
+            if not open_.get(k):
+                continue
+            b = open_[k].pop()
+            e = dict(b, ph="X", dur=str(Decimal(e["ts"]) - Decimal(b["ts"])))
+        if e.get("ph") != "X" or "ts" not in e:
+            continue
+        out.append(event(e, base))
+    for k, v in open_.items():
+        for b in v:
+            out.append(event(dict(b, dur=str(max(end - Decimal(b["ts"]), 0))), base))
+    return out
+
+
+def event(e, base):
+    d = e.get("dur", 0)
+    dur = max(ns(d), 0)
+    return {"cat": e.get("cat", ""), "name": e.get("name", ""),
+            "pid": e.get("pid"), "tid": e.get("tid"),
+            "ts": ns(e["ts"]) + base, "dur": dur, "args": e.get("args") or {}}
+
+
+def union(iv):
+    out = []
+    for b, e in sorted(iv):
+        if out and b <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([b, e])
+    return out
+
+
+def nest(ranges):
+    """ranges of one thread -> (sorted list, parent index of each)."""
+    rs = sorted(ranges, key=lambda r: (r["ts"], -r["dur"], r["name"]))
+    parent, stack = [], []
+    for i, r in enumerate(rs):
+        while stack and not (rs[stack[-1]]["ts"] + rs[stack[-1]]["dur"] >= r["ts"] + r["dur"]
+                             and (rs[stack[-1]]["ts"] + rs[stack[-1]]["dur"] > r["ts"]
+                                  or rs[stack[-1]]["dur"] == 0 and r["dur"] == 0)):
+            stack.pop()
+        parent.append(stack[-1] if stack else -1)
+        stack.append(i)
+    return rs, parent
+
+
+def innermost(rs, parent, begins, t):
+    j = bisect_right(begins, t) - 1
+    while j >= 0:
+        r = rs[j]
+        if r["ts"] <= t < r["ts"] + r["dur"] or (r["dur"] == 0 and r["ts"] == t):
+            return j
+        j = parent[j]
+    return -1
+
+
+def reference(path):
+    ev = load(path)
+    host = [e for e in ev if e["cat"] not in NOT_HOST]
+    gpu = [e for e in ev if e["cat"] in GPU_CATS]
+    api = [e for e in ev if e["cat"] in API_CATS]
+    launch = {}
+    for a in api:
+        c = a["args"].get("correlation")
+        if c is not None:
+            launch[c] = a
+    kernels = [g for g in gpu if GPU_CATS[g["cat"]] == "kernel"]
+    out = {"kernels": {"count": len(kernels), "total_ns": sum(k["dur"] for k in kernels)}}
+
+    threads = {}
+    for r in host:
+        threads.setdefault((r["pid"], r["tid"]), []).append(r)
+    nested = {}
+    for k, rs in threads.items():
+        rs, parent = nest(rs)
+        nested[k] = (rs, parent, [r["ts"] for r in rs])
+
+    # operators: self time and the GPU time of what they launched
+    ops = {}
+    for k, (rs, parent, begins) in nested.items():
+        selfns = [r["dur"] for r in rs]
+        for i, p in enumerate(parent):
+            if p >= 0:
+                selfns[p] -= rs[i]["dur"]
+        for i, r in enumerate(rs):
+            o = ops.setdefault((r["cat"], r["name"]), {"count": 0, "total_ns": 0, "self_ns": 0,
+                                                     "gpu_self_ns": 0, "gpu_total_ns": 0})
+            o["count"] += 1
+            o["total_ns"] += r["dur"]
+            o["self_ns"] += selfns[i]
+    for g in gpu:
+        a = launch.get(g["args"].get("correlation"))
+        if a is None or (a["pid"], a["tid"]) not in nested:
+            continue
+        rs, parent, begins = nested[(a["pid"], a["tid"])]
+        j = innermost(rs, parent, begins, a["ts"])
+        first = True
+        while j >= 0:
+            o = ops[(rs[j]["cat"], rs[j]["name"])]
+            if first:
+                o["gpu_self_ns"] += g["dur"]
+            o["gpu_total_ns"] += g["dur"]
+            first = False
+            j = parent[j]
+    out["operators"] = [dict(domain=c, name=n, **v) for (c, n), v in sorted(ops.items())]
+
+    # steps
+    steps = sorted((r for r in host if STEP.match(r["name"])), key=lambda r: r["ts"])
+    sid = {id(s): i for i, s in enumerate(steps)}
+    rows = [{"name": s["name"], "begin_ns": s["ts"], "dur_ns": s["dur"], "kernel_ns": 0,
+             "copy_ns": 0, "api_ns": 0} for s in steps]
+    by_thread = {}
+    for s in steps:
+        by_thread.setdefault((s["pid"], s["tid"]), []).append(s)
+    starts = {k: [s["ts"] for s in v] for k, v in by_thread.items()}
+
+    def step_of(pid, tid, t):
+        v = by_thread.get((pid, tid), [])
+        j = bisect_right(starts.get((pid, tid), []), t) - 1
+        if j >= 0 and (v[j]["ts"] <= t < v[j]["ts"] + v[j]["dur"]
+                       or v[j]["dur"] == 0 and v[j]["ts"] == t):
+            return v[j]
+        return None
+    for g in gpu:
+        a = launch.get(g["args"].get("correlation"))
+        s = a and step_of(a["pid"], a["tid"], a["ts"])
+        if s:
+            key = "kernel_ns" if GPU_CATS[g["cat"]] == "kernel" else "copy_ns"
+            rows[sid[id(s)]][key] += g["dur"]
+    for a in api:
+        s = step_of(a["pid"], a["tid"], a["ts"])
+        if s:
+            rows[sid[id(s)]]["api_ns"] += a["dur"]
+    cats = {"kernel": [], "memcpy": [], "memset": [], "runtime": [], "dataloader": [], "cpu": []}
+    for g in gpu:
+        cats[GPU_CATS[g["cat"]]].append((g["ts"], g["ts"] + g["dur"]))
+    for a in api:
+        cats["runtime"].append((a["ts"], a["ts"] + a["dur"]))
+    for r in host:
+        if LOADER.match(r["name"]):
+            cats["dataloader"].append((r["ts"], r["ts"] + r["dur"]))
+        elif not STEP.match(r["name"]) and r["cat"] != "Trace":
+            cats["cpu"].append((r["ts"], r["ts"] + r["dur"]))
+    order = ["kernel", "memcpy", "memset", "runtime", "dataloader", "cpu"]
+    unions = {c: union(v) for c, v in cats.items()}
+    for s, row in zip(steps, rows):
+        b, e = s["ts"], s["ts"] + s["dur"]
+        pts = {b, e}
+        for c in order:
+            for x, y in unions[c]:
+                if y > b and x < e:
+                    pts.add(max(x, b))
+                    pts.add(min(y, e))
+        pts = sorted(pts)
+        bd = {c: 0 for c in order + ["other"]}
+        for x, y in zip(pts, pts[1:]):
+            for c in order:
+                u = unions[c]
+                j = bisect_right(u, [x, float("inf")]) - 1
+                if j >= 0 and u[j][0] <= x and u[j][1] >= y:
+                    bd[c] += y - x
+                    break
+            else:
+                bd["other"] += y - x
+        row["breakdown"] = bd
+    out["steps"] = rows
+    return out
+
+
+def compare(ref, ours):
+    bad = []
+
+    def check(what, a, b):
+        if a != b:
+            bad.append("%s: trace-stats %r, reference %r" % (what, a, b))
+    t = ours.get("totals", {}).get("kernels")
+    if ref["kernels"]["count"]:
+        if t is None:
+            bad.append("totals.kernels missing")
+        else:
+            check("kernels count", t["count"], ref["kernels"]["count"])
+            check("kernels total_ns", t["total_ns"], ref["kernels"]["total_ns"])
+    st = ours.get("steps")
+    if ref["steps"]:
+        if st is None:
+            bad.append("steps missing")
+        else:
+            got = st["instances"]
+            check("steps count", len(got), len(ref["steps"]))
+            for x, y in zip(got, ref["steps"]):
+                w = "step %s " % y["name"]
+                check(w + "begin", x["begin_ns"], y["begin_ns"])
+                check(w + "dur", x["dur_ns"], y["dur_ns"])
+                check(w + "kernel_ns", x["kernel_ns"], y["kernel_ns"])
+                check(w + "copy_ns", x["copy_ns"], y["copy_ns"])
+                check(w + "api_ns", x["api_ns"], y["api_ns"])
+                for c, v in y["breakdown"].items():
+                    check(w + "breakdown " + c, x["breakdown"].get(c), v)
+    ops = ours.get("operators")
+    if ref["operators"]:
+        if ops is None:
+            bad.append("operators missing")
+        else:
+            mine = {(o["domain"], o["name"]): o for o in ops}
+            check("operator rows", len(mine), len(ref["operators"]))
+            for y in ref["operators"]:
+                x = mine.get((y["domain"], y["name"]))
+                if x is None:
+                    bad.append("operator %s missing" % y["name"])
+                    continue
+                for k in ("count", "total_ns", "self_ns", "gpu_self_ns", "gpu_total_ns"):
+                    check("operator %s %s" % (y["name"][:40], k), x[k], y[k])
+    return bad
+
+
+def main():
+    if sys.argv[1] == "--compare":
+        ref = json.load(open(sys.argv[2]))
+        ours = json.load(open(sys.argv[3]))
+        bad = compare(ref, ours)
+        for b in bad[:30]:
+            print(b)
+        sys.exit(1 if bad else 0)
+    json.dump(reference(sys.argv[1]), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

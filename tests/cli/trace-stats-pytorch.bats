@@ -1,0 +1,193 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# trace-stats on PyTorch profiler traces (issue 19): steps found and
+# matched as a series, their breakdown, the operator view, the tables'
+# totals in JSON and CSV, tables that fit COLUMNS, usage at a terminal.
+# Figures are checked against pytorch_reference.py, which reads the
+# profiler's JSON itself.
+
+load helpers
+
+REF="$BATS_TEST_DIRNAME/pytorch_reference.py"
+
+# import SOURCE: the imported trace's path on stdout
+import() {
+	local out="$BATS_TEST_TMPDIR/$(basename "$1").tkt"
+	trace-import -o "$out" "$1" || return 1
+	printf '%s\n' "$out"
+}
+
+@test "every trace of the test data: steps, their kernel time and breakdown, self times, kernel totals match the JSON" {
+	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
+	d=$BATS_TEST_TMPDIR
+	n=0 steps=0 ops=0
+	while IFS= read -r f; do
+		t=$(import "$f")
+		trace-stats --json --steps --operators -r all "$t" > "$d/ours.json"
+		python3 "$REF" "$f" > "$d/ref.json"
+		run python3 "$REF" --compare "$d/ref.json" "$d/ours.json"
+		[ "$status" -eq 0 ] || { echo "$f: $output" >&2; false; }
+		n=$((n + 1))
+		steps=$((steps + $(jq '.steps | length' "$d/ref.json")))
+		ops=$((ops + $(jq '.operators | length' "$d/ref.json")))
+	done < <(find "$TK_SHARED/testdata" -type f \( -name '*.json' -o -name '*.json.gz' -o -name '*_gz.gz' \) | sort)
+	echo "# $n traces, $steps steps, $ops operator rows compared" >&3
+	[ "$n" -ge 30 ] && [ "$steps" -ge 40 ] && [ "$ops" -ge 1000 ]
+}
+
+@test "the reference comparison can fail: one nanosecond off is caught" {
+	shared_data hta/trace_diff/control/control.json.gz F
+	d=$BATS_TEST_TMPDIR
+	t=$(import "$F")
+	trace-stats --json --steps --operators -r all "$t" > "$d/ours.json"
+	python3 "$REF" "$F" > "$d/ref.json"
+	python3 "$REF" --compare "$d/ref.json" "$d/ours.json"
+	for cut in '.steps.instances[2].breakdown.cpu += 1' '.steps.instances[0].kernel_ns += 1' \
+	           '.steps.instances[5].dur_ns -= 1' '.operators[3].self_ns += 1' \
+	           '.operators[7].gpu_self_ns += 1' '.totals.kernels.total_ns += 1' \
+	           'del(.operators)' 'del(.steps)' '.steps.instances |= .[1:]'; do
+		jq "$cut" "$d/ours.json" > "$d/bad.json"
+		run python3 "$REF" --compare "$d/ref.json" "$d/bad.json"
+		[ "$status" -eq 1 ] || { echo "$cut not caught" >&2; false; }
+	done
+}
+
+@test "--per ProfilerStep takes every ProfilerStep#N, as trace-diff --normalize matches them" {
+	shared_data hta/trace_diff/control/control.json.gz F
+	t=$(import "$F")
+	want=$(python3 -c '
+import gzip, json, re, sys
+ev = json.load(gzip.open(sys.argv[1], "rt"))["traceEvents"]
+print(sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation"
+          and re.fullmatch(r"ProfilerStep#[0-9]+", e.get("name", ""))))' "$F")
+	[ "$want" -ge 5 ]
+	for name in ProfilerStep 'ProfilerStep#1009' 'ProfilerStep#N'; do
+		run -0 trace-stats --per "$name" --report run --no-findings "$t"
+		[[ "$output" == *"Per instance of range \"$name\": $want instances"* ]]
+		assert_eq "$(trace-stats --json --per "$name" --report run "$t" | jq '.steps.instances | length')" "$want"
+	done
+	# --steps finds the same series
+	run -0 trace-stats --steps --report run --no-findings "$t"
+	[[ "$output" == *'Per instance of range "ProfilerStep#N": '"$want instances"* ]]
+	# a name that is no series still matches only itself
+	run -0 trace-stats --per ProfilerSte --report run "$t"
+	[[ "$output" == *'"ProfilerSte": 0 instances'* ]]
+}
+
+@test "--steps: NVTX ranges named step or iteration, else the capture range; GPU mirrors are no steps" {
+	T=$(synth_trace run.tkt --steps 4 --layers 1)
+	run -0 trace-stats --steps --json --report run "$T"
+	assert_eq "$(jq -r '.steps.range' <<< "$output")" "step"
+	assert_eq "$(jq '.steps.instances | length' <<< "$output")" \
+	          "$(trace-dump --json -k range "$T" | jq -s '[.[] | select(.name == "step")] | length')"
+	shared_data hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz F
+	t=$(import "$F")
+	# ProfilerStep#2 is also on a GPU stream (gpu_user_annotation)
+	assert_eq "$(trace-stats --json --steps --report run "$t" | jq '.steps.instances | length')" 2
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz F
+	t=$(import "$F")
+	run -0 trace-stats --json --steps --report run "$t"
+	assert_eq "$(jq -r '.steps.range' <<< "$output")" "PyTorch Profiler (0)"
+	assert_eq "$(jq '.steps.instances | length' <<< "$output")" 1
+	# the breakdown adds up to each step's duration
+	shared_data hta/trace_diff/test/test.json.gz F
+	t=$(import "$F")
+	trace-stats --json --steps --report run "$t" |
+		jq -e '.steps.instances | length > 0 and all(.breakdown | add) == true' > /dev/null
+	trace-stats --json --steps --report run "$t" |
+		jq -e '[.steps.instances[] | (.breakdown | add) == .dur_ns and .gpu_busy_ns == .breakdown.kernel + .breakdown.memcpy + .breakdown.memset] | all' > /dev/null
+}
+
+@test "--steps and --operators in CSV carry the JSON's figures" {
+	shared_data param/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json F
+	d=$BATS_TEST_TMPDIR
+	t=$(import "$F")
+	trace-stats --json --steps --operators -r run,ranges "$t" > "$d/s.json"
+	trace-stats --csv --steps --operators -r run,ranges "$t" > "$d/s.csv"
+	python3 - "$d/s.json" "$d/s.csv" <<'PY'
+import csv, io, json, sys
+j = json.load(open(sys.argv[1]))
+sections = open(sys.argv[2]).read().split("\n\n")
+tabs = {}
+for s in sections:
+    rows = list(csv.DictReader(io.StringIO(s)))
+    if rows:
+        tabs.setdefault(rows[0]["report"], []).extend(rows)
+steps = tabs["steps"]
+assert len(steps) == len(j["steps"]["instances"]) > 0
+for r, x in zip(steps, j["steps"]["instances"]):
+    for k in ("begin_ns", "dur_ns", "gpu_busy_ns", "kernel_ns", "copy_ns", "api_ns"):
+        assert int(r[k]) == x[k], k
+    for k, v in x["breakdown"].items():
+        assert int(r[k]) == v, k
+ops = tabs["operators"]
+assert len(ops) == len(j["operators"]) > 100
+for r, x in zip(ops, j["operators"]):
+    assert (r["domain"], r["name"]) == (x["domain"], x["name"])
+    for k in ("count", "total_ns", "self_ns", "gpu_self_ns", "gpu_total_ns"):
+        assert int(r[k]) == x[k], k
+run = {r["key"]: r["value"] for r in tabs["run"]}
+assert int(run["totals.ranges.count"]) == j["totals"]["ranges"]["count"]
+PY
+}
+
+@test "JSON and CSV carry each table's totals, as the text's title and '... more' lines say" {
+	shared_data hta/trace_diff/control/control.json.gz F
+	t=$(import "$F")
+	d=$BATS_TEST_TMPDIR
+	# independent: the JSON's kernels, copies and memsets, runtime calls
+	python3 - "$F" > "$d/want" <<'PY'
+import gzip, json, sys
+from decimal import Decimal
+ev = json.load(gzip.open(sys.argv[1], "rt"), parse_float=Decimal)["traceEvents"]
+def tot(cats):
+    x = [e for e in ev if e.get("ph") == "X" and e.get("cat") in cats]
+    return "%d %d" % (len(x), sum(int(Decimal(e.get("dur", 0)) * 1000) for e in x))
+print(tot({"kernel"}), tot({"gpu_memcpy", "gpu_memset"}), tot({"cuda_runtime", "cuda_driver"}))
+PY
+	trace-stats --json -n 3 "$t" > "$d/s.json"
+	assert_eq "$(jq -r '[.totals.kernels, .totals.memops, .totals.api] | map("\(.count) \(.total_ns)") | join(" ")' "$d/s.json")" "$(cat "$d/want")"
+	# what --top left out: the rows that are not shown
+	trace-stats --json "$t" > "$d/all.json"
+	assert_eq "$(jq '.totals.kernels | [.more_groups, .more_count, .more_ns, .shown]' -c "$d/s.json")" \
+	          "$(jq -c '[(.kernels | length) - 3, (.kernels[3:] | map(.count) | add), (.kernels[3:] | map(.total_ns) | add), 3]' "$d/all.json")"
+	# the text's title line says the same
+	k=$(jq '.totals.kernels' "$d/s.json")
+	run -0 trace-stats -n 3 -r kernels --units ns "$t"
+	assert_eq "${lines[0]}" "GPU kernels: $(jq .count <<< "$k") in $(jq .groups <<< "$k") groups, $(jq .total_ns <<< "$k") in all"
+	# CSV: keys of the run table
+	run -0 trace-stats --csv -n 3 -r run,kernels,api "$t"
+	[[ "$output" == *$'\nrun,totals.kernels.total_ns,'"$(jq .total_ns <<< "$k")"$'\n'* ]]
+	[[ "$output" == *$'\nrun,totals.kernels.more_groups,'"$(jq .more_groups <<< "$k")"$'\n'* ]]
+	[[ "$output" == *$'\nrun,totals.api.count,'* ]]
+}
+
+@test "COLUMNS=80: every table fits, columns least telling left out first" {
+	shared_data hta/trace_diff/control/control.json.gz F
+	t=$(import "$F")
+	# (the run header and the findings are lines of text, not tables)
+	run -0 env COLUMNS=80 trace-stats --steps --operators -n 5 --no-findings \
+		-r kernels,memops,api,ranges,processes,gpu "$t"
+	long=$(printf '%s\n' "$output" | awk 'length($0) > 80')
+	assert_eq "$long" ""
+	# the kernel table keeps its share, total, count, median and names
+	[[ "${lines[1]}" == "  Time %       Total  Count    Median"*"  Name" ]]
+	[[ "${lines[1]}" != *P99* && "${lines[1]}" != *StdDev* ]]
+	# wide enough: every column as before
+	run -0 env COLUMNS=200 trace-stats -n 5 -r kernels "$t"
+	[[ "${lines[1]}" == *"StdDev"*"P99"*"Name" ]]
+	# --full-names: nothing left out or cut
+	run -0 env COLUMNS=80 trace-stats --full-names -n 5 -r kernels "$t"
+	[[ "${lines[1]}" == *"StdDev"*"P99"*"Name" ]]
+}
+
+@test "no FILE at a terminal: the usage, exit 2, no wait for input" {
+	command -v script > /dev/null || skip "script(1) is not installed"
+	run timeout 20 script -qec "trace-stats" /dev/null < /dev/null
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"Usage: trace-stats [OPTIONS] [FILE...]"* ]]
+	[[ "$output" == *"trace-stats: no input: give a FILE, or pipe a trace into standard input"* ]]
+	# a pipe is read as before
+	T=$(synth_trace run.tkt --steps 2 --layers 1)
+	cat "$T" | trace-stats -r run > /dev/null
+}
