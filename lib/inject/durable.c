@@ -66,11 +66,10 @@ tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end)
 		unlink(path);
 		return -1;
 	}
-	map = p;
 	map_size = size;
 	bump = 0;
 	nfree = 0;
-	struct tki_buf_head *h = head();
+	struct tki_buf_head *h = p;
 	h->unit = TKI_BUF_UNIT;
 	h->nunits = (uint32_t)units;
 	h->nthreads = TKI_BUF_THREADS;
@@ -86,13 +85,9 @@ tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end)
 	h->win_end = win_end;
 	snap_half = 0;
 	__atomic_store_n(&h->magic, TKI_BUF_MAGIC, __ATOMIC_RELEASE);
+	/* the registry logs names from any thread once it sees the map */
+	__atomic_store_n(&map, (uint8_t *)p, __ATOMIC_RELEASE);
 	return 0;
-}
-
-int
-tki_buf_mapped(void)
-{
-	return map != NULL;
 }
 
 void
@@ -227,7 +222,7 @@ tki_buf_slot_dropped(int slot)
 void
 tki_buf_name(uint32_t kind, uint64_t a, uint64_t b, const char *s, size_t len)
 {
-	if (!map)
+	if (!__atomic_load_n(&map, __ATOMIC_ACQUIRE))
 		return;
 	struct tki_buf_head *h = head();
 	uint64_t at = h->names_len;

@@ -24,7 +24,6 @@
 /* ---- the durable buffer file (durable.c) --------------------------------------- */
 
 int tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end);
-int tki_buf_mapped(void);
 /* After fork (the mapping is the parent's) or a failed start: unmap
  * without writing; `remove` deletes the file. */
 void tki_buf_forget(int remove);
