@@ -862,7 +862,9 @@ operator_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 {
 	switch (e->kind) {
 	case TK_RANGE:
-		if (t->thread && g > 0)
+		/* Kineto's capture range sits alone on a placeholder thread:
+		 * all self time, no operator */
+		if (t->thread && g > 0 && strcmp(e->u.range.domain, "Trace") != 0)
 			oom_if(opview_range(a->ops, (uint32_t)g - 1, a->groups[g - 1].name,
 			                    e->track, e->ts, e->dur));
 		break;

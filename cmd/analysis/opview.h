@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The operator view of trace-stats -r operators, as TensorBoard's
+ * The operator view of trace-stats --operators, as TensorBoard's
  * operator view and PyTorch's key_averages() give it: for every range
- * on a CPU thread (CPU operators, annotations, NVTX ranges), grouped by
- * the caller's group,
+ * on a CPU thread (CPU operators, annotations, NVTX ranges; the caller
+ * leaves out Kineto's capture range), grouped by the caller's group,
  *
  *  - self time: its duration less the durations of the ranges directly
  *    inside it on the same thread (ranges nest by time; of two with the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace-stats -r operators: the operator view (analysis/opview.h) in
+ * trace-stats --operators: the operator view (analysis/opview.h) in
  * text, CSV and JSON.  Rows by self time, largest first (--sort count
  * or name order them so; the other keys by self time too).
  */

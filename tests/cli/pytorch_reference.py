@@ -134,6 +134,8 @@ def reference(path):
 
     threads = {}
     for r in host:
+        if r["cat"] == "Trace":      # the capture range: no operator
+            continue
         threads.setdefault((r["pid"], r["tid"]), []).append(r)
     nested = {}
     for k, rs in threads.items():
