@@ -346,12 +346,14 @@ EOF
 	decoded "$P" | grep -A1 'tracekit.events_with_impossible_times_skipped' | grep -q 'string_value: "1"'
 }
 
-@test "stdin, -o FILE and - give the same bytes; a terminal is refused" {
+@test "stdin, -o FILE, --output FILE and - give the same bytes; a terminal is refused" {
 	trace-to-perfetto -o "$P" "$T"
 	trace-to-perfetto < "$T" > "$BATS_TEST_TMPDIR/b.pftrace"
 	trace-to-perfetto - < "$T" > "$BATS_TEST_TMPDIR/c.pftrace"
+	trace-to-perfetto --output "$BATS_TEST_TMPDIR/d.pftrace" "$T"
 	cmp "$P" "$BATS_TEST_TMPDIR/b.pftrace"
 	cmp "$P" "$BATS_TEST_TMPDIR/c.pftrace"
+	cmp "$P" "$BATS_TEST_TMPDIR/d.pftrace"
 	command -v script > /dev/null || skip "script(1) not installed: cannot give it a terminal"
 	run script -qec "trace-to-perfetto '$T'" /dev/null
 	[ "$status" -eq 2 ]
