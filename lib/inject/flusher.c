@@ -40,8 +40,8 @@
 #include "tbuf.h"
 
 #define LAG_INTERVALS 10
-#define COMMIT_RECORDS 65536u
-#define COMMIT_BYTES (8u << 20)
+#define COMMIT_RECORDS 16384u
+#define COMMIT_BYTES (1u << 20)
 
 /* An open push range at one level of one domain. */
 struct open_entry {
