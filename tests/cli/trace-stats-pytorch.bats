@@ -30,9 +30,19 @@ import() {
 		n=$((n + 1))
 		steps=$((steps + $(jq '.steps | length' "$d/ref.json")))
 		ops=$((ops + $(jq '.operators | length' "$d/ref.json")))
-	done < <(find "$TK_SHARED/testdata" -type f \( -name '*.json' -o -name '*.json.gz' -o -name '*_gz.gz' \) | sort)
+		# under valgrind or the sanitizers, the smallest few only: the
+		# plain build's run compares every trace
+		if under_valgrind || under_sanitizers; then
+			[ "$n" -lt 4 ] || break
+		fi
+	done < <(find "$TK_SHARED/testdata" -type f \( -name '*.json' -o -name '*.json.gz' -o -name '*_gz.gz' \) |
+	         xargs ls -S -r)
 	echo "# $n traces, $steps steps, $ops operator rows compared" >&3
-	[ "$n" -ge 30 ] && [ "$steps" -ge 40 ] && [ "$ops" -ge 1000 ]
+	if under_valgrind || under_sanitizers; then
+		[ "$n" -eq 4 ]
+	else
+		[ "$n" -ge 30 ] && [ "$steps" -ge 40 ] && [ "$ops" -ge 1000 ]
+	fi
 }
 
 @test "the reference comparison can fail: one nanosecond off is caught" {
