@@ -37,20 +37,20 @@ void
 pf_reorder_free(struct pf_reorder *ro)
 {
 	for (size_t i = 0; i < ro->n; i++)
-		pf_held_free(ro, ro->heap[i]);
+		pf_held_free(ro, ro->heap[i].held);
 	free(ro->heap);
 	memset(ro, 0, sizeof(*ro));
 }
 
 static int
-earlier(const struct pf_held *a, const struct pf_held *b)
+earlier(const struct pf_slot *a, const struct pf_slot *b)
 {
-	if (a->ev.ts != b->ev.ts)
-		return a->ev.ts < b->ev.ts;
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
 	/* the longer of two slices that begin together goes first, so the
 	 * shorter can nest in it */
-	if (a->ev.dur != b->ev.dur)
-		return a->ev.dur > b->ev.dur;
+	if (a->dur != b->dur)
+		return a->dur > b->dur;
 	return a->seq < b->seq;
 }
 
@@ -116,7 +116,7 @@ pf_reorder_push(struct pf_reorder *ro, const struct tk_event *e, uint32_t track,
 	h->seq = ro->seq++;
 	h->map_track = track;
 	h->scope = scope;
-	h->bytes = sizeof(*h) + ns + sizeof(h);
+	h->bytes = sizeof(*h) + ns + sizeof(struct pf_slot);
 	ro->held += h->bytes;
 	if (ro->held > ro->peak)
 		ro->peak = ro->held;
@@ -124,28 +124,30 @@ pf_reorder_push(struct pf_reorder *ro, const struct tk_event *e, uint32_t track,
 		ro->cap = ro->cap ? ro->cap * 2 : 1024;
 		ro->heap = cmd_xrealloc(ro->heap, ro->cap * sizeof(*ro->heap));
 	}
+	struct pf_slot slot = { h->ev.ts, h->ev.dur, h->seq, h };
 	size_t i = ro->n++;
-	while (i && earlier(h, ro->heap[(i - 1) / 2])) {
+	while (i && earlier(&slot, &ro->heap[(i - 1) / 2])) {
 		ro->heap[i] = ro->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
-	ro->heap[i] = h;
+	ro->heap[i] = slot;
 }
 
 struct pf_held *
 pf_reorder_pop(struct pf_reorder *ro, int64_t bound)
 {
-	if (!ro->n || ro->heap[0]->ev.ts >= bound)
+	if (!ro->n || ro->heap[0].ts >= bound)
 		return NULL;
-	struct pf_held *top = ro->heap[0], *last = ro->heap[--ro->n];
+	struct pf_held *top = ro->heap[0].held;
+	struct pf_slot last = ro->heap[--ro->n];
 	size_t i = 0;
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= ro->n)
 			break;
-		if (c + 1 < ro->n && earlier(ro->heap[c + 1], ro->heap[c]))
+		if (c + 1 < ro->n && earlier(&ro->heap[c + 1], &ro->heap[c]))
 			c++;
-		if (!earlier(ro->heap[c], last))
+		if (!earlier(&ro->heap[c], &last))
 			break;
 		ro->heap[i] = ro->heap[c];
 		i = c;
