@@ -24,36 +24,12 @@ svg_escape(FILE *f, const char *s)
 	}
 }
 
-char *
-svg_attr(char *buf, size_t n, const char *name, const char *value)
+void
+svg_attr(FILE *f, const char *name, const char *value)
 {
-	size_t k = 0;
-	int w = snprintf(buf, n, " %s=\"", name);
-	if (w < 0 || (size_t)w >= n) {
-		buf[0] = '\0';
-		return buf;
-	}
-	k = (size_t)w;
-	for (const char *s = value ? value : ""; *s; s++) {
-		const char *rep = NULL;
-		char one[2] = { *s, '\0' };
-		switch (*s) {
-		case '&': rep = "&amp;"; break;
-		case '<': rep = "&lt;"; break;
-		case '>': rep = "&gt;"; break;
-		case '"': rep = "&quot;"; break;
-		case '\'': rep = "&#39;"; break;
-		default: rep = (unsigned char)*s < 0x20 ? "?" : one;
-		}
-		size_t l = strlen(rep);
-		if (k + l + 2 > n)
-			break;
-		memcpy(buf + k, rep, l);
-		k += l;
-	}
-	buf[k++] = '"';
-	buf[k] = '\0';
-	return buf;
+	fprintf(f, " %s=\"", name);
+	svg_escape(f, value);
+	putc('"', f);
 }
 
 static void

@@ -7,7 +7,7 @@
  * the pictures are summaries, and the file stays small.
  *
  * `cls` is a CSS class (NULL for none); `attrs` is raw attribute text
- * the caller built with svg_attr() or knows to be safe (NULL for none).
+ * the caller knows to be safe, such as numbers (NULL for none).
  */
 #ifndef TK_CMD_SVG_H
 #define TK_CMD_SVG_H
@@ -17,8 +17,8 @@
 
 /* s with & < > " ' escaped, for element text and attribute values. */
 void svg_escape(FILE *f, const char *s);
-/* ` name="value"` into buf (value escaped; cut to fit); returns buf. */
-char *svg_attr(char *buf, size_t n, const char *name, const char *value);
+/* ` name="value"`, the value escaped. */
+void svg_attr(FILE *f, const char *name, const char *value);
 
 /* <svg> of this size (viewBox the same, scaling to its box), with an
  * accessible label; svg_end() closes it. */

@@ -64,7 +64,7 @@ bars(struct report *r, struct agg_group **v, size_t shown, enum agg_table t)
 	for (size_t i = 0; i < shown; i++) {
 		const struct agg_group *g = v[i];
 		double y = (double)i * ROW_H;
-		svg_text(f, NAME_W - 6, y + 13, "end", NULL, cmd_short_name(g->name, 40));
+		svg_text(f, NAME_W - 6, y + 13, "end", NULL, cmd_short_name(g->name, 36));
 		double w = BAR_W * (double)g->s.total / top;
 		svg_rect(f, NAME_W, y + 2, w < 1 ? 1 : w, ROW_H - 4, "bar", NULL, g->name);
 		svg_text(f, NAME_W + w + 4, y + 13, "start", NULL, report_time(b, g->s.total));
@@ -76,23 +76,23 @@ static void
 numbers(struct report *r, struct agg_group **v, size_t shown, enum agg_table t)
 {
 	FILE *f = r->out;
-	char b[32], attr[1200];
+	char b[32];
 	fprintf(f, "<table class=\"nums\" id=\"top-%s\"><tr><th class=\"l\">Name</th>"
 	        "<th>Count</th><th>Total</th><th>Median</th><th>p95</th></tr>\n", table_keys[t]);
 	for (size_t i = 0; i < shown; i++) {
 		const struct agg_group *g = v[i];
-		fprintf(f, "<tr data-table=\"%s\"%s", table_keys[t],
-		        svg_attr(attr, sizeof(attr), "data-name", g->name));
+		fprintf(f, "<tr data-table=\"%s\"", table_keys[t]);
+		svg_attr(f, "data-name", g->name);
 		if (g->domain && *g->domain)
-			fputs(svg_attr(attr, sizeof(attr), "data-domain", g->domain), f);
+			svg_attr(f, "data-domain", g->domain);
 		report_data(f, "count", (long long)g->s.count);
 		report_data(f, "total-ns", g->s.total);
 		report_data(f, "median-ns", cmd_ns_int(g->s.p50));
 		report_data(f, "p95-ns", cmd_ns_int(g->s.p95));
 		fputs("><td class=\"l\"", f);
-		fputs(svg_attr(attr, sizeof(attr), "title", g->name), f);
+		svg_attr(f, "title", g->name);
 		fputs(">", f);
-		svg_escape(f, cmd_short_name(g->name, 60));
+		svg_escape(f, cmd_short_name(g->name, 36));
 		fprintf(f, "</td><td>%" PRIu64 "</td>", g->s.count);
 		report_td(f, NULL, report_time(b, g->s.total));
 		report_td(f, NULL, report_time(b, cmd_ns_int(g->s.p50)));
@@ -117,17 +117,28 @@ histogram(struct report *r, struct agg_group *g, enum agg_table t)
 	FILE *f = r->out;
 	size_t n;
 	const int64_t *v = dist_values(&g->dur, &n);
-	char attr[1200], b[32], title[96];
+	char attr[96], b[32], title[96];
 	if (!v)
 		return;  /* a sketch (over -S): no values to count */
 	struct hist h;
 	hist_fill(&h, v, n);
+	/* a narrow distribution still gets a readable axis: at least two
+	 * decades, around its bins */
+	if (h.n < 2 * HIST_PER_DECADE) {
+		size_t pad = 2 * HIST_PER_DECADE - h.n, left = pad / 2;
+		if ((size_t)h.first < left)
+			left = (size_t)h.first;
+		memmove(h.count + left, h.count, h.n * sizeof(*h.count));
+		memset(h.count, 0, left * sizeof(*h.count));
+		h.first -= (int)left;
+		h.n = 2 * HIST_PER_DECADE;
+	}
 	uint64_t top = 1;
 	for (size_t i = 0; i < h.n; i++)
 		if (h.count[i] > top)
 			top = h.count[i];
-	fprintf(f, "<figure class=\"hist\" data-hist=\"%s\"%s", table_keys[t],
-	        svg_attr(attr, sizeof(attr), "data-name", g->name));
+	fprintf(f, "<figure class=\"hist\" data-hist=\"%s\"", table_keys[t]);
+	svg_attr(f, "data-name", g->name);
 	report_data(f, "count", (long long)h.total);
 	fputs("><h3>", f);
 	svg_escape(f, cmd_short_name(g->name, 48));

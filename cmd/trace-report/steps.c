@@ -10,7 +10,8 @@
 #include "common/svg.h"
 #include "common/util.h"
 
-#define PLOT_X 60
+#define PLOT_X 76
+#define PLOT_Y 10             /* room for the top label */
 #define PLOT_W 560
 #define PLOT_H 220
 #define MAX_BARS 400           /* steps drawn; the totals count all */
@@ -35,7 +36,7 @@ step_bar(FILE *f, const struct perinst_instance *in, size_t i, double x,
 		k += snprintf(attrs + k, sizeof(attrs) - (size_t)k, " data-%s=\"%" PRId64 "\"",
 		              cat_keys[c], in->cat[c]);
 	svg_group(f, NULL, attrs);
-	double y = PLOT_H;
+	double y = PLOT_Y + PLOT_H;
 	for (int c = 0; c < BD_NCATS; c++) {
 		if (!in->cat[c])
 			continue;
@@ -61,18 +62,18 @@ steps_picture(struct report *r, const struct perinst_result *p, size_t shown)
 	double scale = PLOT_H / (double)top;
 	double slot = (double)PLOT_W / (double)shown;
 	double w = slot > 2 ? slot * 0.8 : slot;
-	svg_begin(f, PLOT_X + PLOT_W + 10, PLOT_H + 30, NULL,
+	svg_begin(f, PLOT_X + PLOT_W + 10, PLOT_Y + PLOT_H + 30, NULL,
 	          "Step times, stacked by category");
 	for (int g = 0; g <= 4; g++) {
-		double y = PLOT_H - PLOT_H * g / 4.0;
+		double y = PLOT_Y + PLOT_H - PLOT_H * g / 4.0;
 		svg_line(f, PLOT_X, y, PLOT_X + PLOT_W, y, g ? "grid" : "axis");
 		svg_text(f, PLOT_X - 4, y + 4, "end", NULL, report_time(b, top * g / 4));
 	}
 	for (size_t i = 0; i < shown; i++)
 		step_bar(f, &p->inst[i], i, PLOT_X + slot * (double)i + (slot - w) / 2, w, scale);
-	svg_text(f, PLOT_X, PLOT_H + 16, "start", NULL, "step 0");
+	svg_text(f, PLOT_X, PLOT_Y + PLOT_H + 16, "start", NULL, "step 0");
 	snprintf(b, sizeof(b), "step %zu", shown - 1);
-	svg_text(f, PLOT_X + PLOT_W, PLOT_H + 16, "end", NULL, b);
+	svg_text(f, PLOT_X + PLOT_W, PLOT_Y + PLOT_H + 16, "end", NULL, b);
 	svg_end(f);
 }
 
