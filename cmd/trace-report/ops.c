@@ -139,6 +139,8 @@ histogram(struct report *r, struct agg_group *g, enum agg_table t)
 			top = h.count[i];
 	fprintf(f, "<figure class=\"hist\" data-hist=\"%s\"", table_keys[t]);
 	svg_attr(f, "data-name", g->name);
+	if (g->domain && *g->domain)
+		svg_attr(f, "data-domain", g->domain);
 	report_data(f, "count", (long long)h.total);
 	fputs("><h3>", f);
 	svg_escape(f, cmd_short_name(g->name, 48));

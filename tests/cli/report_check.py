@@ -130,7 +130,8 @@ def check_page(path, stats_path):
                 checked += 1
         # histograms: every duration counted once
         for h in (a for a in with_attr("data-hist") if a["data-hist"] == key):
-            g = [x for x in ref if x["name"] == h["data-name"]]
+            g = [x for x in ref if x["name"] == h["data-name"]
+                 and x.get("domain", "") == h.get("data-domain", "")]
             if not g or num(h, "data-count") != sum(x["count"] for x in g):
                 bad(f"histogram of {h['data-name']!r}: count {h['data-count']}")
             checked += 1
