@@ -153,3 +153,16 @@ shoot() {
 	run bash -c "trace-report '$T' | head -c 10 >/dev/null; echo \${PIPESTATUS[0]}"
 	[[ "$output" == 0 || "$output" == 141 ]]
 }
+
+@test "--top, --hist and --output: rows and histograms per table" {
+	T=$(synth_trace s.tkt --steps 4 --layers 3)
+	d=$BATS_TEST_TMPDIR
+	nk=$(trace-stats --json -r kernels "$T" | jq '.kernels | length')
+	[ "$nk" -gt 3 ]
+	trace-report --top 3 --hist 2 --output "$d/p.html" "$T"
+	[ "$(grep -o 'data-table="kernels"' "$d/p.html" | wc -l)" -eq 3 ]
+	[ "$(grep -o 'data-hist="kernels"' "$d/p.html" | wc -l)" -eq 2 ]
+	trace-report -n 1000 --hist 0 -o "$d/q.html" "$T"
+	[ "$(grep -o 'data-table="kernels"' "$d/q.html" | wc -l)" -eq "$nk" ]
+	! grep -q 'data-hist=' "$d/q.html"
+}
