@@ -154,7 +154,7 @@ histogram(struct report *r, struct agg_group *g, enum agg_table t)
 		double bh = HIST_H * (double)h.count[i] / (double)top;
 		snprintf(attr, sizeof(attr), " data-bin=\"%d\" data-n=\"%" PRIu64 "\"", k, h.count[i]);
 		snprintf(title, sizeof(title), "%" PRIu64 " from %s", h.count[i],
-		         report_time(b, (int64_t)ceil(hist_edge(k))));
+		         report_time(b, llround(hist_edge(k))));
 		svg_rect(f, 10 + bw * (double)i + 0.5, 12 + HIST_H - bh, bw > 2 ? bw - 1 : bw, bh,
 		         "hbar", attr, title);
 	}
@@ -167,9 +167,9 @@ histogram(struct report *r, struct agg_group *g, enum agg_table t)
 		svg_text(f, x + 2, 9 + 10.0 * i, "start", NULL, qn[i]);
 	}
 	svg_text(f, 10, HIST_H + 28, "start", NULL,
-	         report_time(b, (int64_t)ceil(hist_edge(h.first))));
+	         report_time(b, llround(hist_edge(h.first))));
 	svg_text(f, 10 + HIST_W, HIST_H + 28, "end", NULL,
-	         report_time(b, (int64_t)ceil(hist_edge(h.first + (int)h.n))));
+	         report_time(b, llround(hist_edge(h.first + (int)h.n))));
 	svg_end(f);
 	fputs("</figure>\n", f);
 }
