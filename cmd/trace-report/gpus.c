@@ -59,12 +59,14 @@ busy_strip(struct report *r, const struct agg_device *d, double y, int lag)
 {
 	FILE *f = r->out;
 	double *col = calloc(NCOLS, sizeof(*col));
-	char label[160], attrs[64];
+	char label[160], attrs[96];
 	if (!col)
 		cmd_die(EXIT_USAGE, "out of memory");
 	timeline_resample(d->busy_tl, r->t0, r->t1, NCOLS, col);
 	device_label(label, sizeof(label), d);
-	snprintf(attrs, sizeof(attrs), " data-strip=\"%" PRId64 "\"", d->index);
+	/* what the strip draws: the timeline's bins, which add up to busy */
+	snprintf(attrs, sizeof(attrs), " data-strip=\"%" PRId64 "\" data-bins-ns=\"%" PRId64 "\"",
+	         d->index, timeline_total(d->busy_tl));
 	svg_group(f, lag ? "lag" : NULL, attrs);
 	svg_text(f, LABEL_W - 6, y + STRIP_H / 2.0 + 4, "end", NULL, label);
 	svg_rect(f, LABEL_W, y, NCOLS, STRIP_H, "bg", NULL, NULL);

@@ -112,6 +112,12 @@ def check_page(path, stats_path):
             checked += 1
     if len(with_attr("data-strip")) != min(len(gpus), 64):
         bad(f"{len(with_attr('data-strip'))} busy strips for {len(gpus)} GPUs")
+    # what each strip draws adds up to the device's busy time
+    busy = {g["device"] if g["device"] is not None else -1: g["busy_ns"] for g in gpus}
+    for a in with_attr("data-strip"):
+        if num(a, "data-bins-ns") != busy.get(num(a, "data-strip")):
+            bad(f"strip of GPU {a['data-strip']}: bins add up to {a['data-bins-ns']}")
+        checked += 1
 
     # top operations: the first rows of each table by total, their figures
     for key in ("kernels", "ranges", "memops", "api"):

@@ -71,7 +71,8 @@ check_report() {
 	           's|<body>|<body><script>1</script>|' \
 	           's|<body>|<body><img src="http://example.com/x.png">|' \
 	           '0,/<tr data-table="kernels"/s//<tr data-table="kernelz"/' \
-	           's/data-n="\([0-9]*\)"/data-n="9\1"/'; do
+	           's/data-n="\([0-9]*\)"/data-n="9\1"/' \
+	           's/data-bins-ns="\([0-9]*\)"/data-bins-ns="1\1"/'; do
 		sed "$cut" "$d/page.html" > "$d/bad.html"
 		! cmp -s "$d/page.html" "$d/bad.html" || { echo "$cut changed nothing" >&2; false; }
 		run python3 "$CHECK" page "$d/bad.html" "$d/stats.json"
