@@ -15,6 +15,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* The head of a report page, with the reports' style inline (classes:
+ * .fig for a picture and its numbers, table.nums, .note, and the SVG
+ * classes of bars, strips and categories c0-c6), and its end. */
+void svg_html_begin(FILE *f, const char *title, const char *generator,
+                    const char *version);
+void svg_html_end(FILE *f);
+
 /* s with & < > " ' escaped, for element text and attribute values. */
 void svg_escape(FILE *f, const char *s);
 /* ` name="value"`, the value escaped. */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The page: its head and style (inline: nothing is fetched, and it reads
- * the same without scripts), the run header, the sections in order, and
- * the findings.
+ * The page: its head (common/svg.c: the style of the reports, inline),
+ * the run header, then the sections in order.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -11,40 +10,6 @@
 #include "common/svg.h"
 #include "common/util.h"
 #include "tracekit.h"
-
-/* Colours: categories c0-c6 (kernel, memcpy, memset, runtime, data
- * loading, CPU, other), chosen apart for colour-blind readers. */
-static const char style[] =
-	"body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1280px;"
-	"padding:16px 24px;color:#222;background:#fff}\n"
-	"h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;"
-	"border-bottom:1px solid #ccc}h3{font-size:14px;margin:12px 0 4px}\n"
-	".fig{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}\n"
-	".fig svg{flex:none;max-width:100%;height:auto}\n"
-	"table.nums{border-collapse:collapse;font-size:12px}\n"
-	"table.nums td,table.nums th{padding:2px 6px;text-align:right;"
-	"border-bottom:1px solid #eee;white-space:nowrap}\n"
-	"table.nums td.l,table.nums th.l{text-align:left;max-width:360px;"
-	"overflow:hidden;text-overflow:ellipsis}\n"
-	"tr.lag td{background:#fde0dc}\n"
-	"dl.meta{display:grid;grid-template-columns:max-content auto;gap:0 12px;"
-	"font-size:12px}dl.meta dt{color:#666}dl.meta dd{margin:0;"
-	"overflow-wrap:anywhere}\n"
-	".note{color:#666;font-size:12px}\n"
-	"svg text{font:11px system-ui,sans-serif;fill:#333}\n"
-	"svg .axis{stroke:#999;stroke-width:1}svg .grid{stroke:#eee;stroke-width:1}\n"
-	"svg .bg{fill:#f3f3f3}svg .busy{fill:#2b6cb0}svg .lag .busy{fill:#c53030}\n"
-	"svg .mem{fill:none;stroke:#6b46c1;stroke-width:1.5}\n"
-	"svg .bar{fill:#2b6cb0}svg .hbar{fill:#4a90c2}\n"
-	"svg .pct{stroke:#c05621;stroke-width:1.5;stroke-dasharray:3 2}\n"
-	"svg .c0{fill:#2b6cb0}svg .c1{fill:#dd8452}svg .c2{fill:#e7b27a}"
-	"svg .c3{fill:#55a868}svg .c4{fill:#c44e52}svg .c5{fill:#8172b3}"
-	"svg .c6{fill:#cfcfcf}\n"
-	".key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}\n"
-	".k0{background:#2b6cb0}.k1{background:#dd8452}.k2{background:#e7b27a}"
-	".k3{background:#55a868}.k4{background:#c44e52}.k5{background:#8172b3}"
-	".k6{background:#cfcfcf}\n"
-	"ul.findings li{margin:2px 0}\n";
 
 char *
 report_time(char *buf, int64_t ns)
@@ -125,17 +90,13 @@ report_page(struct report *r)
 	const struct agg_run *run = agg_run(r->agg);
 	r->t0 = run->t_min;
 	r->t1 = run->t_max > run->t_min ? run->t_max : run->t_min + 1;
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width\">\n"
-	      "<meta name=\"generator\" content=\"trace-report ", f);
-	svg_escape(f, tk_version());
-	fputs("\">\n<title>Trace report: ", f);
-	svg_escape(f, cmd_display_path(r->files[0]));
-	fprintf(f, "</title>\n<style>\n%s</style></head><body>\n", style);
+	char title[512];
+	snprintf(title, sizeof(title), "Trace report: %s", cmd_display_path(r->files[0]));
+	svg_html_begin(f, title, "trace-report", tk_version());
 	run_header(r);
 	report_gpus(r);
 	report_steps(r);
 	report_ops(r);
 	report_memory(r);
-	fputs("</body></html>\n", f);
+	svg_html_end(f);
 }

@@ -5,6 +5,8 @@ trace (tests/cli/trace-report.bats).
 
   report_check.py page PAGE.html STATS.json   well-formed, self-contained,
       small, and every figure in its data-* attributes equal to the JSON's
+  report_check.py diff PAGE.html DIFF.json    trace-diff --html's page against
+      trace-diff --json: run-wide rows, verdict rows, waterfalls, histograms
   report_check.py png SHOT.png                the screenshot is not blank
 
 Exit 0 when all holds; else 1, with what is wrong on stderr.  The PNG is
@@ -187,6 +189,68 @@ def check_page(path, stats_path):
     return checked, nsvg
 
 
+def check_diff(path, diff_path):
+    """trace-diff --html's page against trace-diff --json."""
+    text = open(path, encoding="utf-8").read()
+    if len(text.encode()) > 2 * 1024 * 1024:
+        bad("more than 2 MB")
+    p = Page()
+    p.feed(text)
+    p.close()
+    if p.stack:
+        bad(f"unclosed elements: {p.stack}")
+    for m in re.finditer(r"<svg\b.*?</svg>", text, re.S):
+        try:
+            ET.fromstring(m.group(0))
+        except ET.ParseError as e:
+            bad(f"an SVG is not well-formed XML: {e}")
+    js = json.load(open(diff_path))
+    checked = 0
+    rows = [a for t, a in p.items if "data-metric" in a]
+    if len(rows) != len(js["summary"]):
+        bad(f"{len(rows)} run-wide rows, the JSON has {len(js['summary'])}")
+    for a, r in zip(rows, js["summary"]):
+        if a["data-metric"] != r["metric"]:
+            bad(f"run-wide row {a['data-metric']} where {r['metric']} is")
+        for k in ("before", "after"):
+            if (r[k] is None) != ("data-" + k not in a) or \
+                    (r[k] is not None and num(a, "data-" + k) != r[k]):
+                bad(f"{r['metric']} {k}: {a.get('data-' + k)} != {r[k]}")
+            checked += 1
+    groups = {(g["report"], g["name"]): g for g in js["groups"]}
+    for a in (a for t, a in p.items if "data-verdict" in a):
+        g = groups.get((a["data-report"], a["data-name"]))
+        if not g or g["verdict"] != a["data-verdict"] or g["delta_ns"] != num(a, "data-delta-ns"):
+            bad(f"verdict row {a['data-name']!r}: {a['data-verdict']} {a['data-delta-ns']}")
+        checked += 1
+    # waterfalls: totals of the table, and the steps in between add up
+    cur = None
+    for t, a in p.items + [("end", {"data-before-ns": "0", "data-table": ""})]:
+        if "data-before-ns" in a:
+            if cur is not None:
+                tb = sum(g["before"]["total_ns"] for g in js["groups"]
+                         if g["report"] == cur["data-table"] and g["before"])
+                ta = sum(g["after"]["total_ns"] for g in js["groups"]
+                         if g["report"] == cur["data-table"] and g["after"])
+                if (num(cur, "data-before-ns"), num(cur, "data-after-ns")) != (tb, ta):
+                    bad(f"waterfall of {cur['data-table']}: totals differ from the JSON's")
+                if not steps or steps[0] != tb or steps[-1] != ta or \
+                        tb + sum(steps[1:-1]) != ta:
+                    bad(f"waterfall of {cur['data-table']}: steps {steps} do not add up")
+                checked += 2
+            cur, steps = a, []
+        elif "data-delta-ns" in a and "data-step" in a and cur is not None:
+            steps.append(num(a, "data-delta-ns"))
+    # histograms: before and after counts are the groups' counts
+    for a in (a for t, a in p.items if "data-before-count" in a):
+        g = groups.get((a["data-table"], a["data-name"]))
+        if not g or (num(a, "data-before-count"), num(a, "data-after-count")) != \
+                (g["before"]["count"], g["after"]["count"]):
+            bad(f"histogram of {a['data-name']!r}: counts differ")
+        checked += 1
+    return checked
+
+
 def png_pixels(path):
     """(width, height, rows of RGB(A) bytes) of an 8-bit PNG."""
     data = open(path, "rb").read()
@@ -251,6 +315,8 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "page":
         checked, nsvg = check_page(sys.argv[2], sys.argv[3])
         print(f"{checked} figures, {nsvg} pictures")
+    elif len(sys.argv) == 4 and sys.argv[1] == "diff":
+        print(f"{check_diff(sys.argv[2], sys.argv[3])} figures")
     elif len(sys.argv) == 3 and sys.argv[1] == "png":
         print(f"{check_png(sys.argv[2])} colours")
     else:
