@@ -28,6 +28,7 @@
 #define HIST_W 300
 #define HIST_H 100
 #define NDIST 6                /* distributions drawn per table */
+#define HIST_Y 16              /* room for the legend above the bars */
 
 static void
 data(FILE *f, const char *name, long long v)
@@ -179,7 +180,7 @@ distributions(FILE *f, struct diff_row *r, enum agg_table t)
 	fputs("><h3>", f);
 	svg_escape(f, cmd_short_name(r->name, 48));
 	fputs("</h3>\n", f);
-	svg_begin(f, HIST_W + 20, HIST_H + 30, NULL, "durations before (grey) and after (blue)");
+	svg_begin(f, HIST_W + 20, HIST_Y + HIST_H + 30, NULL, "durations before (grey) and after (blue)");
 	double bw = (double)HIST_W / (double)(last - first);
 	for (int s = 0; s < 2; s++)
 		for (size_t i = 0; i < h[s].n; i++) {
@@ -189,17 +190,17 @@ distributions(FILE *f, struct diff_row *r, enum agg_table t)
 			double bh = HIST_H * (double)h[s].count[i] / (double)top;
 			snprintf(attrs, sizeof(attrs), " data-side=\"%d\" data-bin=\"%d\" data-n=\"%" PRIu64
 			         "\"", s, k, h[s].count[i]);
-			svg_rect(f, 10 + bw * (k - first) + (s ? bw / 2 : 0), HIST_H - bh, bw / 2, bh,
+			svg_rect(f, 10 + bw * (k - first) + (s ? bw / 2 : 0), HIST_Y + HIST_H - bh, bw / 2, bh,
 			         s ? "after" : "before", attrs, NULL);
 		}
-	svg_line(f, 10, HIST_H, 10 + HIST_W, HIST_H, "axis");
+	svg_line(f, 10, HIST_Y + HIST_H, 10 + HIST_W, HIST_Y + HIST_H, "axis");
 	svg_rect(f, HIST_W - 90, 2, 8, 8, "before", NULL, NULL);
 	svg_text(f, HIST_W - 78, 10, "start", NULL, "before");
 	svg_rect(f, HIST_W - 36, 2, 8, 8, "after", NULL, NULL);
 	svg_text(f, HIST_W - 24, 10, "start", NULL, "after");
-	svg_text(f, 10, HIST_H + 14, "start", NULL,
+	svg_text(f, 10, HIST_Y + HIST_H + 14, "start", NULL,
 	         cmd_fmt_duration(b, sizeof(b), llround(hist_edge(first))));
-	svg_text(f, 10 + HIST_W, HIST_H + 14, "end", NULL,
+	svg_text(f, 10 + HIST_W, HIST_Y + HIST_H + 14, "end", NULL,
 	         cmd_fmt_duration(b, sizeof(b), llround(hist_edge(last))));
 	svg_end(f);
 	fputs("</figure>\n", f);
