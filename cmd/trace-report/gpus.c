@@ -90,12 +90,15 @@ busy_table(struct report *r, long lag)
 	FILE *f = r->out;
 	int64_t wall = agg_wall(r->agg);
 	char b[32], label[160];
+	size_t rows = 0;
 	fputs("<table class=\"nums\" id=\"gpus\"><tr><th class=\"l\">Device</th><th>Busy</th>"
 	      "<th>Busy %</th><th>Idle</th><th>Kernels</th><th>Copies</th><th>Ops</th></tr>\n", f);
-	for (size_t i = 0; i < agg_ndevices(r->agg); i++) {
+	/* as many rows as strips: the page stays small with any number */
+	for (size_t i = 0; i < agg_ndevices(r->agg) && rows < MAX_STRIPS; i++) {
 		const struct agg_device *d = agg_device(r->agg, i);
 		if (!d->ops)
 			continue;
+		rows++;
 		fputs(lag == (long)i ? "<tr class=\"lag\"" : "<tr", f);
 		report_data(f, "gpu", d->index);
 		report_data(f, "busy-ns", d->busy);
@@ -150,7 +153,7 @@ report_gpus(struct report *r)
 	busy_table(r, lag);
 	fputs("</div>\n", f);
 	if (shown < n)
-		fprintf(f, "<p class=\"note\">Strips of the first %zu of %zu devices.</p>\n",
+		fprintf(f, "<p class=\"note\">The first %zu of %zu devices.</p>\n",
 		        shown, n);
 	fputs("<p class=\"note\">Height: the share of each moment in which the device ran "
 	      "a kernel or a copy. Idle: wall time of the trace less busy time.</p>\n"
@@ -202,10 +205,12 @@ memory_table(struct report *r)
 	fputs("<table class=\"nums\" id=\"memory\"><tr><th class=\"l\">Device</th>"
 	      "<th>Peak allocated</th><th>Peak counter</th><th>Allocs</th><th>Frees</th>"
 	      "<th>Not freed</th></tr>\n", f);
-	for (size_t i = 0; i < agg_ndevices(r->agg); i++) {
+	size_t rows = 0;
+	for (size_t i = 0; i < agg_ndevices(r->agg) && rows < MAX_STRIPS; i++) {
 		const struct agg_device *d = agg_device(r->agg, i);
 		if (!has_memory(d))
 			continue;
+		rows++;
 		fputs("<tr", f);
 		report_data(f, "mem-gpu", d->index);
 		if (d->has_counter)

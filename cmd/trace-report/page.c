@@ -64,9 +64,13 @@ run_header(struct report *r)
 	report_data(f, "events", (long long)run->events);
 	report_data(f, "gpus", (long long)ngpus);
 	fputs(">\n", f);
-	for (int i = 0; i < r->nfiles; i++)
+	for (int i = 0; i < r->nfiles && i < 32; i++)
 		meta_row(f, i ? "" : (r->nfiles > 1 ? "inputs" : "input"),
 		         cmd_display_path(r->files[i]));
+	if (r->nfiles > 32) {
+		snprintf(n, sizeof(n), "and %d more", r->nfiles - 32);
+		meta_row(f, "", n);
+	}
 	meta_row(f, "wall time", report_time(b, agg_wall(r->agg)));
 	snprintf(n, sizeof(n), "%" PRIu64, run->events);
 	meta_row(f, "events", n);
