@@ -59,6 +59,25 @@ check_report() {
 	[ "$(grep -o 'data-step=' "$d/page.html" | wc -l)" -eq 12 ]
 }
 
+@test "the ranks of a job read together: a strip and a row per rank's GPU, figures of the whole" {
+	[ -d "$TK_SHARED/testdata/param/dlrm_kineto" ] || skip "real test data not found: $TK_SHARED/testdata/param/dlrm_kineto"
+	d=$BATS_TEST_TMPDIR
+	ranks=()
+	for f in "$TK_SHARED"/testdata/param/dlrm_kineto/worker*.json; do
+		ranks+=("$(import "$f")")
+		if under_valgrind || under_sanitizers; then
+			[ "${#ranks[@]}" -lt 2 ] || break
+		fi
+	done
+	[ "${#ranks[@]}" -ge 2 ]
+	trace-stats --json --steps -r all "${ranks[@]}" > "$d/stats.json"
+	trace-report -o "$d/page.html" "${ranks[@]}"
+	python3 "$CHECK" page "$d/page.html" "$d/stats.json"
+	# each rank has its own GPU: one strip each
+	[ "$(grep -o 'data-strip=' "$d/page.html" | wc -l)" -eq "${#ranks[@]}" ]
+	[ "$(jq '.gpus | length' "$d/stats.json")" -eq "${#ranks[@]}" ]
+}
+
 @test "the checker can fail: a figure one off, a tag unclosed, a script, a remote image" {
 	T=$(synth_trace s.tkt --steps 4 --layers 2)
 	d=$BATS_TEST_TMPDIR
