@@ -143,7 +143,7 @@ resample_sum(const struct timeline *t, int64_t t0, double span, size_t ncols,
 		if (!t->v[i])
 			continue;
 		/* the bin's time, spread evenly over its width */
-		double b = (double)(timeline_bin_begin(t, i) - t0);
+		double b = (double)timeline_bin_begin(t, i) - (double)t0;
 		double e = b + (double)t->width;
 		double dens = (double)t->v[i] / (double)t->width;
 		long c0 = (long)(b / colw), c1 = (long)(e / colw);
@@ -168,7 +168,7 @@ resample_max(const struct timeline *t, int64_t t0, double span, size_t ncols,
 		double ce = (double)(c + 1) * colw;
 		double m = -1;
 		/* the bins that begin within the column, and the level before */
-		while (i < t->n && (double)(timeline_bin_begin(t, i) - t0) < ce) {
+		while (i < t->n && (double)timeline_bin_begin(t, i) - (double)t0 < ce) {
 			if (t->has[i] && (double)t->v[i] > m)
 				m = (double)t->v[i];
 			if (t->has[i])

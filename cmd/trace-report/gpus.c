@@ -49,7 +49,7 @@ time_axis(struct report *r, double y)
 		double x = LABEL_W + NCOLS * i / 4.0;
 		svg_line(f, x, y, x, y + 4, "axis");
 		svg_text(f, x, y + 15, i == 0 ? "start" : i == 4 ? "end" : "middle", NULL,
-		         report_time(b, (r->t1 - r->t0) * i / 4));
+		         report_time(b, (int64_t)(((double)r->t1 - (double)r->t0) * i / 4)));
 	}
 }
 

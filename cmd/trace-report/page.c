@@ -93,7 +93,8 @@ report_page(struct report *r)
 	FILE *f = r->out;
 	const struct agg_run *run = agg_run(r->agg);
 	r->t0 = run->t_min;
-	r->t1 = run->t_max > run->t_min ? run->t_max : run->t_min + 1;
+	r->t1 = run->t_max > run->t_min ? run->t_max
+	      : run->t_min < INT64_MAX ? run->t_min + 1 : run->t_min;
 	char title[512];
 	snprintf(title, sizeof(title), "Trace report: %s", cmd_display_path(r->files[0]));
 	svg_html_begin(f, title, "trace-report", tk_version());

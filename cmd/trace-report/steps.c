@@ -67,7 +67,8 @@ steps_picture(struct report *r, const struct perinst_result *p, size_t shown)
 	for (int g = 0; g <= 4; g++) {
 		double y = PLOT_Y + PLOT_H - PLOT_H * g / 4.0;
 		svg_line(f, PLOT_X, y, PLOT_X + PLOT_W, y, g ? "grid" : "axis");
-		svg_text(f, PLOT_X - 4, y + 4, "end", NULL, report_time(b, top * g / 4));
+		svg_text(f, PLOT_X - 4, y + 4, "end", NULL,
+		         report_time(b, (int64_t)((double)top * g / 4)));
 	}
 	for (size_t i = 0; i < shown; i++)
 		step_bar(f, &p->inst[i], i, PLOT_X + slot * (double)i + (slot - w) / 2, w, scale);
@@ -83,10 +84,13 @@ steps_table(struct report *r, const struct perinst_result *p)
 	FILE *f = r->out;
 	char b[32], pct[32];
 	int64_t sum[BD_NCATS] = { 0 }, all = 0;
+	/* sums saturate: a damaged trace's durations must not overflow */
 	for (size_t i = 0; i < p->ninst; i++) {
 		for (int c = 0; c < BD_NCATS; c++)
-			sum[c] += p->inst[i].cat[c];
-		all += p->inst[i].dur;
+			if (__builtin_add_overflow(sum[c], p->inst[i].cat[c], &sum[c]))
+				sum[c] = INT64_MAX;
+		if (__builtin_add_overflow(all, p->inst[i].dur, &all))
+			all = INT64_MAX;
 	}
 	fputs("<table class=\"nums\" id=\"steps\"><tr><th class=\"l\">Category</th>"
 	      "<th>Total</th><th>Per step</th><th>Share</th></tr>\n", f);
