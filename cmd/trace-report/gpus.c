@@ -22,9 +22,10 @@
 long
 report_straggler(const struct report *r)
 {
-	/* Which rank lags needs a distributed analysis (collectives
-	 * matched across ranks); none is in the tree yet.  Returning a
-	 * device index here highlights its strip and row. */
+	/* Which rank lags needs a distributed analysis (per rank compute,
+	 * communication and idle: trace-stats --distributed, being added
+	 * as analysis/ranks.h with agg_ranks()); none is in this tree yet.
+	 * Returning a device index here highlights its strip and row. */
 	(void)r;
 	return -1;
 }
