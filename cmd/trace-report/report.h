@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace-report's parts, shared by its files: trace-report.c (options,
- * inputs), page.c (the document, its style, the run header, the
- * findings), gpus.c (busy strips, memory over time), steps.c (step
+ * inputs), page.c (the document and the run header; the style is
+ * common/svg.c's), gpus.c (busy strips, memory over time), steps.c (step
  * times by category), ops.c (top operations, their histograms).  Every
  * figure comes from one aggregation (analysis/aggregate.h), the one
  * trace-stats prints, so that the report and `trace-stats --json` agree
