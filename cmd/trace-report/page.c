@@ -103,5 +103,6 @@ report_page(struct report *r)
 	report_steps(r);
 	report_ops(r);
 	report_memory(r);
+	report_processes(r);
 	svg_html_end(f);
 }

@@ -3,7 +3,8 @@
  * trace-report's parts, shared by its files: trace-report.c (options,
  * inputs), page.c (the document and the run header; the style is
  * common/svg.c's), gpus.c (busy strips, memory over time), steps.c (step
- * times by category), ops.c (top operations, their histograms).  Every
+ * times by category), ops.c (top operations, their histograms),
+ * procs.c (processes).  Every
  * figure comes from one aggregation (analysis/aggregate.h), the one
  * trace-stats prints, so that the report and `trace-stats --json` agree
  * to the nanosecond.  Each figure is also written, exactly, in data-*
@@ -48,5 +49,7 @@ void report_memory(struct report *r);
 void report_steps(struct report *r);
 /* ops.c */
 void report_ops(struct report *r);
+/* procs.c: the recorded processes' lifetimes (none when imported) */
+void report_processes(struct report *r);
 
 #endif

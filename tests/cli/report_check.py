@@ -91,7 +91,7 @@ def check_page(path, stats_path):
     def with_attr(k):
         return [a for t, a in items if k in a]
 
-    run = with_attr("data-wall-ns")
+    run = [a for t, a in items if a.get("id") == "run"]
     if len(run) != 1 or num(run[0], "data-wall-ns") != st["run"]["wall_ns"] \
             or num(run[0], "data-events") != st["run"]["events"]:
         bad(f"run header {run} != wall {st['run']['wall_ns']}, events {st['run']['events']}")
@@ -172,6 +172,22 @@ def check_page(path, stats_path):
         if num(a, "data-total-ns") != want:
             bad(f"steps total of {c}: {a['data-total-ns']} != {want}")
         checked += 1
+
+    # processes with their end: lifetime and resources
+    procs = {p["pid"]: p for p in st.get("processes", []) if p.get("wall_ns", 0) > 0}
+    rows = with_attr("data-max-rss-bytes")
+    if len(rows) != min(len(procs), 64):
+        bad(f"{len(rows)} process rows, the JSON has {len(procs)} with an end")
+    for a in rows:
+        p = procs.get(num(a, "data-pid"))
+        if p is None:
+            bad(f"process {a['data-pid']} is not in the JSON")
+            continue
+        for k, j in (("wall-ns", "wall_ns"), ("user-ns", "user_ns"), ("system-ns", "system_ns"),
+                     ("max-rss-bytes", "max_rss_bytes")):
+            if num(a, "data-" + k) != p[j]:
+                bad(f"process {p['pid']} {k}: {a['data-' + k]} != {p[j]}")
+            checked += 1
 
     # memory peaks
     mem = {num(a, "data-mem-gpu"): a for a in with_attr("data-mem-gpu")}
