@@ -91,7 +91,8 @@ check_report() {
 	           's|<body>|<body><img src="http://example.com/x.png">|' \
 	           '0,/<tr data-table="kernels"/s//<tr data-table="kernelz"/' \
 	           's/data-n="\([0-9]*\)"/data-n="9\1"/' \
-	           's/data-bins-ns="\([0-9]*\)"/data-bins-ns="1\1"/'; do
+	           's/data-bins-ns="\([0-9]*\)"/data-bins-ns="1\1"/' \
+	           's/data-user-ns="\([0-9]*\)"/data-user-ns="1\1"/'; do
 		sed "$cut" "$d/page.html" > "$d/bad.html"
 		run -1 cmp -s "$d/page.html" "$d/bad.html"
 		run python3 "$CHECK" page "$d/bad.html" "$d/stats.json"
