@@ -61,3 +61,7 @@ if command -v trace-to-perfetto >/dev/null; then
 	trace-to-perfetto -o "$out/sample.pftrace" "$trace"
 	echo "== Perfetto trace for https://ui.perfetto.dev: $out/sample.pftrace"
 fi
+if command -v trace-report >/dev/null; then
+	trace-report -o "$out/sample.html" "$trace"
+	echo "== a page of pictures for any browser: $out/sample.html"
+fi

@@ -221,6 +221,8 @@ agg_free(struct agg *a)
 		busy_free(&a->devs[i].cur.busy);
 		pairbuf_free(&a->devs[i].cur.mem);
 		free(a->devs[i].segs);
+		free(a->devs[i].pub.busy_tl);
+		free(a->devs[i].pub.mem_tl);
 	}
 	free(a->devs);
 	strmap_free(&a->dev_map);
@@ -419,6 +421,13 @@ device_for(struct agg *a, const struct tk_device *d)
 	dv->pub.first = INT64_MAX;
 	dv->pub.last = INT64_MIN;
 	busy_init(&dv->cur.busy);
+	if (a->opt.timeline) {
+		dv->pub.busy_tl = cmd_xrealloc(NULL, sizeof(*dv->pub.busy_tl));
+		dv->pub.mem_tl = cmd_xrealloc(NULL, sizeof(*dv->pub.mem_tl));
+		timeline_init(dv->pub.busy_tl, TL_SUM);
+		timeline_init(dv->pub.mem_tl, TL_MAX);
+		dv->cur.busy.all.tl = dv->pub.busy_tl;
+	}
 	oom_if(strmap_put(&a->dev_map, key, (size_t)n, (long)a->ndevs));
 	return (int32_t)a->ndevs++;
 }
@@ -611,6 +620,8 @@ device_memory_release(struct device *d, int64_t w)
 		d->cur.in_use += d->cur.mem.v[i].b;
 		if (d->cur.in_use > d->pub.peak)
 			d->pub.peak = d->cur.in_use;
+		if (d->pub.mem_tl)
+			timeline_max(d->pub.mem_tl, d->cur.mem.v[i].a, d->cur.in_use);
 	}
 	pairbuf_drop(&d->cur.mem, n);
 }
@@ -652,6 +663,7 @@ end_scope(struct agg *a)
 		if (!d->cur.active)
 			continue;
 		struct busy *b = &d->cur.busy;
+		sweep_flush(&b->all);
 		d->pub.busy += busy_total(b);
 		d->pub.kernel += busy_class_total(b, BUSY_KERNEL);
 		d->pub.copy += busy_class_total(b, BUSY_COPY);
@@ -664,6 +676,7 @@ end_scope(struct agg *a)
 				d->pub.last = b->last;
 		}
 		busy_free(b);
+		b->all.tl = d->pub.busy_tl;
 		pairbuf_free(&d->cur.mem);
 		/* allocations are counted within each trace: the peak is the
 		 * highest of any, what was not freed adds up */
@@ -898,6 +911,10 @@ counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
 		if (!d->has_counter || e->u.counter.value > d->counter_max)
 			d->counter_max = e->u.counter.value;
 		d->has_counter = 1;
+		/* allocations, when there are any, draw the picture */
+		if (d->mem_tl && !d->allocs && e->u.counter.value >= 0 &&
+		    e->u.counter.value < 9e18)
+			timeline_max(d->mem_tl, e->ts, (int64_t)e->u.counter.value);
 	}
 }
 

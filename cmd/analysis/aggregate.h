@@ -30,6 +30,7 @@
 #include "dist.h"
 #include "opview.h"
 #include "perinst.h"
+#include "timeline.h"
 
 /* Tables of operations, in the order trace-stats prints them. */
 enum agg_table {
@@ -80,6 +81,10 @@ struct agg_device {
 	                            window holds frees of earlier allocations) */
 	int64_t peak;            /* highest allocated-and-not-freed, counting
 	                            from 0 at the start of each trace */
+	/* options.timeline: busy time (its bins add up to busy) and memory
+	 * in use (allocations, else the "device memory" counter) over
+	 * time; NULL otherwise */
+	struct timeline *busy_tl, *mem_tl;
 };
 
 struct agg_process {
@@ -152,6 +157,7 @@ struct agg_options {
 	int steps;               /* find the steps (steps.h) for the
 	                            per-instance view, when per is NULL */
 	int operators;           /* the operator view (opview.h) */
+	int timeline;            /* agg_device.busy_tl and mem_tl */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
                            0, INT64_MAX, 0, 0, 0, 0, 0, 0 }

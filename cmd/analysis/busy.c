@@ -75,6 +75,13 @@ sweep_total(const struct sweep *s)
 }
 
 void
+sweep_flush(struct sweep *s)
+{
+	if (s->tl && s->open)
+		timeline_add(s->tl, s->cs, s->ce);
+}
+
+void
 busy_init(struct busy *b)
 {
 	memset(b, 0, sizeof(*b));

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "timeline.h"
+
 struct pair {
 	int64_t a, b;
 };
@@ -44,6 +46,8 @@ struct sweep {
 	int64_t cs, ce;        /* the open merged interval */
 	int open;
 	int64_t total;         /* length of the closed ones */
+	struct timeline *tl;   /* NULL, or where closed intervals also go
+	                          (sweep_flush() adds the open one) */
 };
 
 /* An interval before the open one can only come from a writer whose
@@ -69,11 +73,15 @@ sweep_add(struct sweep *s, int64_t b, int64_t e)
 		return;
 	}
 	s->total += s->ce - s->cs;
+	if (s->tl)
+		timeline_add(s->tl, s->cs, s->ce);
 	s->cs = b;
 	s->ce = e;
 }
 /* Total including the open interval. */
 int64_t sweep_total(const struct sweep *s);
+/* Add the open interval to s->tl (at the end of the input). */
+void sweep_flush(struct sweep *s);
 
 enum { BUSY_KERNEL, BUSY_COPY, BUSY_NCLASS };
 

@@ -54,6 +54,7 @@ struct diff_options {
 	int name_given;          /* --name: the groups it keeps are gated */
 	struct agg_options agg;
 	const char *paths[2];    /* BEFORE, AFTER */
+	const char *html;        /* --html FILE, else NULL */
 };
 
 /* ---- operations matched across the traces (match.c) ---- */
@@ -180,5 +181,7 @@ void diff_text(struct diff *df);
 void diff_csv(struct diff *df);
 void diff_json(struct diff *df);
 void diff_markdown(struct diff *df);
+/* html.c: the page of --html; 0, or -1 after a message. */
+int diff_html(struct diff *df, const char *path);
 
 #endif

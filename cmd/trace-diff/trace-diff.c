@@ -32,6 +32,7 @@ usage(void)
 	       "  -j, --json             one JSON object; times in integer ns\n"
 	       "  -m, --markdown         Markdown, for pull-request comments\n"
 	       "  -q, --quiet            print nothing: the exit status tells\n"
+	       "      --html FILE        also write the comparison as a page of pictures\n"
 	       "  -r, --report LIST      summary,groups (default both; CSV: groups)\n"
 	       "  -n, --top N            at most N rows per table\n"
 	       "      --full-names       never shorten names in text and Markdown\n"
@@ -310,7 +311,7 @@ read_both(struct diff *df)
 
 enum {
 	O_FULL = 256, O_NORMALIZE, O_NAME, O_EXCLUDE, O_FROM, O_TO, O_METRIC,
-	O_FAIL, O_EXPECT,
+	O_FAIL, O_EXPECT, O_HTML,
 };
 
 static const struct option longopts[] = {
@@ -318,6 +319,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "markdown", no_argument, NULL, 'm' },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "html", required_argument, NULL, O_HTML },
 	{ "report", required_argument, NULL, 'r' },
 	{ "top", required_argument, NULL, 'n' },
 	{ "full-names", no_argument, NULL, O_FULL },
@@ -360,6 +362,7 @@ parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 		case 'j': o->format = DF_JSON; break;
 		case 'm': o->format = DF_MARKDOWN; break;
 		case 'q': o->quiet = 1; break;
+		case O_HTML: o->html = optarg; break;
 		case 'r': o->reports |= parse_reports(optarg); break;
 		case 'n':
 			if (cmd_parse_uint(optarg, &o->top) < 0 || o->top == 0)
@@ -478,6 +481,8 @@ main(int argc, char **argv)
 		status = EXIT_USAGE;
 	else if (!opt.quiet)
 		report(&df);
+	if (status != EXIT_USAGE && opt.html && diff_html(&df, opt.html) < 0)
+		status = EXIT_USAGE;
 	diff_free(&df);
 	if (opt.agg.name)
 		regfree(&re.name);

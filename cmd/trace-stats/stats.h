@@ -38,6 +38,7 @@ struct stats_options {
 	int findings;
 	int full_names;
 	size_t line_width;       /* text tables are cut to this; 0 = never */
+	const char *hist;        /* --hist NAME, else NULL */
 	struct agg_options agg;  /* agg.exact_budget: -S */
 };
 
@@ -143,6 +144,12 @@ void stats_text_operators(struct stats *st);
 void stats_csv_operators(struct stats *st);
 /* A JSON array (json_t *), as void * to keep jansson out of here. */
 void *stats_json_operators(struct stats *st);
+
+/* ---- --hist NAME (hist.c) ---- */
+
+/* Text histograms of the durations of the groups named `name`; 1 after
+ * a message when there is none. */
+int stats_hist(struct stats *st, const char *name);
 
 /* ---- output formats ---- */
 

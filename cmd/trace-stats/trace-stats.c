@@ -67,6 +67,8 @@ usage(FILE *f)
 	       "      --steps          the same for the steps found in the trace\n"
 	       "      --operators      operator view: self time of CPU ranges, GPU time\n"
 	       "                       of the work they launched\n"
+	       "      --hist NAME      a histogram of the durations of NAME (log-scaled,\n"
+	       "                       percentiles marked) instead of the tables\n"
 	       "      --approx         constant memory; percentiles within 1%%\n"
 	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
 	       "                       the rows that grow are kept as with --approx\n"
@@ -82,8 +84,8 @@ usage(FILE *f)
 	       "  -h, --help           show this help\n"
 	       "  -V, --version        show the version\n"
 	       "\n"
-	       "Exit status: 0 success, 1 an input could not be read completely,\n"
-	       "2 usage or output error.\n",
+	       "Exit status: 0 success, 1 an input could not be read completely\n"
+	       "(or --hist NAME found nothing), 2 usage or output error.\n",
 	       cmd_name());
 }
 
@@ -201,6 +203,7 @@ reports_with_data(struct agg *a)
 enum {
 	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
 	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN, O_STEPS, O_OPERATORS,
+	O_HIST,
 };
 
 static const struct option longopts[] = {
@@ -216,6 +219,7 @@ static const struct option longopts[] = {
 	{ "steps", no_argument, NULL, O_STEPS },
 	{ "operators", no_argument, NULL, O_OPERATORS },
 	{ "approx", no_argument, NULL, O_APPROX },
+	{ "hist", required_argument, NULL, O_HIST },
 	{ "buffer-size", required_argument, NULL, 'S' },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "exclude", required_argument, NULL, O_EXCLUDE },
@@ -339,6 +343,11 @@ parse_options(int argc, char **argv, struct stats_options *o,
 		case O_STEPS: o->agg.steps = 1; break;
 		case O_OPERATORS: o->agg.operators = 1; break;
 		case O_APPROX: o->agg.approx = 1; break;
+		case O_HIST:
+			if (!*optarg)
+				cmd_usage_error("invalid --hist ''");
+			o->hist = optarg;
+			break;
 		case 'S':
 			/* exact percentiles keep every duration: within -S,
 			 * then a sketch */
@@ -360,6 +369,9 @@ parse_options(int argc, char **argv, struct stats_options *o,
 	}
 	if (o->agg.to <= o->agg.from)
 		cmd_usage_error("--to must be later than --from");
+	if (o->hist && (o->agg.approx || o->format != FMT_TEXT))
+		cmd_usage_error("--hist draws text from every duration: not with "
+		                "--approx, --csv or --json");
 	o->line_width = o->full_names ? 0 : line_width();
 	return optind;
 }
@@ -429,7 +441,10 @@ main(int argc, char **argv)
 		status |= agg_read(st.agg, st.files[i]);
 	agg_finish(st.agg);
 	/* when nothing could be read, the messages say it all */
-	if (!status || agg_run(st.agg)->events_read) {
+	if (st.opt.hist && (!status || agg_run(st.agg)->events_read)) {
+		status |= stats_hist(&st, st.opt.hist);
+		cmd_check_output(stdout);
+	} else if (!status || agg_run(st.agg)->events_read) {
 		unsigned reports = chosen_reports(&st);
 		if (reports & 1u << R_FINDINGS)
 			stats_compute_findings(&st);
