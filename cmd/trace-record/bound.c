@@ -5,7 +5,7 @@
  *
  * The merge writes its output, compressed as usual, into a file of the
  * spool directory ("bounded"); after every merge step the chunks it
- * completed there are taken (tk_scan_fd's framing: tracekit-format(5)).
+ * completed there are taken, read by their headers (tracekit-format(5)).
  * A chunk that the bound leaves out is discarded whole, its disk space
  * given back (a hole punched), but two things of it are kept:
  *
