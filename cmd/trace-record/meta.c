@@ -226,6 +226,12 @@ rec_meta_write(struct tk_writer *w, const struct rec_options *o, int64_t start,
 		meta_ns(w, "record.delay", o->delay);
 	if (o->duration)
 		meta_ns(w, "record.duration", o->duration);
+	if (o->max_size) {
+		char b[160];
+		snprintf(b, sizeof(b), "%s keep=%s", o->max_size_text,
+		         o->max_size_keep_first ? "first" : "newest");
+		tk_writer_meta(w, "record.max_size", b);
+	}
 	if (o->capture) {
 		char b[1024];
 		snprintf(b, sizeof(b),

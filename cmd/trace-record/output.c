@@ -31,6 +31,18 @@ static struct tk_merge *merge;
 static int gone;                  /* the reader of our output went away */
 static int failed;
 static char *out_path;
+static const char *spool_dir;
+/* --max-size: where the trace goes at the end (the merge writes into
+ * the bound's file meanwhile) */
+static int final_fd = -1;
+static struct tk_writer *lives;
+static int lives_fd = -1;
+
+struct tk_writer *
+rec_lifetimes(void)
+{
+	return lives ? lives : self;
+}
 
 struct tk_writer *
 rec_self(void)
@@ -86,24 +98,61 @@ open_failed(const char *name)
 	rec_die("%s: %s", name, why);
 }
 
-void
-rec_out_open(const char *path, const char *spool)
+/* --max-size: the output is opened now, so that a path that cannot be
+ * written fails before the command runs; the merge writes into the
+ * bound's file. */
+static void
+open_bounded(const struct rec_options *o, const char *spool)
 {
-	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
-	out = tk_writer_new();
-	self = tk_writer_new();
-	self_reader = tk_reader_new();
-	if (!out || !self || !self_reader)
-		rec_die("out of memory");
-	if (!path) {
+	const char *path = o->output;
+	if (!path || strcmp(path, "-") == 0) {
 		if (isatty(STDOUT_FILENO))
 			rec_die("refusing to write a binary trace to a terminal; "
 			        "use -o FILE or a pipe");
-		if (tk_writer_open_fd(out, STDOUT_FILENO, "(stdout)", &o) != TK_OK)
+		final_fd = STDOUT_FILENO;
+	} else {
+		final_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (final_fd < 0)
+			rec_die("%s: %s", path, strerror(errno));
+	}
+	out_path = strdup(path && strcmp(path, "-") ? path : "(stdout)");
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	int fd = rec_bound_open(o, spool);
+	wo.chunk_bytes = rec_bound_chunk_bytes();
+	if (!out_path || tk_writer_open_fd(out, fd, out_path, &wo) != TK_OK)
+		open_failed(out_path ? out_path : "(stdout)");
+	struct tk_writer_options lo = TK_WRITER_OPTIONS_INIT;
+	lo.level = 0;
+	lives_fd = memfd_create("tracekit-lives", MFD_CLOEXEC);
+	if (lives_fd < 0)
+		rec_die("memfd_create: %s", strerror(errno));
+	if (!(lives = tk_writer_new()) ||
+	    tk_writer_open_fd(lives, lives_fd, "(lifetimes)", &lo) != TK_OK)
+		rec_die("out of memory");
+}
+
+void
+rec_out_open(const struct rec_options *o, const char *spool)
+{
+	const char *path = o->output;
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	out = tk_writer_new();
+	self = tk_writer_new();
+	self_reader = tk_reader_new();
+	spool_dir = spool;
+	if (!out || !self || !self_reader)
+		rec_die("out of memory");
+	if (o->max_size) {
+		open_bounded(o, spool);
+	} else if (!path) {
+		if (isatty(STDOUT_FILENO))
+			rec_die("refusing to write a binary trace to a terminal; "
+			        "use -o FILE or a pipe");
+		if (tk_writer_open_fd(out, STDOUT_FILENO, "(stdout)", &wo) != TK_OK)
 			open_failed("(stdout)");
 	} else {
 		out_path = strdup(path);
-		if (tk_writer_open_path(out, path, &o) != TK_OK)
+		if (tk_writer_open_path(out, path, &wo) != TK_OK)
 			open_failed(path);
 	}
 	/* read back at once: no compression */
@@ -165,6 +214,7 @@ rec_out_step(int64_t w, int64_t hold)
 	tk_merge_hold(merge, hold);
 	if (tk_merge_step(merge) != TK_OK)
 		out_error();
+	rec_bound_take();
 }
 
 void
@@ -172,10 +222,11 @@ rec_out_flush(void)
 {
 	if (!gone && !failed && tk_writer_flush(out) != TK_OK)
 		out_error();
+	rec_bound_take();
 }
 
 int
-rec_out_finish(void)
+rec_out_finish(uint32_t (*track)(void *), void *arg)
 {
 	if (tk_writer_close(self) != TK_OK)
 		rec_die("%s", tk_writer_error(self));
@@ -186,6 +237,25 @@ rec_out_finish(void)
 		if (tk_merge_run(merge) != TK_OK || tk_writer_close(out) != TK_OK)
 			out_error();
 	}
+	if (final_fd >= 0 && !gone && !failed) {
+		int epipe;
+		if (rec_bound_finish(final_fd, out_path, spool_dir, lives,
+		                     lives_fd, track, arg, &epipe) < 0) {
+			gone = epipe;
+			failed = !epipe;
+		}
+	}
+	if (final_fd > STDOUT_FILENO && close(final_fd) < 0 && !failed) {
+		cmd_warn("%s: write error: %s", out_path, strerror(errno));
+		failed = 1;
+	}
+	final_fd = -1;
+	rec_bound_free();
+	tk_writer_free(lives);
+	if (lives_fd >= 0)
+		close(lives_fd);
+	lives = NULL;
+	lives_fd = -1;
 	tk_merge_free(merge);
 	tk_writer_free(self);
 	tk_writer_free(out);

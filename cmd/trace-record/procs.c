@@ -296,10 +296,9 @@ rec_proc_refresh(struct rec_proc *p)
 }
 
 uint32_t
-rec_proc_track(const struct recorder *rc, struct rec_proc *p)
+rec_proc_define(const struct recorder *rc, const struct rec_proc *p,
+                struct tk_writer *w, uint32_t id)
 {
-	if (p->track && p->defined_argv)
-		return p->track;
 	const char *argv[4096];
 	uint32_t argc = 0;
 	for (size_t at = 0; p->cmdline && at < p->cmdline_len &&
@@ -311,12 +310,32 @@ rec_proc_track(const struct recorder *rc, struct rec_proc *p)
 		argv[argc++] = p->name;
 	struct tk_process d = { host, p->pid, p->ppid, p->start, argc, argv,
 	                        rc->opt.label ? rc->opt.label : "" };
-	uint32_t id = tk_writer_process(rec_self(), p->track, &d);
+	return tk_writer_process(w, id, &d);
+}
+
+uint32_t
+rec_proc_track(const struct recorder *rc, struct rec_proc *p)
+{
+	if (p->track && p->defined_argv)
+		return p->track;
+	uint32_t id = rec_proc_define(rc, p, rec_self(), p->track);
 	if (id) {
 		p->track = id;
 		p->defined_argv = 1;
 	}
 	return p->track;
+}
+
+uint32_t
+rec_proc_life_track(const struct recorder *rc, struct rec_proc *p)
+{
+	struct tk_writer *w = rec_lifetimes();
+	if (w == rec_self())
+		return rec_proc_track(rc, p);
+	/* written at its end, after any exec: defined once */
+	if (!p->life_track)
+		p->life_track = rec_proc_define(rc, p, w, 0);
+	return p->life_track;
 }
 
 static int
@@ -341,7 +360,7 @@ write_process(const struct recorder *rc, struct rec_proc *p, int64_t end,
 		return;
 	struct tk_event e = { 0 };
 	e.kind = TK_PROCESS;
-	e.track = rec_proc_track(rc, p);
+	e.track = rec_proc_life_track(rc, p);
 	e.ts = p->start;
 	e.dur = end > p->start ? end - p->start : 0;
 	e.name = p->name ? p->name : "";
@@ -371,8 +390,8 @@ write_process(const struct recorder *rc, struct rec_proc *p, int64_t end,
 		a->nvcsw = p->nvcsw;
 		a->nivcsw = p->nivcsw;
 	}
-	if (tk_writer_event(rec_self(), &e) != TK_OK)
-		rec_die("%s", tk_writer_error(rec_self()));
+	if (tk_writer_event(rec_lifetimes(), &e) != TK_OK)
+		rec_die("%s", tk_writer_error(rec_lifetimes()));
 }
 
 void

@@ -8,6 +8,7 @@
  *   scan.c       following them without ptrace (scanning /proc)
  *   spool.c      the spool directory and the spools being tailed
  *   recover.c    what a process that died left in its durable buffers
+ *   bound.c      --max-size: the output within a bound, newest or first
  *   output.c     trace-record's own events, the merge, the output
  *   meta.c       run metadata
  *   cuda.c       CUDA: the driver, --cuda, processes not recorded
@@ -63,6 +64,9 @@ struct rec_options {
 	const char *capture_domain;
 	uint64_t skip, warmup, active, cycles;
 	int no_ptrace;
+	uint64_t max_size;        /* --max-size bytes, 0 = no bound */
+	const char *max_size_text; /* as given, for the reason of drops */
+	int max_size_keep_first;  /* --max-size-keep=first */
 	unsigned cuda;            /* TKI_CUDA_* kinds, 0 = none */
 	int cuda_given;           /* --cuda was given */
 	char **argv;              /* the command */
@@ -172,6 +176,7 @@ struct rec_proc {
 	int status;               /* its wait status, when has_status */
 	int has_status;
 	int written;              /* its process event is out */
+	uint32_t life_track;      /* in rec_lifetimes() when not our own */
 };
 
 /* Table of processes by pid (those alive and those that ended). */
@@ -201,6 +206,12 @@ int64_t rec_procs_hold(void);
 struct rec_proc *rec_proc_at(size_t i);
 /* The process track in our own writer (defined on first use). */
 uint32_t rec_proc_track(const struct recorder *rc, struct rec_proc *p);
+/* Its track for its process and run events, in rec_lifetimes(). */
+uint32_t rec_proc_life_track(const struct recorder *rc, struct rec_proc *p);
+/* Define the process in writer `w` (as track `id`, or a new one when 0);
+ * its track id, 0 on failure. */
+uint32_t rec_proc_define(const struct recorder *rc, const struct rec_proc *p,
+                         struct tk_writer *w, uint32_t id);
 void rec_procs_free(void);
 
 /* ---- following processes (ptrace.c, scan.c) -------------------------- */
@@ -248,12 +259,37 @@ void rec_spools_free(void);
 uint64_t rec_recover(const char *path, uint32_t proc_track, int64_t end,
                      int64_t from);
 
+/* ---- the size bound (bound.c) ---------------------------------------- */
+
+/* --max-size: the merge writes into the descriptor this returns (a file
+ * of the spool), in chunks of rec_bound_chunk_bytes(). */
+int rec_bound_open(const struct rec_options *o, const char *spool);
+int rec_bound_active(void);
+uint32_t rec_bound_chunk_bytes(void);
+/* Take the chunks the merge completed; discard what the bound leaves
+ * out (counted). */
+void rec_bound_take(void);
+/* The merge is done: write the trace to `out_fd`, merged with `lives`
+ * (the process and run events, kept apart from the bound, in a writer
+ * on `lives_fd` still open), where a dropped event per kind discarded
+ * goes on the track `track(arg)`.  0, or -1 when the output could not
+ * be written (said, unless *epipe: its reader went away). */
+int rec_bound_finish(int out_fd, const char *out_name, const char *spool,
+                     struct tk_writer *lives, int lives_fd,
+                     uint32_t (*track)(void *), void *arg, int *epipe);
+void rec_bound_free(void);
+
 /* ---- output (output.c) ----------------------------------------------- */
 
 /* Open the output (before the command runs); exits 125 on failure. */
-void rec_out_open(const char *path, const char *spool);
+void rec_out_open(const struct rec_options *o, const char *spool);
 /* Our own writer: process events, counters, runs, drops, metadata. */
 struct tk_writer *rec_self(void);
+/* The writer of process and run events: our own, or with --max-size
+ * one that the bound leaves alone (a process's event begins at its
+ * start: the oldest, for a flight recorder, but what says how it
+ * ended). */
+struct tk_writer *rec_lifetimes(void);
 /* Add a spool as an input of the merge; returns its index. */
 int rec_out_add_input(struct tk_reader *r);
 /* Seal our own chunk with watermark `w`, feed it, and merge what can
@@ -261,9 +297,11 @@ int rec_out_add_input(struct tk_reader *r);
 void rec_out_step(int64_t w, int64_t hold);
 /* Make what was merged reach the output file now. */
 void rec_out_flush(void);
-/* Everything: close our writer, merge to the end, close the output.
- * Returns 0, or -1 when the output could not be written. */
-int rec_out_finish(void);
+/* Everything: close our writer, merge to the end, close the output
+ * (with --max-size, `track` gives the track of the dropped events:
+ * rec_bound_finish).  Returns 0, or -1 when the output could not be
+ * written. */
+int rec_out_finish(uint32_t (*track)(void *), void *arg);
 /* The output reader went away (EPIPE), or writing failed: the command
  * runs on without output. */
 int rec_out_gone(void);

@@ -64,6 +64,9 @@ usage(void)
 	       "      --repeat-cycles N      warmup+active cycles, 0 = no end (1)\n"
 	       "      --flush-interval DUR   the programs flush their events (1s)\n"
 	       "      --no-ptrace            follow processes by scanning /proc\n"
+	       "      --max-size SIZE        keep the trace within SIZE (100M, 2G): the\n"
+	       "                             newest data, the oldest discarded and counted\n"
+	       "      --max-size-keep=WHICH  newest (the default) or first\n"
 #ifdef TK_HAVE_CUPTI
 	       "      --cuda=LIST            CUDA activity to record through CUPTI:\n"
 	       "                             kernel,memcpy,memset,memory,runtime,driver,\n"
@@ -106,7 +109,8 @@ cleanup(void)
 
 enum {
 	OPT_DELAY = 256, OPT_DURATION, OPT_CAPTURE, OPT_SKIP, OPT_WARMUP,
-	OPT_ACTIVE, OPT_CYCLES, OPT_FLUSH, OPT_NO_PTRACE, OPT_CUDA,
+	OPT_ACTIVE, OPT_CYCLES, OPT_FLUSH, OPT_NO_PTRACE, OPT_CUDA, OPT_MAX_SIZE,
+	OPT_MAX_SIZE_KEEP,
 };
 
 static const struct option longopts[] = {
@@ -125,6 +129,8 @@ static const struct option longopts[] = {
 	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
 	{ "no-ptrace", no_argument, NULL, OPT_NO_PTRACE },
 	{ "cuda", required_argument, NULL, OPT_CUDA },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "max-size-keep", required_argument, NULL, OPT_MAX_SIZE_KEEP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -170,6 +176,21 @@ cuda_arg(struct rec_options *opt, const char *list)
 #endif
 }
 
+/* The smallest bound: a few chunks of the smallest size (bound.c). */
+#define MAX_SIZE_MIN (64u << 10)
+
+static void
+max_size_arg(struct rec_options *opt, const char *v)
+{
+	size_t n;
+	if (cmd_parse_size(v, &n) < 0)
+		usage_error("--max-size: invalid size '%s' (e.g. 100M, 2G)", v);
+	if (n < MAX_SIZE_MIN)
+		usage_error("--max-size: '%s' is too small (at least 64K)", v);
+	opt->max_size = n;
+	opt->max_size_text = v;
+}
+
 static void
 capture_arg(struct rec_options *opt, const char *v)
 {
@@ -191,7 +212,7 @@ capture_arg(struct rec_options *opt, const char *v)
 static void
 parse_options(struct rec_options *opt, int argc, char **argv)
 {
-	int schedule = 0, c;
+	int schedule = 0, keep = 0, c;
 	opt->repeat = 1;
 	opt->flush_ns = 1000000000;
 	opt->active = 1;
@@ -236,6 +257,17 @@ parse_options(struct rec_options *opt, int argc, char **argv)
 		case OPT_FLUSH: opt->flush_ns = duration_arg("--flush-interval", optarg, 1000000); break;
 		case OPT_NO_PTRACE: opt->no_ptrace = 1; break;
 		case OPT_CUDA: cuda_arg(opt, optarg); break;
+		case OPT_MAX_SIZE: max_size_arg(opt, optarg); break;
+		case OPT_MAX_SIZE_KEEP:
+			if (strcmp(optarg, "newest") == 0)
+				opt->max_size_keep_first = 0;
+			else if (strcmp(optarg, "first") == 0)
+				opt->max_size_keep_first = 1;
+			else
+				usage_error("--max-size-keep: expected newest or first, "
+				            "not '%s'", optarg);
+			keep = 1;
+			break;
 		case 'h': usage(); exit(cmd_finish(0));
 		case 'V': cmd_version();
 		case ':':
@@ -249,6 +281,8 @@ parse_options(struct rec_options *opt, int argc, char **argv)
 	if (schedule && !opt->capture)
 		usage_error("--skip, --warmup, --active and --repeat-cycles need "
 		            "--capture-range");
+	if (keep && !opt->max_size)
+		usage_error("--max-size-keep needs --max-size");
 	if (optind >= argc)
 		usage_error("no command to record");
 	opt->argv = argv + optind;
@@ -441,7 +475,7 @@ write_run(const struct recorder *rc, struct rec_proc *root, int64_t end)
 		return;
 	struct tk_event e = { 0 };
 	e.kind = TK_RUN;
-	e.track = rec_proc_track(rc, root);
+	e.track = rec_proc_life_track(rc, root);
 	e.ts = rc->run_start;
 	e.dur = end > rc->run_start ? end - rc->run_start : 0;
 	e.name = "run";
@@ -453,7 +487,15 @@ write_run(const struct recorder *rc, struct rec_proc *root, int64_t end)
 		e.u.run.exit = TK_EXIT_SIGNAL;
 		e.u.run.signal = (uint32_t)WTERMSIG(root->status);
 	}
-	tk_writer_event(rec_self(), &e);
+	tk_writer_event(rec_lifetimes(), &e);
+}
+
+/* --max-size: the dropped events go on the command's process. */
+static uint32_t
+root_track(void *arg)
+{
+	const struct recorder *rc = arg;
+	return rc->root ? rec_proc_life_track(rc, rc->root) : 0;
 }
 
 /* Write out everything recorded; the command may still run.  Returns
@@ -470,7 +512,7 @@ finish_output(struct recorder *rc, int64_t now)
 		write_run(rc, rc->root, now);
 	rec_cuda_meta_end(rec_self(), &rc->opt);
 	rc->recording = 0;
-	return rec_out_finish();
+	return rec_out_finish(root_track, (void *)rc);
 }
 
 static int64_t
@@ -656,7 +698,7 @@ main(int argc, char **argv)
 	}
 	spool_dir = rc.spool = rec_spool_create();
 	atexit(cleanup);
-	rec_out_open(rc.opt.output, rc.spool);
+	rec_out_open(&rc.opt, rc.spool);
 
 	struct signals sg = { .fd = -1 };
 	struct rec_spawn sp = { 0 };

@@ -26,7 +26,8 @@
  *             the last child records (and ends as told below), the
  *             others wait for their child and exit with its status
  *   --flood N: N "flood" push/pop ranges on the main thread after the
- *             steps; with --count-file FILE the process writes its pid
+ *             steps, payload i (uint64) for the i-th from 0, then prints
+ *             "flood: N ranges written"; with --count-file FILE the process writes its pid
  *             and, after each pop, the ranges done into FILE (two
  *             int64, shared), for a test that kills it from outside
  *
@@ -254,12 +255,22 @@ flood_ranges(void)
 		c = m;
 		c[0] = getpid();
 	}
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "flood";
 	for (int i = 0; i < flood; i++) {
-		nvtxRangePushA("flood");
+		a.payload.ullValue = (uint64_t)i;
+		nvtxRangePushEx(&a);
 		nvtxRangePop();
 		if (c)
 			c[1] = i + 1;
 	}
+	if (flood)
+		printf("flood: %d ranges written\n", flood);
 }
 
 /* How the process ends, after its work. */
