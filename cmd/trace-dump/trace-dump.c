@@ -1114,7 +1114,9 @@ main(int argc, char **argv)
 	}
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
-		struct tk_reader *r = cmd_open_reader(files[i]);
+		/* --info counts events, it never shows their args */
+		struct tk_reader *r = cmd_open_reader_flags(files[i],
+			opt->info ? CMD_READ_NO_ARGS : 0);
 		if (!r) {
 			status |= EXIT_BADINPUT;
 			continue;
