@@ -63,6 +63,7 @@ struct kind_cols {
 	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
+	size_t args_cap;           /* events args and args_len hold */
 	struct tkp_buf args_text;  /* args rebuilt from templates */
 };
 
@@ -155,6 +156,8 @@ struct tk_reader {
 	/* options (tk_reader_set_options()) */
 	unsigned threads;        /* 0: TK_THREADS, else the cores */
 	int no_args;
+	int chunk_no_args;       /* no_args as it was when the current
+	                            chunk's attributes were decoded */
 	/* the worker threads (rpool.h), started at the second unit; units
 	 * are read ahead into their slots, the reader's input position
 	 * and errors kept apart while it does */
@@ -1207,12 +1210,21 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 static int
 ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 {
+	/* without args (no_args) their arrays are neither made nor
+	 * touched: 12 bytes an event that the chunk never needs */
+	if (!r->chunk_no_args && k->count > k->args_cap) {
+		size_t old = k->args_cap, cap = old;
+		if (tkp_grow_shared(&k->args, old, k->count, sizeof(*k->args), &cap) ||
+		    tkp_grow_shared(&k->args_len, old, k->count,
+		                    sizeof(*k->args_len), &cap))
+			return nomem(r);
+		k->args_cap = cap;
+	}
 	if (k->count <= k->cap)
 		return TK_OK;
 	size_t old = k->cap, cap = old;
 #define GROW(a) tkp_grow_shared(&(a), old, k->count, sizeof(*(a)), &cap)
-	if (GROW(k->scratch) || GROW(k->tracks) || GROW(k->args) ||
-	    GROW(k->args_len))
+	if (GROW(k->scratch) || GROW(k->tracks))
 		return nomem(r);
 #undef GROW
 	/* the structs, with a union's worth of zeros after the last one
@@ -1630,9 +1642,9 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 		}
 	}
 	const struct colloc *ac = &cols[TKP_ATTR_ARGS];
-	if (r->no_args)
-		; /* not wanted (tk_reader_options.no_args): not decoded */
-	else if (cols[TKP_ATTR_ARGS_TEMPLATES].present ||
+	if (r->chunk_no_args)
+		return TK_OK; /* not wanted (tk_reader_options.no_args) */
+	if (cols[TKP_ATTR_ARGS_TEMPLATES].present ||
 	    cols[TKP_ATTR_ARGS_TEMPLATE].present ||
 	    cols[TKP_ATTR_ARGS_NUMBERS].present)
 		return ac->present ? corrupt(r, "args stored twice")
@@ -1848,6 +1860,7 @@ decode_attrs(struct tk_reader *r)
 	uint32_t n = r->nev;
 	int rc;
 	r->attrs_pending = 0;
+	r->chunk_no_args = r->no_args;
 	/* four histograms, so that runs of one kind do not wait on the
 	 * previous increment */
 	uint32_t counts[4][256] = { { 0 } };
@@ -1994,8 +2007,8 @@ fill_event_at(struct tk_reader *r, uint32_t i, struct tk_event *ev)
 	ev->trk = !r->raw && ev->track && ev->track <= r->ntracks
 	                  ? r->tracks[ev->track]
 	                  : &unknown_track;
-	ev->args = (const char *)kc->args[j];
-	ev->args_len = kc->args_len[j];
+	ev->args = r->chunk_no_args ? NULL : (const char *)kc->args[j];
+	ev->args_len = r->chunk_no_args ? 0 : kc->args_len[j];
 	/* The kind's struct, the rest of the union zero (no stale pointers
 	 * of another kind, nor bytes of the next struct).  Word by word over
 	 * the whole union through the kind's masks, with no call and no

@@ -1069,9 +1069,7 @@ cmp_run_window(const void *x, const void *y)
 static int
 find_runs(struct agg *a, int fd, const char *path)
 {
-	struct tk_reader *r = tk_reader_new();
-	if (!r)
-		cmd_die(EXIT_USAGE, "out of memory");
+	struct tk_reader *r = cmd_new_reader(CMD_READ_NO_ARGS);
 	free_runs(a);
 	int rc = tk_reader_open_fd(r, fd, path);
 	const struct tk_event *e;
@@ -1180,16 +1178,15 @@ agg_read(struct agg *a, const char *path)
 		if (find_steps)
 			choose_steps(a, fd, path);
 		lseek(fd, 0, SEEK_SET);
-		r = tk_reader_new();
-		if (!r)
-			cmd_die(EXIT_USAGE, "out of memory");
+		/* no table or finding reads args */
+		r = cmd_new_reader(CMD_READ_NO_ARGS);
 		if (tk_reader_open_fd(r, fd, path) != TK_OK) {
 			cmd_reader_error(path, r);
 			tk_reader_free(r);
 			close(fd);
 			return EXIT_BADINPUT;
 		}
-	} else if (!(r = cmd_open_reader(path))) {
+	} else if (!(r = cmd_open_reader_flags(path, CMD_READ_NO_ARGS))) {
 		return EXIT_BADINPUT;
 	}
 	begin_scope(a, r);

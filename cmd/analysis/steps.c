@@ -82,9 +82,7 @@ step_kind(const char *domain, const char *name)
 char *
 steps_find(int fd, const char *path)
 {
-	struct tk_reader *r = tk_reader_new();
-	if (!r)
-		cmd_die(EXIT_USAGE, "out of memory");
+	struct tk_reader *r = cmd_new_reader(CMD_READ_NO_ARGS);
 	char *best = NULL;
 	int best_kind = 4;
 	const struct tk_event *e;

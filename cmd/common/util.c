@@ -382,11 +382,30 @@ cmd_reader_error(const char *path, const struct tk_reader *r)
 }
 
 struct tk_reader *
-cmd_open_reader(const char *path)
+cmd_new_reader(unsigned flags)
 {
 	struct tk_reader *r = tk_reader_new();
 	if (!r)
 		cmd_die(EXIT_USAGE, "out of memory");
+	/* Args are JSON text, decoded (templates expanded) per event: a
+	 * good part of reading an imported trace, wasted on a command that
+	 * only sums times. */
+	struct tk_reader_options o = TK_READER_OPTIONS_INIT;
+	o.no_args = (flags & CMD_READ_NO_ARGS) != 0;
+	tk_reader_set_options(r, &o);
+	return r;
+}
+
+struct tk_reader *
+cmd_open_reader(const char *path)
+{
+	return cmd_open_reader_flags(path, 0);
+}
+
+struct tk_reader *
+cmd_open_reader_flags(const char *path, unsigned flags)
+{
+	struct tk_reader *r = cmd_new_reader(flags);
 	if (tk_reader_open_path(r, path) != TK_OK) {
 		cmd_reader_error(path, r);
 		tk_reader_free(r);

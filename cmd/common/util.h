@@ -89,6 +89,14 @@ char *cmd_fmt_rate(char *buf, size_t n, double bytes_per_s);
 /* Open `path` ("-" = stdin) for reading, reporting failures as
  * "cmd: path: message".  Returns NULL after reporting. */
 struct tk_reader *cmd_open_reader(const char *path);
+/* What a command asks of its readers (cmd_new_reader()). */
+#define CMD_READ_NO_ARGS 0x1u /* never looks at tk_event.args: the reader
+                                 skips decoding them */
+/* A new reader with `flags` (CMD_READ_*); exits on out of memory.  The
+ * threads are the library's default (TK_THREADS, else the cores). */
+struct tk_reader *cmd_new_reader(unsigned flags);
+/* cmd_open_reader() with `flags`. */
+struct tk_reader *cmd_open_reader_flags(const char *path, unsigned flags);
 /* Report a reader error for `path` (one line). */
 void cmd_reader_error(const char *path, const struct tk_reader *r);
 /* Path for messages: "-" is shown as "(stdin)". */

@@ -186,9 +186,7 @@ rereadable(const char *path)
 static int
 looks_repeated(const char *path)
 {
-	struct tk_reader *r = tk_reader_new();
-	if (!r)
-		cmd_die(EXIT_USAGE, "out of memory");
+	struct tk_reader *r = cmd_new_reader(CMD_READ_NO_ARGS);
 	int found = 0;
 	if (rereadable(path) && tk_reader_open_path(r, path) == TK_OK) {
 		struct tk_record rec;

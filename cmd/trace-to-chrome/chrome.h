@@ -74,7 +74,8 @@ void sb_printf(struct sbuf *b, const char *fmt, ...)
 struct chrome_out {
 	struct sbuf b;
 	FILE *f;                 /* plain output */
-	void *gz;                /* gzFile when compressing */
+	struct chrome_gz *gz;    /* when compressing */
+	int fd;                  /* of gz */
 	const char *path;        /* NULL = standard output */
 	int regular;             /* path is a regular file (removed on errors) */
 	uint64_t bytes;          /* uncompressed bytes written */
@@ -88,6 +89,20 @@ void chrome_out_open(struct chrome_out *o, const char *path, int gzip);
 void chrome_out_maybe_flush(struct chrome_out *o);
 /* Flush and close; exits like chrome_out_maybe_flush on errors. */
 void chrome_out_close(struct chrome_out *o);
+
+/* ---- gz.c ----------------------------------------------------------- */
+
+/* A gzip stream on `fd` (not closed), compressed on the threads that
+ * TK_THREADS or the cores allow; `fail` is called with errno on a write
+ * error and must not return.  Dies when out of memory. */
+struct chrome_gz *chrome_gz_open(int fd, void (*fail)(void *ctx, int err),
+                                 void *ctx);
+/* Compress and write `b`'s bytes, in order: b's buffer is taken and b
+ * gets another (maybe none: grow it before use), empty. */
+void chrome_gz_write(struct chrome_gz *g, struct sbuf *b);
+/* The last bytes (b, emptied as by chrome_gz_write()), the trailer;
+ * frees g. */
+void chrome_gz_close(struct chrome_gz *g, struct sbuf *b);
 
 /* ---- strings.c ------------------------------------------------------ */
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The output of trace-to-chrome: standard output or a file, plain or
- * gzip (zlib's gz* stream).  Events are formatted into one buffer that
- * is written in large pieces.
+ * gzip (gz.c: compressed in blocks on several threads).  Events are
+ * formatted into one buffer that is written in large pieces.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,14 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "chrome.h"
 #include "common/util.h"
 
 #define FLUSH_AT (1u << 20)
 
-static void
+static _Noreturn void
 fail(struct chrome_out *o, int err)
 {
 	if (err == EPIPE)
@@ -28,6 +26,12 @@ fail(struct chrome_out *o, int err)
 	if (o->regular)
 		unlink(o->path);  /* no half-written file left behind */
 	exit(EXIT_USAGE);
+}
+
+static _Noreturn void
+gz_fail(void *ctx, int err)
+{
+	fail(ctx, err);
 }
 
 void
@@ -46,16 +50,8 @@ chrome_out_open(struct chrome_out *o, const char *path, int gzip)
 		o->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	}
 	if (gzip) {
-		/* level 1: JSON still shrinks about tenfold, at several
-		 * times the speed of the default level */
-		int dfd = path ? fd : dup(fd);
-		if (dfd < 0)  /* standard output closed */
-			fail(o, errno);
-		o->gz = gzdopen(dfd, "wb1");
-		if (!o->gz)
-			cmd_die(EXIT_USAGE, "%s: cannot start gzip stream",
-			        path ? path : "(stdout)");
-		gzbuffer(o->gz, 256u << 10);
+		o->fd = fd;
+		o->gz = chrome_gz_open(fd, gz_fail, o);
 	} else {
 		o->f = path ? fdopen(fd, "w") : stdout;
 		if (!o->f)
@@ -71,18 +67,14 @@ write_out(struct chrome_out *o)
 		return;
 	o->bytes += o->b.len;
 	if (o->gz) {
-		errno = 0;
-		if (gzwrite(o->gz, o->b.p, (unsigned)o->b.len) != (int)o->b.len) {
-			int err = errno;
-			int zerr;
-			gzerror(o->gz, &zerr);
-			fail(o, zerr == Z_ERRNO ? err : EIO);
-		}
-	} else {
-		errno = 0;
-		if (fwrite(o->b.p, 1, o->b.len, o->f) != o->b.len)
-			fail(o, errno);
+		/* takes the buffer and gives back another */
+		chrome_gz_write(o->gz, &o->b);
+		sb_grow(&o->b, FLUSH_AT + 4096);
+		return;
 	}
+	errno = 0;
+	if (fwrite(o->b.p, 1, o->b.len, o->f) != o->b.len)
+		fail(o, errno);
 	o->b.len = 0;
 }
 
@@ -96,14 +88,15 @@ chrome_out_maybe_flush(struct chrome_out *o)
 void
 chrome_out_close(struct chrome_out *o)
 {
-	write_out(o);
 	if (o->gz) {
-		errno = 0;
-		int rc = gzclose(o->gz);
+		o->bytes += o->b.len;
+		chrome_gz_close(o->gz, &o->b);
 		o->gz = NULL;
-		if (rc != Z_OK)
-			fail(o, rc == Z_ERRNO ? errno : EIO);
-	} else if (o->f != stdout) {
+		/* standard output is left open, as fclose() of stdout is
+		 * not done either */
+		if (o->path && close(o->fd) != 0)
+			fail(o, errno);
+	} else if (write_out(o), o->f != stdout) {
 		errno = 0;
 		if (fclose(o->f) != 0)
 			fail(o, errno);

@@ -3,10 +3,11 @@
 # The threaded paths of the commands, small and quick: trace-diff's two
 # readers (the second in a thread of its own, its messages held back
 # until the first's are out), trace-merge's sealer thread (the output
-# compressed on a second core while the merge goes on) and
-# trace-import's parse thread, each against its one-thread result where
-# there is a switch for it.  `make check-tsan` runs this file under
-# ThreadSanitizer, where any report fails it.
+# compressed on a second core while the merge goes on), trace-import's
+# parse thread and trace-to-chrome -z's compressing threads, each
+# against its one-thread result where there is a switch for it.
+# `make check-tsan` runs this file under ThreadSanitizer, where any
+# report fails it.
 
 load helpers
 
@@ -90,4 +91,34 @@ PY
 	run -1 trace-import -o "$D/threads.tkt" "$D/cut.json"
 	run -1 env TK_IMPORT_THREADS=0 trace-import -o "$D/one.tkt" "$D/cut.json"
 	cmp "$D/threads.tkt" "$D/one.tkt"
+}
+
+@test "trace-to-chrome -z: blocks compressed on threads make one gzip member of the JSON" {
+	# several megabytes of JSON: many 1 MiB blocks, on 4 threads and on 1
+	local n=40000
+	under_valgrind && n=8000
+	T=$(synth_trace z.tkt -n $n)
+	TK_THREADS=1 trace-to-chrome -o "$D/plain.json" "$T"
+	TK_THREADS=4 trace-to-chrome -z -o "$D/four.json.gz" "$T"
+	TK_THREADS=1 trace-to-chrome -z -o "$D/one.json.gz" "$T"
+	under_valgrind || [ "$(stat -c %s "$D/plain.json")" -gt $((4 << 20)) ]
+	gzip -t "$D/four.json.gz"
+	cmp "$D/four.json.gz" "$D/one.json.gz"
+	# Python's zlib: one member (Perfetto's loader reads no further than
+	# the first), its CRC and length right, the bytes of the plain output
+	run -0 python3 - "$D/four.json.gz" "$D/plain.json" <<'PY'
+import sys, zlib
+data = open(sys.argv[1], "rb").read()
+d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+out = d.decompress(data)
+print(d.eof, len(d.unused_data), out == open(sys.argv[2], "rb").read())
+PY
+	assert_eq "$output" "True 0 True"
+	# standard output; a reader that goes away; a write error
+	assert_eq "$(TK_THREADS=3 trace-to-chrome -z "$T" | gzip -dc | md5sum)" "$(md5sum < "$D/plain.json")"
+	run -0 --separate-stderr bash -c "trace-to-chrome -z '$T' | head -c 100 > /dev/null"
+	assert_eq "$stderr" ""
+	[ -w /dev/full ] || skip "no writable /dev/full"
+	run -2 --separate-stderr bash -c "trace-to-chrome -z '$T' > /dev/full"
+	assert_eq "$stderr" "trace-to-chrome: (stdout): write error: No space left on device"
 }

@@ -278,6 +278,51 @@ TEST(no_args_skips_args_only)
 	CHECK(ref.hash == without.hash);
 }
 
+/* no_args set or cleared while a trace is read: a chunk keeps the
+ * setting its first event was decoded with, the next chunk takes the
+ * new one, and args come back whole once they are wanted again (the
+ * reader grows their arrays then: under ASan an overrun fails). */
+TEST(no_args_switched_between_chunks)
+{
+	struct tk_reader *ref = tk_reader_new(), *r = tk_reader_new();
+	int rc = tk_reader_open_mem(ref, big.buf, big.len, "mem");
+	CHECK_EQ_INT(rc, TK_OK);
+	/* off from the start, so that args are first wanted when the
+	 * other arrays are already grown */
+	struct tk_reader_options opt = { .threads = 1, .no_args = 1 };
+	CHECK_EQ_INT(tk_reader_set_options(r, &opt), TK_OK);
+	CHECK_EQ_INT(tk_reader_open_mem(r, big.buf, big.len, "mem"), TK_OK);
+	const struct tk_event *a, *b;
+	uint64_t chunk = UINT64_MAX, chunks = 0, off = 0, on = 0, bad = 0;
+	while ((rc = tk_reader_next_event(ref, &a)) == TK_OK) {
+		if (tk_reader_next_event(r, &b) != TK_OK) {
+			bad++;
+			break;
+		}
+		if (tk_reader_chunk(r)->offset != chunk) {
+			chunk = tk_reader_chunk(r)->offset;
+			/* the setting for the chunk after this one */
+			opt.no_args = (int)(++chunks % 2);
+			CHECK_EQ_INT(tk_reader_set_options(r, &opt), TK_OK);
+		}
+		if (b->args) {
+			on++;
+			bad += b->args_len != a->args_len ||
+			       memcmp(b->args, a->args, a->args_len) != 0;
+		} else {
+			off++;
+			bad += b->args_len != 0;
+		}
+		bad += b->ts != a->ts || strcmp(b->name, a->name) != 0;
+	}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK(chunks > 4);
+	CHECK(off > 0 && on > 0);
+	CHECK_EQ_INT(bad, 0);
+	tk_reader_free(ref);
+	tk_reader_free(r);
+}
+
 TEST(options_checked)
 {
 	struct tk_reader *r = tk_reader_new();
@@ -331,6 +376,7 @@ main(void)
 	RUN(threads_read_what_one_thread_reads);
 	RUN(threads_report_damage_as_one_thread);
 	RUN(no_args_skips_args_only);
+	RUN(no_args_switched_between_chunks);
 	RUN(options_checked);
 	RUN(fork_child_reads_on);
 	mem_free(&big);
