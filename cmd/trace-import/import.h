@@ -138,7 +138,7 @@ int imp_scan_next(struct imp_scan *s, struct imp_item *it);
 
 /* A JSON number of microseconds (fractional, exponent allowed) as
  * nanoseconds, rounded half away from zero.  0, or -1 if it is not a
- * number or does not fit in int64. */
+ * number or does not fit in int64 (INT64_MIN, no time, excluded). */
 int imp_us_to_ns(const char *s, size_t len, int64_t *ns);
 /* A decimal integer (optional sign) that fits in int64. */
 int imp_parse_i64(const char *s, size_t len, int64_t *v);
