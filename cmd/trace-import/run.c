@@ -132,7 +132,8 @@ convert_batch(struct run *r, struct imp_pipe *p, struct imp_batch *b)
 {
 	int status = 0;
 	for (size_t i = 0; i < b->n; i++)
-		status |= convert(r, &b->items[i], b->vals[i]);
+		status |= b->flat_ok[i] ? imp_fast_event(&r->im, &b->items[i], &b->flats[i])
+		                        : convert(r, &b->items[i], b->vals[i]);
 	imp_pipe_done(p, b);
 	return status;
 }
@@ -140,14 +141,14 @@ convert_batch(struct run *r, struct imp_pipe *p, struct imp_batch *b)
 /* Read every item of the input; 0, or 1 if something could not be read
  * (said on stderr). */
 static int
-read_input(struct run *r, struct imp_input *in, int threads)
+read_input(struct run *r, struct imp_input *in, int threads, int fast)
 {
 	struct imp *im = &r->im;
 	struct imp_scan sc;
 	struct imp_item it;
 	struct imp_batch *b;
 	int rc = 0, status = 0;
-	struct imp_pipe *p = imp_pipe_new(threads);
+	struct imp_pipe *p = imp_pipe_new(threads, fast);
 	imp_scan_init(&sc, in);
 	while (!im->fatal && (rc = imp_scan_next(&sc, &it)) > 0) {
 		if (it.type == IMP_EVENT && imp_skip_flow(im, &it))
@@ -187,7 +188,7 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	r.sum = imp_summary_new();
 	imp_init(&r.im, in->name, r.tracks, r.sort, r.sum);
 	r.im.quiet = o->quiet;
-	int status = read_input(&r, in, o->threads);
+	int status = read_input(&r, in, o->threads, !o->slow);
 	if (r.im.fatal) {
 		warn(&r, imp_sort_error(r.sort));
 		status = EXIT_USAGE;

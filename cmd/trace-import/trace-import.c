@@ -142,6 +142,11 @@ main(int argc, char **argv)
 	const char *th = getenv("TK_IMPORT_THREADS");
 	if (th && strcmp(th, "0") == 0)
 		io.threads = 0;
+	/* every event through jansson, the way before the fast path (to
+	 * compare the two): TK_IMPORT_FAST=0 */
+	const char *fast = getenv("TK_IMPORT_FAST");
+	if (fast && strcmp(fast, "0") == 0)
+		io.slow = 1;
 	int status = ns ? imp_nsys_run(ns, w, &io) : imp_run(&in, w, &io);
 	imp_nsys_close(ns);
 	int out_status = 0;
