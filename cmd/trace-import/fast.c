@@ -225,6 +225,58 @@ kernel(struct fast *e, struct imp_x *x, struct tk_event *ev, char **mangled)
 	drop_derived(e, "warps per SM", 2);
 }
 
+/* kineto.c's kineto_memory: the allocation, and the totals as counters
+ * of the device (or of the process, for CPU memory).  Returns 0 or -1. */
+static int
+memory(struct fast *e, struct imp_x *x, struct tk_event *ev)
+{
+	static const char *const totals[] = { "Total Allocated", "Total Reserved" };
+	struct imp *im = e->im;
+	const struct imp_flat_arg *bytes = arg(e, "Bytes");
+	const struct imp_flat_arg *type = arg(e, "Device Type");
+	const struct imp_flat_arg *devid = arg(e, "Device Id");
+	int64_t b = bytes->i;
+	int is_gpu = type && type->type == IMP_FLAT_INT && type->i == 1;
+	uint32_t device = 0, process = imp_process(im->tracks, &x->pid);
+	if (is_gpu && devid && devid->type == IMP_FLAT_INT && devid->i >= 0 &&
+	    devid->i <= UINT32_MAX)
+		device = imp_device(im->tracks, (uint32_t)devid->i);
+	for (int i = 0; i < 2; i++) {
+		const struct imp_flat_arg *v = arg(e, totals[i]);
+		if (!v)
+			continue;
+		struct tk_event c = { 0 };
+		c.kind = TK_COUNTER;
+		c.ts = x->ts;
+		c.name = totals[i];
+		c.track = imp_counter(im->tracks, totals[i], "bytes",
+		                      device ? 0 : process, device);
+		imp_counter_skip_repeats(im->tracks, c.track);
+		c.u.counter.value = (double)v->i;
+		struct imp_x cx = *x;
+		cx.more = 1;
+		cx.flat = 1;
+		cx.flat_args = NULL;
+		cx.flat_args_len = 0;
+		if (imp_emit(im, &c, &cx) < 0)
+			return -1;
+		take(e, v);
+	}
+	struct tk_memory_attrs *m = &ev->u.memory;
+	ev->kind = TK_MEMORY;
+	ev->track = imp_x_track(im, x);
+	m->op = b < 0 ? TK_MEM_FREE : TK_MEM_ALLOC;
+	m->bytes = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
+	m->mem_kind = is_gpu ? TK_MEM_DEVICE
+	            : type && type->type == IMP_FLAT_INT && type->i == 0
+	            ? TK_MEM_PAGEABLE : TK_MEM_UNKNOWN;
+	take(e, bytes);
+	if (m->mem_kind != TK_MEM_UNKNOWN)
+		take(e, type);
+	take_u64(e, "Addr", &m->address);
+	return 0;
+}
+
 /* Convert one event read by imp_flat_scan(): 0, or 1 if it could not be
  * written (imp_run() says why). */
 int
@@ -241,21 +293,25 @@ imp_fast_event(struct imp *im, const struct imp_item *it, const struct imp_flat 
 	x.name = f->name;
 	x.pid.v = f->pid;
 	x.tid.v = f->tid;
-	x.ph = 'X';
-	x.scope = 't';
+	x.ph = f->kind == IMP_FLAT_MEMORY ? 'i' : 'X';
+	x.scope = f->scope;
 	x.ts = f->ts;
 	x.dur = f->dur;
 	/* event.c's phase_complete */
-	if (x.dur < 0) {
+	if (x.ph == 'X' && x.dur < 0) {
 		imp_summary_note(im->sum, "negative 'dur' set to 0", 1);
 		x.dur = 0;
 	}
 	struct tk_event ev = { 0 };
 	ev.ts = x.ts;
 	ev.name = x.name;
-	ev.dur = x.dur;
+	ev.dur = x.ph == 'X' ? x.dur : 0;
 	char *mangled = NULL;
 	switch (f->kind) {
+	case IMP_FLAT_MEMORY:
+		if (memory(&e, &x, &ev) < 0)
+			return 1;
+		break;
 	case IMP_FLAT_RANGE:       /* event.c's complete */
 		ev.kind = TK_RANGE;
 		ev.track = imp_x_track(im, &x);

@@ -283,13 +283,13 @@ args(struct cur *c, const char *base, struct imp_flat *f)
 	}
 }
 
-enum top { T_PH, T_NAME, T_CAT, T_PID, T_TID, T_TS, T_DUR, T_ARGS, T_N };
+enum top { T_PH, T_NAME, T_CAT, T_PID, T_TID, T_TS, T_DUR, T_ARGS, T_S, T_N };
 
 static int
 top_key(const char *k, size_t n)
 {
 	static const char *const names[T_N] = { "ph", "name", "cat", "pid", "tid",
-		"ts", "dur", "args" };
+		"ts", "dur", "args", "s" };
 	for (int i = 0; i < T_N; i++)
 		if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
 			return i;
@@ -361,6 +361,12 @@ static const struct rule memcpy_rules[] = { GPU_RULES,
 	{ "copy kind", 'R', 0 }, { "kind", 'R', 0 }, { "src kind", 'R', 0 },
 	{ "dst kind", 'R', 0 }, { "src device", 'R', 0 }, { "dst device", 'R', 0 },
 	{ "async", 'R', 0 }, { NULL, 0, 0 } };
+/* kineto.c's kineto_memory: Bytes is needed (flat_scan checks) */
+static const struct rule memory_rules[] = {
+	{ "Bytes", 'T', IMP_FLAT_INT }, { "Device Type", 'T', 0 },
+	{ "Device Id", 'T', 0 }, { "Total Allocated", 'T', IMP_FLAT_INT },
+	{ "Total Reserved", 'T', IMP_FLAT_INT }, { "Addr", 'T', IMP_FLAT_INT },
+	{ NULL, 0, 0 } };
 static const struct rule memset_rules[] = { GPU_RULES,
 	{ "bytes", 'T', IMP_FLAT_INT }, { "value", 'T', IMP_FLAT_INT },
 	{ "memory bandwidth (GB/s)", 'D', 0 }, { "memory kind", 'R', 0 },
@@ -374,6 +380,7 @@ rules_of(int kind)
 	case IMP_FLAT_KERNEL: return kernel_rules;
 	case IMP_FLAT_MEMCPY: return memcpy_rules;
 	case IMP_FLAT_MEMSET: return memset_rules;
+	case IMP_FLAT_MEMORY: return memory_rules;
 	default: return api_rules;
 	}
 }
@@ -461,24 +468,48 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 	ws(&c);
 	if (c.p != c.e)
 		return 0;
-	/* an X event with every field the conversion needs, as numbers and
-	 * strings; args an object or absent */
+	/* every field the conversion needs, as numbers and strings; args an
+	 * object or absent */
 	if (type[T_PH] != IMP_FLAT_STR || type[T_NAME] != IMP_FLAT_STR ||
 	    type[T_CAT] != IMP_FLAT_STR || type[T_PID] != IMP_FLAT_INT ||
-	    type[T_TID] != IMP_FLAT_INT || !type[T_TS] || !type[T_DUR] ||
-	    (type[T_ARGS] && type[T_ARGS] != IMP_FLAT_OBJECT))
-		return 0;
-	if (sp[T_PH].len != 3 || text[sp[T_PH].off + 1] != 'X')
-		return 0;
-	if ((type[T_TS] != IMP_FLAT_INT && type[T_TS] != IMP_FLAT_REAL) ||
-	    (type[T_DUR] != IMP_FLAT_INT && type[T_DUR] != IMP_FLAT_REAL) ||
+	    type[T_TID] != IMP_FLAT_INT || !type[T_TS] ||
+	    (type[T_ARGS] && type[T_ARGS] != IMP_FLAT_OBJECT) ||
+	    (type[T_TS] != IMP_FLAT_INT && type[T_TS] != IMP_FLAT_REAL) ||
 	    imp_us_to_ns(text + sp[T_TS].off, sp[T_TS].len, &f->ts) < 0 ||
-	    imp_us_to_ns(text + sp[T_DUR].off, sp[T_DUR].len, &f->dur) < 0)
+	    sp[T_PH].len != 3)
 		return 0;
+	char ph = text[sp[T_PH].off + 1];
 	struct imp_span cat = { sp[T_CAT].off + 1, sp[T_CAT].len - 2 };
-	f->kind = (uint8_t)kind_of(text, &cat);
+	struct imp_span name = { sp[T_NAME].off + 1, sp[T_NAME].len - 2 };
+	f->scope = 't';
+	if (ph == 'X' && !type[T_S] && type[T_DUR]) {
+		/* X: a slice, its dur a number */
+		if ((type[T_DUR] != IMP_FLAT_INT && type[T_DUR] != IMP_FLAT_REAL) ||
+		    imp_us_to_ns(text + sp[T_DUR].off, sp[T_DUR].len, &f->dur) < 0)
+			return 0;
+		f->kind = (uint8_t)kind_of(text, &cat);
+	} else if (ph == 'i' && str_is(text, &name, "[memory]") && !type[T_DUR]) {
+		/* the PyTorch allocator's instants, in thread or process scope */
+		struct imp_span sc = { sp[T_S].off + 1, sp[T_S].len - 2 };
+		if (type[T_S] && (type[T_S] != IMP_FLAT_STR ||
+		                  !(str_is(text, &sc, "t") || str_is(text, &sc, "p"))))
+			return 0;
+		if (type[T_S])
+			f->scope = text[sc.off];
+		f->dur = 0;
+		f->kind = IMP_FLAT_MEMORY;
+	} else {
+		return 0;
+	}
 	if (!f->kind || check_args(text, f) < 0)
 		return 0;
+	if (f->kind == IMP_FLAT_MEMORY) {
+		int bytes = 0;
+		for (unsigned i = 0; i < f->nargs; i++)
+			bytes |= str_is(text, &f->args[i].key, "Bytes");
+		if (!bytes)
+			return 0;
+	}
 	f->pid = iv[T_PID];
 	f->tid = iv[T_TID];
 	f->args_span = type[T_ARGS] ? sp[T_ARGS] : (struct imp_span){ 0, 0 };

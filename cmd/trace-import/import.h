@@ -171,7 +171,7 @@ void imp_parser_free(struct imp_parser *ps);
 enum { IMP_FLAT_INT = 1, IMP_FLAT_REAL, IMP_FLAT_STR, IMP_FLAT_BOOL, IMP_FLAT_NULL,
 	IMP_FLAT_ARRAY, IMP_FLAT_OBJECT };
 enum { IMP_FLAT_RANGE = 1, IMP_FLAT_KERNEL, IMP_FLAT_MEMCPY, IMP_FLAT_MEMSET,
-	IMP_FLAT_RUNTIME, IMP_FLAT_DRIVER, IMP_FLAT_API_OTHER };
+	IMP_FLAT_RUNTIME, IMP_FLAT_DRIVER, IMP_FLAT_API_OTHER, IMP_FLAT_MEMORY };
 #define IMP_FLAT_MAX_ARGS 24
 
 /* An event read without jansson: its fields, and its args' keys and
@@ -181,6 +181,7 @@ struct imp_flat {
 	int64_t pid, tid, ts, dur;     /* ts and dur in ns */
 	struct imp_span args_span;     /* the args object (len 0: none) */
 	uint8_t kind;                  /* IMP_FLAT_RANGE ... */
+	char scope;                    /* instants: 't' or 'p' */
 	uint8_t has_args;
 	uint8_t nargs;
 	struct imp_flat_arg {
