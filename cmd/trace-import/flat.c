@@ -70,6 +70,12 @@ utf8_seq(const unsigned char *s, const unsigned char *e)
 	return n;
 }
 
+/* Bytes that end a run of plain string characters: the quote, the
+ * backslash, control characters and the start of UTF-8 sequences. */
+static const unsigned char stop[256] = {
+	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
+};
+
 /* A string without escapes: its contents' span (c->p after the closing
  * quote).  0, or -1 to leave the event to jansson. */
 static int
@@ -81,7 +87,7 @@ string(struct cur *c, struct imp_span *sp, const char *base)
 	const unsigned char *e = (const unsigned char *)c->e;
 	const unsigned char *start = p;
 	for (;;) {
-		while (p < e && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
+		while (p < e && !stop[*p])
 			p++;
 		if (p >= e || *p < 0x20 || *p == '\\')
 			return -1;
@@ -139,8 +145,16 @@ number(struct cur *c, int *is_int, int64_t *v)
 	}
 	c->p = p;
 	if (*is_int) {
-		if (imp_parse_i64(s, (size_t)(p - s), v) < 0)
+		/* 18 digits always fit; longer ones are checked the slow way */
+		const char *d = *s == '-' ? s + 1 : s;
+		if (p - d <= 18) {
+			int64_t x = 0;
+			for (; d < p; d++)
+				x = x * 10 + (*d - '0');
+			*v = *s == '-' ? -x : x;
+		} else if (imp_parse_i64(s, (size_t)(p - s), v) < 0) {
 			return -1;
+		}
 		return *v == 0 && *s == '-' ? -1 : 0;
 	}
 	/* a real that might not fit a double: let jansson say */
@@ -333,44 +347,46 @@ struct rule {
 	const char *key;
 	char what;
 	int type;
+	size_t len;                /* of key */
 };
+#define R(key, what, type) { key, what, type, sizeof(key) - 1 }
 
 static const struct rule range_rules[] = {
 	/* range attributes (event.c's range_attrs) */
-	{ "category", 'R', 0 }, { "color", 'R', 0 }, { "payload", 'R', 0 },
-	{ NULL, 0, 0 } };
+	R("category", 'R', 0), R("color", 'R', 0), R("payload", 'R', 0),
+	{ NULL, 0, 0, 0 } };
 static const struct rule api_rules[] = {
-	{ "correlation", 'T', IMP_FLAT_INT }, { "External id", 'T', 0 },
-	{ "cbid", 'T', IMP_FLAT_INT }, { "result", 'T', IMP_FLAT_INT },
-	{ NULL, 0, 0 } };
+	R("correlation", 'T', IMP_FLAT_INT), R("External id", 'T', 0),
+	R("cbid", 'T', IMP_FLAT_INT), R("result", 'T', IMP_FLAT_INT),
+	{ NULL, 0, 0, 0 } };
 #define GPU_RULES \
-	{ "device", 'T', IMP_FLAT_INT }, { "stream", 'T', IMP_FLAT_INT }, \
-	{ "context", 'T', IMP_FLAT_INT }, { "correlation", 'T', IMP_FLAT_INT }, \
-	{ "External id", 'T', 0 }
+	R("device", 'T', IMP_FLAT_INT), R("stream", 'T', IMP_FLAT_INT), \
+	R("context", 'T', IMP_FLAT_INT), R("correlation", 'T', IMP_FLAT_INT), \
+	R("External id", 'T', 0)
 static const struct rule kernel_rules[] = { GPU_RULES,
-	{ "registers per thread", 'T', IMP_FLAT_INT },
-	{ "static shared memory", 'T', IMP_FLAT_INT },
-	{ "dynamic shared memory", 'T', IMP_FLAT_INT },
-	{ "shared memory", 'T', IMP_FLAT_INT }, { "grid", 'T', IMP_FLAT_ARRAY },
-	{ "block", 'T', IMP_FLAT_ARRAY }, { "cluster", 'T', IMP_FLAT_ARRAY },
-	{ "graph id", 'T', IMP_FLAT_INT }, { "graph node id", 'T', IMP_FLAT_INT },
-	{ "mangled name", 'T', IMP_FLAT_STR }, { "blocks per SM", 'D', 0 },
-	{ "warps per SM", 'D', 0 }, { NULL, 0, 0 } };
+	R("registers per thread", 'T', IMP_FLAT_INT),
+	R("static shared memory", 'T', IMP_FLAT_INT),
+	R("dynamic shared memory", 'T', IMP_FLAT_INT),
+	R("shared memory", 'T', IMP_FLAT_INT), R("grid", 'T', IMP_FLAT_ARRAY),
+	R("block", 'T', IMP_FLAT_ARRAY), R("cluster", 'T', IMP_FLAT_ARRAY),
+	R("graph id", 'T', IMP_FLAT_INT), R("graph node id", 'T', IMP_FLAT_INT),
+	R("mangled name", 'T', IMP_FLAT_STR), R("blocks per SM", 'D', 0),
+	R("warps per SM", 'D', 0), { NULL, 0, 0, 0 } };
 static const struct rule memcpy_rules[] = { GPU_RULES,
-	{ "bytes", 'T', IMP_FLAT_INT }, { "memory bandwidth (GB/s)", 'D', 0 },
-	{ "copy kind", 'R', 0 }, { "kind", 'R', 0 }, { "src kind", 'R', 0 },
-	{ "dst kind", 'R', 0 }, { "src device", 'R', 0 }, { "dst device", 'R', 0 },
-	{ "async", 'R', 0 }, { NULL, 0, 0 } };
+	R("bytes", 'T', IMP_FLAT_INT), R("memory bandwidth (GB/s)", 'D', 0),
+	R("copy kind", 'R', 0), R("kind", 'R', 0), R("src kind", 'R', 0),
+	R("dst kind", 'R', 0), R("src device", 'R', 0), R("dst device", 'R', 0),
+	R("async", 'R', 0), { NULL, 0, 0, 0 } };
 /* kineto.c's kineto_memory: Bytes is needed (flat_scan checks) */
 static const struct rule memory_rules[] = {
-	{ "Bytes", 'T', IMP_FLAT_INT }, { "Device Type", 'T', 0 },
-	{ "Device Id", 'T', 0 }, { "Total Allocated", 'T', IMP_FLAT_INT },
-	{ "Total Reserved", 'T', IMP_FLAT_INT }, { "Addr", 'T', IMP_FLAT_INT },
-	{ NULL, 0, 0 } };
+	R("Bytes", 'T', IMP_FLAT_INT), R("Device Type", 'T', 0),
+	R("Device Id", 'T', 0), R("Total Allocated", 'T', IMP_FLAT_INT),
+	R("Total Reserved", 'T', IMP_FLAT_INT), R("Addr", 'T', IMP_FLAT_INT),
+	{ NULL, 0, 0, 0 } };
 static const struct rule memset_rules[] = { GPU_RULES,
-	{ "bytes", 'T', IMP_FLAT_INT }, { "value", 'T', IMP_FLAT_INT },
-	{ "memory bandwidth (GB/s)", 'D', 0 }, { "memory kind", 'R', 0 },
-	{ NULL, 0, 0 } };
+	R("bytes", 'T', IMP_FLAT_INT), R("value", 'T', IMP_FLAT_INT),
+	R("memory bandwidth (GB/s)", 'D', 0), R("memory kind", 'R', 0),
+	{ NULL, 0, 0, 0 } };
 
 static const struct rule *
 rules_of(int kind)
@@ -396,7 +412,8 @@ check_args(const char *base, struct imp_flat *f)
 		struct imp_flat_arg *a = &f->args[i];
 		a->rule = 0;
 		for (const struct rule *r = rules; r->key; r++) {
-			if (!str_is(base, &a->key, r->key))
+			if (a->key.len != r->len ||
+			    memcmp(base + a->key.off, r->key, r->len) != 0)
 				continue;
 			if (r->what == 'R' || (r->type && a->type != r->type))
 				return -1;
