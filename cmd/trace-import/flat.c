@@ -299,14 +299,22 @@ args(struct cur *c, const char *base, struct imp_flat *f)
 
 enum top { T_PH, T_NAME, T_CAT, T_PID, T_TID, T_TS, T_DUR, T_ARGS, T_S, T_N };
 
+/* Every key of every event comes here: by length, then bytes. */
 static int
 top_key(const char *k, size_t n)
 {
-	static const char *const names[T_N] = { "ph", "name", "cat", "pid", "tid",
-		"ts", "dur", "args", "s" };
-	for (int i = 0; i < T_N; i++)
-		if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
-			return i;
+	switch (n) {
+	case 1:
+		return k[0] == 's' ? T_S : -1;
+	case 2:
+		return k[0] == 'p' && k[1] == 'h' ? T_PH
+		     : k[0] == 't' && k[1] == 's' ? T_TS : -1;
+	case 3:
+		return memcmp(k, "cat", 3) == 0 ? T_CAT : memcmp(k, "pid", 3) == 0 ? T_PID
+		     : memcmp(k, "tid", 3) == 0 ? T_TID : memcmp(k, "dur", 3) == 0 ? T_DUR : -1;
+	case 4:
+		return memcmp(k, "name", 4) == 0 ? T_NAME : memcmp(k, "args", 4) == 0 ? T_ARGS : -1;
+	}
 	return -1;
 }
 
@@ -324,19 +332,20 @@ kind_of(const char *base, const struct imp_span *cat)
 	static const struct {
 		const char *cat;
 		int kind;
+		size_t len;
 	} cats[] = {
-		{ "kernel", IMP_FLAT_KERNEL }, { "Kernel", IMP_FLAT_KERNEL },
-		{ "gpu_memcpy", IMP_FLAT_MEMCPY }, { "Memcpy", IMP_FLAT_MEMCPY },
-		{ "gpu_memset", IMP_FLAT_MEMSET }, { "Memset", IMP_FLAT_MEMSET },
-		{ "cuda_runtime", IMP_FLAT_RUNTIME }, { "Runtime", IMP_FLAT_RUNTIME },
-		{ "cuda_driver", IMP_FLAT_DRIVER }, { "Driver", IMP_FLAT_DRIVER },
-		{ "cuda_api", IMP_FLAT_API_OTHER },
+		{ "kernel", IMP_FLAT_KERNEL, 6 }, { "Kernel", IMP_FLAT_KERNEL, 6 },
+		{ "gpu_memcpy", IMP_FLAT_MEMCPY, 10 }, { "Memcpy", IMP_FLAT_MEMCPY, 6 },
+		{ "gpu_memset", IMP_FLAT_MEMSET, 10 }, { "Memset", IMP_FLAT_MEMSET, 6 },
+		{ "cuda_runtime", IMP_FLAT_RUNTIME, 12 }, { "Runtime", IMP_FLAT_RUNTIME, 7 },
+		{ "cuda_driver", IMP_FLAT_DRIVER, 11 }, { "Driver", IMP_FLAT_DRIVER, 6 },
+		{ "cuda_api", IMP_FLAT_API_OTHER, 8 },
 		/* kinds with rules of their own (kineto.c) */
-		{ "cuda_sync", 0 }, { "overhead", 0 }, { "Overhead", 0 },
-		{ "gpu_user_annotation", 0 }, { "process", 0 }, { "run", 0 },
+		{ "cuda_sync", 0, 9 }, { "overhead", 0, 8 }, { "Overhead", 0, 8 },
+		{ "gpu_user_annotation", 0, 19 }, { "process", 0, 7 }, { "run", 0, 3 },
 	};
 	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
-		if (str_is(base, cat, cats[i].cat))
+		if (cat->len == cats[i].len && memcmp(base + cat->off, cats[i].cat, cats[i].len) == 0)
 			return cats[i].kind;
 	return IMP_FLAT_RANGE;
 }

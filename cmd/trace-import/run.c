@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,11 +149,27 @@ read_input(struct run *r, struct imp_input *in, int threads, int fast)
 	struct imp_item it;
 	struct imp_batch *b;
 	int rc = 0, status = 0;
-	struct imp_pipe *p = imp_pipe_new(threads, fast);
+	/* On one thread, an event the fast path reads is converted where
+	 * the splitter left it, without a copy into a batch (after the
+	 * events queued before it) */
+	int direct = fast && !threads;
+	struct imp_flat *flat = direct ? malloc(sizeof(*flat)) : NULL;
+	if (direct && !flat)
+		cmd_die(EXIT_USAGE, "out of memory");
+	struct imp_pipe *p = imp_pipe_new(threads, fast && !direct);
 	imp_scan_init(&sc, in);
 	while (!im->fatal && (rc = imp_scan_next(&sc, &it)) > 0) {
 		if (it.type == IMP_EVENT && imp_skip_flow(im, &it))
 			continue;
+		/* the splitter's buffer is ours to change until the next item */
+		if (direct && it.type == IMP_EVENT &&
+		    imp_flat_scan((char *)(uintptr_t)it.text, it.len, flat)) {
+			imp_pipe_end(p);
+			while ((b = imp_pipe_get(p, 1)))
+				status |= convert_batch(r, p, b);
+			status |= imp_fast_event(im, &it, flat);
+			continue;
+		}
 		imp_pipe_put(p, &it);
 		while ((b = imp_pipe_get(p, imp_pipe_full(p))))
 			status |= convert_batch(r, p, b);
@@ -161,6 +178,7 @@ read_input(struct run *r, struct imp_input *in, int threads, int fast)
 	while ((b = imp_pipe_get(p, 1)))
 		status |= convert_batch(r, p, b);
 	imp_pipe_free(p);
+	free(flat);
 	if (im->fatal) {
 		rc = 0;    /* the writing failed, not the reading: imp_run says */
 	} else if (rc < 0) {
