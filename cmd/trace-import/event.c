@@ -130,8 +130,8 @@ real_digits(json_t *v, int have)
 	return have;
 }
 
-static char *
-args_buf(struct imp *im, size_t n)
+char *
+imp_args_buf(struct imp *im, size_t n)
 {
 	char *p = tkp_grow(im->args, &im->args_cap, n, 1);
 	if (!p)
@@ -141,8 +141,8 @@ args_buf(struct imp *im, size_t n)
 
 /* JSON text validated by jansson, without the white space between its
  * tokens: strings are copied byte for byte, numbers as written. */
-static size_t
-squeeze(char *dst, const char *src, size_t n)
+size_t
+imp_squeeze(char *dst, const char *src, size_t n)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -180,7 +180,7 @@ dump_args(struct imp *im, json_t *args, uint32_t *len)
 			*len = (uint32_t)n;
 			return im->args;
 		}
-		args_buf(im, n);
+		imp_args_buf(im, n);
 	}
 }
 
@@ -188,13 +188,17 @@ const char *
 imp_args_text(struct imp *im, const struct imp_x *x, uint32_t *len)
 {
 	*len = 0;
+	if (x->flat) {             /* the fast path wrote them (fast.c) */
+		*len = x->flat_args_len;
+		return x->flat_args;
+	}
 	if (!x->args || json_object_size(x->args) == 0)
 		return NULL;
 	if (!x->args_text || x->args_changed ||
 	    json_object_size(x->args) != x->args_keys)
 		return dump_args(im, x->args, len);
-	char *b = args_buf(im, x->args_len);
-	*len = (uint32_t)squeeze(b, x->args_text, x->args_len);
+	char *b = imp_args_buf(im, x->args_len);
+	*len = (uint32_t)imp_squeeze(b, x->args_text, x->args_len);
 	return b;
 }
 

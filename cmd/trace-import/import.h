@@ -49,6 +49,7 @@ struct imp_options {
 	size_t memory;             /* for sorting before temporary files */
 	const char *tmpdir;        /* NULL: $TMPDIR or /tmp */
 	int threads;               /* parse in a second thread */
+	int slow;                  /* every event through jansson (no flat.c) */
 	int verbose;               /* the summary on stderr */
 	int quiet;                 /* no warnings on stderr (the fuzz target) */
 };
@@ -138,7 +139,7 @@ int imp_scan_next(struct imp_scan *s, struct imp_item *it);
 
 /* A JSON number of microseconds (fractional, exponent allowed) as
  * nanoseconds, rounded half away from zero.  0, or -1 if it is not a
- * number or does not fit in int64. */
+ * number or does not fit in int64 (INT64_MIN, no time, excluded). */
 int imp_us_to_ns(const char *s, size_t len, int64_t *ns);
 /* A decimal integer (optional sign) that fits in int64. */
 int imp_parse_i64(const char *s, size_t len, int64_t *v);
@@ -165,6 +166,43 @@ json_t *imp_parse(const char *text, size_t len, struct imp_parser *ps,
 /* Free the scratch buffer (the counts stay). */
 void imp_parser_free(struct imp_parser *ps);
 
+/* ---- flat.c, fast.c -------------------------------------------------- */
+
+enum { IMP_FLAT_INT = 1, IMP_FLAT_REAL, IMP_FLAT_STR, IMP_FLAT_BOOL, IMP_FLAT_NULL,
+	IMP_FLAT_ARRAY, IMP_FLAT_OBJECT };
+enum { IMP_FLAT_RANGE = 1, IMP_FLAT_KERNEL, IMP_FLAT_MEMCPY, IMP_FLAT_MEMSET,
+	IMP_FLAT_RUNTIME, IMP_FLAT_DRIVER, IMP_FLAT_API_OTHER, IMP_FLAT_MEMORY };
+#define IMP_FLAT_MAX_ARGS 24
+
+/* An event read without jansson: its fields, and its args' keys and
+ * values as spans of its text. */
+struct imp_flat {
+	const char *ph, *name, *cat;   /* NUL-terminated within the text */
+	int64_t pid, tid, ts, dur;     /* ts and dur in ns */
+	struct imp_span args_span;     /* the args object (len 0: none) */
+	uint8_t kind;                  /* IMP_FLAT_RANGE ... */
+	char scope;                    /* instants: 't' or 'p' */
+	uint8_t has_args;
+	uint8_t nargs;
+	struct imp_flat_arg {
+		struct imp_span key;       /* without the quotes */
+		struct imp_span val;       /* the value as written */
+		int64_t i;                 /* IMP_FLAT_INT: its value */
+		uint8_t type;
+		uint8_t canon;             /* jansson would write it back as is */
+		uint8_t rule;              /* flat.c's rule for it, + 1 */
+	} args[IMP_FLAT_MAX_ARGS];
+};
+
+struct imp;
+/* Read an event the fast path knows (an X event of the usual shapes, see
+ * flat.c): 1, with its strings ended in place in text; 0 to leave it to
+ * jansson (text unchanged). */
+int imp_flat_scan(char *text, size_t len, struct imp_flat *f);
+/* Convert an event read by imp_flat_scan(): 0, or 1 if it could not be
+ * queued (writing failed: im->fatal). */
+int imp_fast_event(struct imp *im, const struct imp_item *it, const struct imp_flat *f);
+
 /* ---- pipe.c ---------------------------------------------------------- */
 
 struct arena_block;
@@ -183,6 +221,9 @@ struct imp_batch {
 	size_t n;
 	struct imp_item *items;    /* text and key point into the batch */
 	json_t **vals;             /* NULL: parse again with imp_parse() */
+	struct imp_flat *flats;    /* read by the fast path if flat_ok */
+	unsigned char *flat_ok;
+	size_t flats_cap, flat_ok_cap;
 	char *text;                /* the items' bytes, copied */
 	size_t len, text_cap, items_cap, vals_cap, off_cap, keys_cap;
 	size_t *off, *keys;
@@ -190,7 +231,7 @@ struct imp_batch {
 
 struct imp_pipe;
 /* threaded: parse in a second thread (else in imp_pipe_put's caller). */
-struct imp_pipe *imp_pipe_new(int threaded);
+struct imp_pipe *imp_pipe_new(int threaded, int fast);
 void imp_pipe_free(struct imp_pipe *p);
 /* Queue an item (its bytes are copied). */
 int imp_pipe_put(struct imp_pipe *p, const struct imp_item *it);
@@ -398,6 +439,10 @@ struct imp_x {
 	uint32_t args_len;
 	size_t args_keys;          /* keys args had when parsed */
 	int args_changed;          /* keys added or values replaced */
+	/* the fast path's args, written already (fast.c) */
+	int flat;
+	const char *flat_args;
+	uint32_t flat_args_len;
 };
 
 /* Kineto and tracekit categories: returns 1 when the event was mapped
@@ -426,6 +471,15 @@ int imp_write_meta(struct imp *im, struct tk_writer *w);
  * others are written by jansson, reals with the fewest digits that read
  * back the same. */
 const char *imp_args_text(struct imp *im, const struct imp_x *x, uint32_t *len);
+/* The args buffer of im, room for n bytes. */
+char *imp_args_buf(struct imp *im, size_t n);
+/* JSON text checked already, without the white space between its tokens;
+ * returns the length written to dst (at most n). */
+size_t imp_squeeze(char *dst, const char *src, size_t n);
+/* kineto.c: the kinds a copy's or a memset's name says. */
+void imp_memcpy_name(const char *name, struct tk_memcpy_attrs *m);
+unsigned imp_memset_kind(const char *name);
+
 /* Count a correlation flow without parsing it (its ph and cat tell);
  * returns 1 if it was one. */
 int imp_skip_flow(struct imp *im, const struct imp_item *it);

@@ -199,8 +199,8 @@ mem_kind(const char *s, size_t n)
 }
 
 /* "Memcpy HtoD (Pageable -> Device)": the copy kind and both memories. */
-static void
-memcpy_name(const char *name, struct tk_memcpy_attrs *m)
+void
+imp_memcpy_name(const char *name, struct tk_memcpy_attrs *m)
 {
 	const char *p = strchr(name, ' ');
 	if (!p)
@@ -218,8 +218,8 @@ memcpy_name(const char *name, struct tk_memcpy_attrs *m)
 }
 
 /* "Memset (Device)". */
-static unsigned
-memset_name(const char *name)
+unsigned
+imp_memset_kind(const char *name)
 {
 	const char *o = strchr(name, '(');
 	const char *c = o ? strchr(o, ')') : NULL;
@@ -326,7 +326,7 @@ gpu_memcpy(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	ev->track = gpu_track(im, x);
 	take_correlation(im, x, &m->correlation);
 	take_u64(x, "bytes", &m->bytes);
-	memcpy_name(x->name, m);
+	imp_memcpy_name(x->name, m);
 	const char *s;
 	if ((s = get_str(x, "copy kind")) || (s = get_str(x, "kind"))) {
 		unsigned k = copy_kind(s, strlen(s));
@@ -364,7 +364,7 @@ gpu_memset(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	take_correlation(im, x, &m->correlation);
 	take_u64(x, "bytes", &m->bytes);
 	take_u32(x, "value", &m->value);
-	m->mem_kind = memset_name(x->name);
+	m->mem_kind = imp_memset_kind(x->name);
 	const char *s = get_str(x, "memory kind");
 	if (s) {
 		m->mem_kind = mem_kind(s, strlen(s));

@@ -386,7 +386,9 @@ static int
 row_ok(const struct nsys_source *src)
 {
 	sqlite3_stmt *st = src->stmt;
-	if (sqlite3_column_type(st, 0) != SQLITE_INTEGER)
+	/* INT64_MIN is no time: tracekit readers refuse it */
+	if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+	    sqlite3_column_int64(st, 0) == INT64_MIN)
 		return 0;
 	if (!src->spec->need_end)
 		return 1;
@@ -428,8 +430,12 @@ nsys_source_emit(struct nsys *ns, struct nsys_source *src)
 	ev.ts = src->start;
 	ev.name = "";
 	if (!is_null(st, 1) && sqlite3_column_type(st, 1) == SQLITE_INTEGER &&
-	    sqlite3_column_int64(st, 1) >= ev.ts)
-		ev.dur = sqlite3_column_int64(st, 1) - ev.ts;
+	    sqlite3_column_int64(st, 1) >= ev.ts) {
+		/* a damaged row may span more than int64 holds (a start
+		 * near INT64_MIN): the difference is taken unsigned, capped */
+		uint64_t d = (uint64_t)sqlite3_column_int64(st, 1) - (uint64_t)ev.ts;
+		ev.dur = d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+	}
 	int keep = src->spec->row(ns, st, &ev);
 	if (ns->output_failed)
 		return -1;

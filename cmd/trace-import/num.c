@@ -89,9 +89,10 @@ imp_us_to_ns(const char *s, size_t len, int64_t *ns)
 	if (nint >= 0 && nint < nd && dig[nint] >= '5')
 		v++;                 /* half away from zero */
 	(void)lost_nonzero;      /* beyond 40 digits: below a nanosecond */
-	if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+	/* INT64_MIN is out too: tracekit readers refuse it as a time */
+	if (v > (uint64_t)INT64_MAX)
 		return -1;
-	*ns = neg ? (int64_t)(0 - v) : (int64_t)v;
+	*ns = neg ? -(int64_t)v : (int64_t)v;
 	return 0;
 }
 

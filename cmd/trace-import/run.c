@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,8 @@ convert_batch(struct run *r, struct imp_pipe *p, struct imp_batch *b)
 {
 	int status = 0;
 	for (size_t i = 0; i < b->n; i++)
-		status |= convert(r, &b->items[i], b->vals[i]);
+		status |= b->flat_ok[i] ? imp_fast_event(&r->im, &b->items[i], &b->flats[i])
+		                        : convert(r, &b->items[i], b->vals[i]);
 	imp_pipe_done(p, b);
 	return status;
 }
@@ -140,18 +142,34 @@ convert_batch(struct run *r, struct imp_pipe *p, struct imp_batch *b)
 /* Read every item of the input; 0, or 1 if something could not be read
  * (said on stderr). */
 static int
-read_input(struct run *r, struct imp_input *in, int threads)
+read_input(struct run *r, struct imp_input *in, int threads, int fast)
 {
 	struct imp *im = &r->im;
 	struct imp_scan sc;
 	struct imp_item it;
 	struct imp_batch *b;
 	int rc = 0, status = 0;
-	struct imp_pipe *p = imp_pipe_new(threads);
+	/* On one thread, an event the fast path reads is converted where
+	 * the splitter left it, without a copy into a batch (after the
+	 * events queued before it) */
+	int direct = fast && !threads;
+	struct imp_flat *flat = direct ? malloc(sizeof(*flat)) : NULL;
+	if (direct && !flat)
+		cmd_die(EXIT_USAGE, "out of memory");
+	struct imp_pipe *p = imp_pipe_new(threads, fast && !direct);
 	imp_scan_init(&sc, in);
 	while (!im->fatal && (rc = imp_scan_next(&sc, &it)) > 0) {
 		if (it.type == IMP_EVENT && imp_skip_flow(im, &it))
 			continue;
+		/* the splitter's buffer is ours to change until the next item */
+		if (direct && it.type == IMP_EVENT &&
+		    imp_flat_scan((char *)(uintptr_t)it.text, it.len, flat)) {
+			imp_pipe_end(p);
+			while ((b = imp_pipe_get(p, 1)))
+				status |= convert_batch(r, p, b);
+			status |= imp_fast_event(im, &it, flat);
+			continue;
+		}
 		imp_pipe_put(p, &it);
 		while ((b = imp_pipe_get(p, imp_pipe_full(p))))
 			status |= convert_batch(r, p, b);
@@ -160,6 +178,7 @@ read_input(struct run *r, struct imp_input *in, int threads)
 	while ((b = imp_pipe_get(p, 1)))
 		status |= convert_batch(r, p, b);
 	imp_pipe_free(p);
+	free(flat);
 	if (im->fatal) {
 		rc = 0;    /* the writing failed, not the reading: imp_run says */
 	} else if (rc < 0) {
@@ -187,7 +206,7 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	r.sum = imp_summary_new();
 	imp_init(&r.im, in->name, r.tracks, r.sort, r.sum);
 	r.im.quiet = o->quiet;
-	int status = read_input(&r, in, o->threads);
+	int status = read_input(&r, in, o->threads, !o->slow);
 	if (r.im.fatal) {
 		warn(&r, imp_sort_error(r.sort));
 		status = EXIT_USAGE;

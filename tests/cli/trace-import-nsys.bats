@@ -364,3 +364,85 @@ trace-import: $D/schema.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL has no column '
 		damaged "$D/flip$i.sqlite"
 	done
 }
+
+# unconstrain DB: every table rebuilt without its constraints (NOT NULL,
+# keys), so that any value can be stored where the reader expects another
+unconstrain() {
+	local t sql=""
+	drop_views "$1"
+	for t in $(sqlite3 "$1" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"); do
+		sql+="CREATE TABLE \"tk_$t\" AS SELECT * FROM \"$t\"; DROP TABLE \"$t\";
+			ALTER TABLE \"tk_$t\" RENAME TO \"$t\";"
+	done
+	sqlite3 "$1" "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; $sql" > /dev/null
+}
+
+# spoil DB VALUE: in every table, column number i (from 0) takes VALUE
+# in the row i + 1 of the table (rows in rowid order), so that each
+# column of each table read gets a wrong value in a row of its own
+spoil() {
+	local db=$1 value=$2 t c i sql=""
+	for t in $(sqlite3 "$db" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"); do
+		i=0
+		for c in $(sqlite3 "$db" "SELECT name FROM pragma_table_info('$t')"); do
+			sql+="UPDATE \"$t\" SET \"$c\" = $value WHERE rowid =
+				(SELECT rowid FROM \"$t\" ORDER BY rowid LIMIT 1 OFFSET $i);"
+			i=$((i + 1))
+		done
+	done
+	sqlite3 "$db" "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; $sql" > /dev/null
+}
+
+@test "damaged databases: NULLs, text, reals and extremes in every column of every table" {
+	unpack profile1
+	make_v3 "$D/v3.sqlite"
+	local src db v n
+	for src in profile1 v3; do
+		n=0
+		for v in NULL "'x'" "''" 1.5 -1 -9223372036854775808 9223372036854775807 1e308 "x'00ff'"; do
+			n=$((n + 1))
+			db=$D/$src-spoilt$n.sqlite
+			cp "$D/$src.sqlite" "$db"
+			unconstrain "$db"
+			spoil "$db" "$v"
+			# the value really is there (a check of the test itself)
+			[ "$(sqlite3 "$db" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start IS $v")" -ge 1 ] || {
+				echo "$db: $v not stored" >&2
+				return 1
+			}
+			damaged "$db"
+		done
+	done
+}
+
+@test "damaged databases: the schema version missing, empty, not a version, a number" {
+	unpack profile1
+	local db v
+	for v in NULL "''" "'x.y'" "'2'" 3 "'4.0'" "x'ff00'"; do
+		db=$D/version.sqlite
+		cp "$D/profile1.sqlite" "$db"
+		unconstrain "$db"
+		sqlite3 "$db" "UPDATE EXPORT_META_DATA SET value = $v WHERE name = 'EXPORT_SCHEMA_VERSION'"
+		run --separate-stderr trace-import -o "$D/v.tkt" "$db"
+		# a version it cannot read is one it does not know: said, and read
+		[ "$status" -eq 0 ] || { echo "$v: exit $status: $stderr" >&2; return 1; }
+		assert_eq "$(dumpq "$D/v.tkt" kernel length)" \
+			"$(sqlite3 "$db" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")"
+		if [ "$v" = NULL ] || [ "$v" = 3 ]; then
+			[ -z "$stderr" ] || [[ "$stderr" == "trace-import: $db: export schema version"*"is not one this importer knows"* ]]
+		else
+			[[ "$stderr" == "trace-import: $db: export schema version"*"is not one this importer knows (2.x, 3.x): reading the columns it knows by name" ]] ||
+				{ echo "$v: $stderr" >&2; return 1; }
+			assert_eq "$(wc -l <<< "$stderr")" 1
+		fi
+	done
+	# no metadata table at all, and one without its columns
+	cp "$D/profile1.sqlite" "$db"
+	unconstrain "$db"
+	sqlite3 "$db" "DROP TABLE EXPORT_META_DATA"
+	run -0 --separate-stderr trace-import -o "$D/v.tkt" "$db"
+	assert_eq "$stderr" ""
+	sqlite3 "$db" "CREATE TABLE EXPORT_META_DATA (x INTEGER); INSERT INTO EXPORT_META_DATA VALUES (1)"
+	run -0 --separate-stderr trace-import -o "$D/v.tkt" "$db"
+	assert_eq "$stderr" ""
+}
