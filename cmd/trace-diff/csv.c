@@ -107,7 +107,8 @@ static const char *const group_header[] = {
 	"min_after_ns", "median_before_ns", "median_after_ns", "p95_before_ns",
 	"p95_after_ns", "p99_before_ns", "p99_after_ns", "max_before_ns",
 	"max_after_ns", "ratio", "speedup", "change_pct", "test", "p_value",
-	"runs_p_value", "bytes_before", "bytes_after",
+	"runs_p_value", "bytes_before", "bytes_after", "p_holm", "evidence", "calls",
+	"why",
 };
 #define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
 
@@ -149,6 +150,10 @@ csv_groups(struct diff *df, struct fields *f)
 			f->fld[27] = diff_test_name(r->test.test);
 			set_p(f, 28, &r->test);
 			set_p(f, 29, &r->runs_test);
+			set_real(f, 32, r->p_holm);
+			f->fld[33] = diff_evidence_name(diff_row_evidence(df, r));
+			f->fld[34] = r->calls > 0 ? "more" : r->calls < 0 ? "fewer" : NULL;
+			f->fld[35] = r->why;
 			csv_record(stdout, f->fld, NGROUP);
 		}
 		free(v);

@@ -47,6 +47,8 @@ struct diff_options {
 	uint32_t kinds;          /* bit per event kind; 0 = every one */
 	double threshold;        /* smallest change called one (fraction) */
 	double alpha;
+	double min_share;        /* smallest added time of one operation
+	                            that matters, as a share of the wall */
 	enum diff_metric metric;
 	int metric_given;
 	double fail_if_slower;   /* fraction; < 0 = not given */
@@ -83,8 +85,17 @@ struct diff_row {
 	double ratio;            /* median after / median before */
 	struct diff_test_result test;      /* over the instances */
 	struct diff_test_result runs_test; /* over the runs' totals */
+	double p_holm;           /* the deciding test's p, Holm-adjusted over
+	                            every operation tested; NAN: none */
+	int calls;               /* the count changed beyond the threshold:
+	                            +1 more calls, -1 fewer, else 0 */
 	enum diff_verdict verdict;
+	const char *why;         /* a static sentence: why not faster or
+	                            slower, or what decided; NULL: the rule */
 };
+
+/* What a row's verdict rests on. */
+enum diff_evidence { EV_NONE, EV_INSTANCES, EV_RUNS, EV_COUNT };
 
 /* ---- run-wide figures (summary.c) ---- */
 
@@ -113,6 +124,7 @@ struct diff_check {
 	int pass;
 	int tested;              /* a statistical test took part (else the
 	                            threshold alone decided) */
+	const struct diff_row *row; /* the operation's, NULL for a metric */
 };
 
 /* The context of a comparison: its options, and its results. */
@@ -120,6 +132,11 @@ struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
 	struct agg *agg[2];
 	int runs;                /* both traces have several runs */
+	int64_t resolution;      /* ns: the coarser clock quantum of the two
+	                            traces (1000 for whole microseconds) */
+	size_t family;           /* operations tested: Holm's m */
+	double reference[AGG_NTABLES]; /* ns: what --min-share is a share
+	                            of, per table (match.c) */
 	struct diff_row *rows;
 	size_t nrows, caprows;
 	struct diff_summary_row *summary;
@@ -131,9 +148,12 @@ struct diff {
 
 /* match.c */
 void diff_match(struct diff *df);
-/* The verdict of a row at this threshold (and --alpha). */
+/* The verdict of a row at this threshold (and --alpha, --min-share);
+ * *why (may be NULL) gets the reason when it is not the plain rule. */
 enum diff_verdict diff_row_verdict(const struct diff *df, const struct diff_row *r,
-                                   double threshold);
+                                   double threshold, const char **why);
+enum diff_evidence diff_row_evidence(const struct diff *df, const struct diff_row *r);
+const char *diff_evidence_name(enum diff_evidence e);
 /* summary.c */
 void diff_summarise(struct diff *df);
 const struct diff_summary_row *diff_summary_find(const struct diff *df,
@@ -154,6 +174,9 @@ void diff_free(struct diff *df);
 char *diff_fmt_time(char *buf, size_t n, double ns, int sign);
 /* "3.00x faster", "1.30x slower", "same" (ratio = after / before). */
 char *diff_fmt_change(char *buf, size_t n, double ratio);
+/* A row's change: its median's, or its count's when that changed
+ * ("2.00x more calls"), as the verdict is decided. */
+char *diff_fmt_row_change(char *buf, size_t n, const struct diff_row *r);
 /* "0.0031", "<1e-4", "" for no test. */
 char *diff_fmt_p(char *buf, size_t n, const struct diff_test_result *t);
 /* A metric for people: "wall", "GPU 1 busy", "kernels". */

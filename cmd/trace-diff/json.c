@@ -155,6 +155,12 @@ json_groups(struct diff *df)
 			cmd_jset(o, "p_value", json_p(&r->test));
 			cmd_jset(o, "runs_test", json_test(&r->runs_test));
 			cmd_jset(o, "runs_p_value", json_p(&r->runs_test));
+			cmd_jset(o, "p_holm", jreal(r->p_holm));
+			const char *ev = diff_evidence_name(diff_row_evidence(df, r));
+			cmd_jset(o, "evidence", ev ? json_string(ev) : json_null());
+			cmd_jset(o, "calls", r->calls ? json_string(r->calls > 0 ? "more" : "fewer")
+			                              : json_null());
+			cmd_jset(o, "why", r->why ? json_string(r->why) : json_null());
 			cmd_jappend(arr, o);
 		}
 		free(v);
@@ -194,9 +200,12 @@ diff_json(struct diff *df)
 	cmd_jset(root, "after", json_input(df, 1));
 	cmd_jset(root, "threshold", json_real(opt->threshold));
 	cmd_jset(root, "alpha", json_real(opt->alpha));
+	cmd_jset(root, "min_share", json_real(opt->min_share));
 	cmd_jset(root, "normalize", json_boolean(opt->normalize));
 	cmd_jset(root, "metric", json_string(diff_metric_keys[opt->metric]));
 	cmd_jset(root, "runs", json_boolean(df->runs));
+	cmd_jset(root, "resolution_ns", json_integer(df->resolution));
+	cmd_jset(root, "tested", json_integer((json_int_t)df->family));
 	if (reports & DR_SUMMARY)
 		cmd_jset(root, "summary", json_summary(df));
 	if (reports & DR_GROUPS)

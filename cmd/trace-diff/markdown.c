@@ -80,7 +80,8 @@ md_result(struct diff *df)
 			       ? "slower beyond" : "at most slower by",
 			       (c->limit - 1) * 100, c->kind ? c->kind : "metric");
 			code(c->kind ? diff_line_name(df, c->subject) : c->subject);
-			printf(": %s", diff_fmt_change(b, sizeof(b), c->value));
+			printf(": %s", c->row ? diff_fmt_row_change(b, sizeof(b), c->row)
+			                      : diff_fmt_change(b, sizeof(b), c->value));
 		}
 		putchar('\n');
 	}
@@ -126,8 +127,8 @@ static void
 md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 {
 	char b[64], c[64];
-	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Name |\n");
-	printf("|:--|--:|--:|--:|--:|--:|--:|:--|\n");
+	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Why | Name |\n");
+	printf("|:--|--:|--:|--:|--:|--:|--:|:--|:--|\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct diff_row *r = v[i];
 		int is_changed = r->verdict != V_SAME;
@@ -138,7 +139,7 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 			printf("| **%s** |", diff_verdict_names[r->verdict]);
 		else
 			printf("| %s |", diff_verdict_names[r->verdict]);
-		printf(" %s | %s |", diff_fmt_change(b, sizeof(b), r->ratio),
+		printf(" %s | %s |", diff_fmt_row_change(b, sizeof(b), r),
 		       diff_fmt_time(c, sizeof(c), (double)r->delta, 1));
 		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
 		if (c0 == c1)
@@ -147,7 +148,7 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 			printf(" %" PRIu64 " → %" PRIu64 " |", c0, c1);
 		printf(" %s |", s0->present ? diff_fmt_time(b, sizeof(b), s0->s.p50, 0) : "-");
 		printf(" %s |", s1->present ? diff_fmt_time(b, sizeof(b), s1->s.p50, 0) : "-");
-		printf(" %s | ", diff_fmt_p(b, sizeof(b), &r->test));
+		printf(" %s | %s | ", diff_fmt_p(b, sizeof(b), &r->test), r->why ? r->why : "");
 		if (*r->domain) {
 			cell(r->domain);
 			putchar(' ');

@@ -83,13 +83,23 @@ text_header(struct diff *df)
 		printf("%-8sbefore: %s\n", "Command", *c0 ? c0 : "(none)");
 		printf("%-8safter:  %s\n", "", *c1 ? c1 : "(none)");
 	}
-	printf("%-8sfaster or slower: the median changes by more than %g%% and "
-	       "Mann-Whitney U over the instances gives p < %g", "Rule",
-	       df->opt->threshold * 100, df->opt->alpha);
+	printf("%-8sfaster or slower: the median (the time in all when the count changes) "
+	       "moves by more than %g%%, by at least %g%% of its kind's time, and ",
+	       "Rule", df->opt->threshold * 100, df->opt->min_share * 100);
 	if (df->runs)
-		printf(", and so does Welch's t over the %u and %u runs",
-		       agg_run(df->agg[0])->runs_seen, agg_run(df->agg[1])->runs_seen);
-	printf("\n");
+		printf("Welch's t over the %u and %u runs gives p < %g", agg_run(df->agg[0])->runs_seen,
+		       agg_run(df->agg[1])->runs_seen, df->opt->alpha);
+	else
+		printf("Mann-Whitney U over the instances gives p < %g", df->opt->alpha);
+	printf(", Holm-adjusted over the %zu operations tested\n", df->family);
+	if (df->resolution > 1)
+		printf("%-8sdurations in whole %s: a median must move by more than one tick\n",
+		       "Clock", df->resolution == 1000 ? "microseconds" : df->resolution == 100
+		       ? "100 ns" : "10 ns");
+	if (!df->runs)
+		printf("%-8sone run per side: instances of one run do not show the run-to-run "
+		       "spread, and the wall time is not tested; more runs "
+		       "(trace-record -r N) would tell\n", "Runs");
 }
 
 /* ---- summary -------------------------------------------------------------------- */
@@ -159,7 +169,7 @@ text_summary(struct diff *df)
 
 enum {
 	C_VERDICT, C_CHANGE, C_DELTA, C_COUNT, C_TOTAL0, C_TOTAL1, C_MED0, C_MED1,
-	C_P950, C_P951, C_P, C_KIND, C_DOMAIN, C_NAME, C_NCOLS
+	C_P950, C_P951, C_P, C_WHY, C_KIND, C_DOMAIN, C_NAME, C_NCOLS
 };
 
 static void
@@ -179,7 +189,7 @@ text_table(struct diff *df, enum agg_table tb)
 		{ "Verdict", 1 }, { "Change", 0 }, { "Delta", 0 }, { "Count", 0 },
 		{ "Total before", 0 }, { "Total after", 0 }, { "Median before", 0 },
 		{ "Median after", 0 }, { "P95 before", 0 }, { "P95 after", 0 },
-		{ "p", 0 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
+		{ "p", 0 }, { "Why", 1 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
 	};
 	size_t shown, all;
 	struct diff_row **v = diff_table_rows(df, tb, &shown, &all);
@@ -214,7 +224,7 @@ text_table(struct diff *df, enum agg_table tb)
 		const struct diff_side *s0 = &r->side[0], *s1 = &r->side[1];
 		table_row(&t);
 		table_set(&t, C_VERDICT, "%s", diff_verdict_names[r->verdict]);
-		table_set(&t, C_CHANGE, "%s", diff_fmt_change(b, sizeof(b), r->ratio));
+		table_set(&t, C_CHANGE, "%s", diff_fmt_row_change(b, sizeof(b), r));
 		table_set(&t, C_DELTA, "%s", diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
 		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
 		if (c0 == c1)
@@ -228,6 +238,8 @@ text_table(struct diff *df, enum agg_table tb)
 		cell_time(&t, C_P950, s0, s0->s.p95);
 		cell_time(&t, C_P951, s1, s1->s.p95);
 		table_set(&t, C_P, "%s", diff_fmt_p(b, sizeof(b), &r->test));
+		if (r->why)
+			table_set(&t, C_WHY, "%s", r->why);
 		if (r->kind == TK_ASYNC_RANGE)
 			table_set(&t, C_KIND, "async");
 		if (*r->domain)
@@ -278,6 +290,11 @@ text_result(struct diff *df)
 			       c->pass ? "pass" : "FAIL", (c->limit - 1) * 100,
 			       c->kind ? c->kind : "", c->kind ? " " : "", what,
 			       diff_fmt_change(b, sizeof(b), c->value));
+		} else if (c->row && c->row->calls) {
+			const struct diff_row *r = c->row;
+			printf("  FAIL  %s calls: %s %s %" PRIu64 " -> %" PRIu64 " (%s)\n",
+			       r->calls > 0 ? "more" : "fewer", c->kind, what, r->side[0].s.count,
+			       r->side[1].s.count, diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
 		} else {
 			char p[32] = "";
 			if (c->tested)
