@@ -2,7 +2,8 @@
 /*
  * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
  * status), match.c (operations of the two traces matched and
- * tested), summary.c (the run-wide figures), gate.c (what
+ * tested), summary.c (the run-wide figures), guard.c (differences of
+ * setup worth a warning), gate.c (what
  * decides the exit status), common.c (units, names, order), and
  * one file per output format.  Both traces are aggregated by
  * analysis/aggregate.h exactly as trace-stats does, so every figure agrees with
@@ -127,6 +128,17 @@ struct diff_check {
 	const struct diff_row *row; /* the operation's, NULL for a metric */
 };
 
+/* ---- guard rails (guard.c) ---- */
+
+/* The two traces differ in what makes a comparison fair. */
+struct diff_warning {
+	const char *field;       /* JSON key: "gpu_model", "gpu_count",
+	                            "world_size", "cuda_driver",
+	                            "cuda_runtime", "command" */
+	const char *what;        /* for people: "GPU model" */
+	char *before, *after;
+};
+
 /* The context of a comparison: its options, and its results. */
 struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
@@ -143,6 +155,8 @@ struct diff {
 	size_t nsummary, capsummary;
 	struct diff_check *checks;
 	size_t nchecks, capchecks;
+	struct diff_warning *warnings;
+	size_t nwarnings, capwarnings;
 	int regression;          /* the exit status is 1 */
 };
 
@@ -154,6 +168,12 @@ enum diff_verdict diff_row_verdict(const struct diff *df, const struct diff_row 
                                    double threshold, const char **why);
 enum diff_evidence diff_row_evidence(const struct diff *df, const struct diff_row *r);
 const char *diff_evidence_name(enum diff_evidence e);
+/* guard.c: fills warnings */
+void diff_guard(struct diff *df);
+/* A trace's metadata value, or NULL; its command (metadata, else its
+ * first process's; "" when none). */
+const char *diff_meta(struct agg *a, const char *key);
+const char *diff_command(struct agg *a);
 /* summary.c */
 void diff_summarise(struct diff *df);
 const struct diff_summary_row *diff_summary_find(const struct diff *df,

@@ -206,6 +206,16 @@ diff_json(struct diff *df)
 	cmd_jset(root, "runs", json_boolean(df->runs));
 	cmd_jset(root, "resolution_ns", json_integer(df->resolution));
 	cmd_jset(root, "tested", json_integer((json_int_t)df->family));
+	json_t *warnings = json_array();
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		json_t *o = json_object();
+		cmd_jset(o, "field", json_string(w->field));
+		cmd_jset(o, "before", cmd_jstr(w->before));
+		cmd_jset(o, "after", cmd_jstr(w->after));
+		cmd_jappend(warnings, o);
+	}
+	cmd_jset(root, "warnings", warnings);
 	if (reports & DR_SUMMARY)
 		cmd_jset(root, "summary", json_summary(df));
 	if (reports & DR_GROUPS)

@@ -205,6 +205,14 @@ diff_markdown(struct diff *df)
 	code(cmd_display_path(df->opt->paths[1]));
 	printf("\n\n");
 	md_result(df);
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		printf("> **Warning:** the traces differ in %s: ", w->what);
+		code(w->before);
+		printf(" vs ");
+		code(w->after);
+		printf("\n%s", i + 1 == df->nwarnings ? "\n" : ">\n");
+	}
 	if (reports & DR_SUMMARY)
 		md_summary(df);
 	if (reports & DR_GROUPS)

@@ -359,6 +359,11 @@ diff_free(struct diff *df)
 	for (size_t i = 0; i < df->nchecks; i++)
 		free(df->checks[i].subject);
 	free(df->checks);
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		free(df->warnings[i].before);
+		free(df->warnings[i].after);
+	}
+	free(df->warnings);
 	for (int s = 0; s < 2; s++)
 		agg_free(df->agg[s]);
 	memset(df, 0, sizeof(*df));

@@ -21,29 +21,6 @@ section(const char *title)
 	printf("\n%s\n", title);
 }
 
-static const char *
-meta(struct agg *a, const char *key)
-{
-	const struct agg_run *run = agg_run(a);
-	for (size_t i = 0; i < run->nmeta; i++)
-		if (strcmp(run->meta[i].key, key) == 0)
-			return run->meta[i].value;
-	return NULL;
-}
-
-/* The command of a trace: its metadata, else its first process's. */
-static const char *
-command(struct agg *a)
-{
-	const char *c = meta(a, "command");
-	if (c)
-		return c;
-	for (size_t i = 0; i < agg_nprocesses(a); i++)
-		if (*agg_process(a, i)->command)
-			return agg_process(a, i)->command;
-	return "";
-}
-
 static void
 text_input(struct diff *df, int side)
 {
@@ -55,12 +32,12 @@ text_input(struct diff *df, int side)
 	       diff_fmt_time(b, sizeof(b), (double)agg_wall(a), 0), run->events);
 	if (run->runs_seen)
 		printf(", %u runs", run->runs_seen);
-	const char *label = meta(a, "label");
+	const char *label = diff_meta(a, "label");
 	if (label)
 		printf(", label %s", label);
-	const char *commit = meta(a, "git.commit"), *branch = meta(a, "git.branch");
+	const char *commit = diff_meta(a, "git.commit"), *branch = diff_meta(a, "git.branch");
 	if (commit || branch) {
-		const char *dirty = meta(a, "git.dirty");
+		const char *dirty = diff_meta(a, "git.dirty");
 		printf(", git %s%s%.12s%s", branch ? branch : "", branch && commit ? "@" : "",
 		       commit ? commit : "", dirty && strcmp(dirty, "1") == 0 ? " (dirty)" : "");
 	}
@@ -75,7 +52,7 @@ text_header(struct diff *df)
 {
 	text_input(df, 0);
 	text_input(df, 1);
-	const char *c0 = command(df->agg[0]), *c1 = command(df->agg[1]);
+	const char *c0 = diff_command(df->agg[0]), *c1 = diff_command(df->agg[1]);
 	if (strcmp(c0, c1) == 0) {
 		if (*c0)
 			printf("%-8s%s\n", "Command", c0);
@@ -96,6 +73,11 @@ text_header(struct diff *df)
 		printf("%-8sdurations in whole %s: a median must move by more than one tick\n",
 		       "Clock", df->resolution == 1000 ? "microseconds" : df->resolution == 100
 		       ? "100 ns" : "10 ns");
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		printf("%-8sthe traces differ in %s: %s vs %s\n", "Warning", w->what, w->before,
+		       w->after);
+	}
 	if (!df->runs)
 		printf("%-8sone run per side: instances of one run do not show the run-to-run "
 		       "spread, and the wall time is not tested; more runs "

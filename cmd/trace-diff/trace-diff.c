@@ -453,6 +453,7 @@ compare(struct diff *df)
 		return -1;
 	diff_match(df);
 	diff_summarise(df);
+	diff_guard(df);
 	if (diff_gate(df) < 0)
 		return -1;
 	return df->regression ? 1 : 0;

@@ -132,3 +132,58 @@ PY
 	run -0 trace-diff --json "$B" "$A"
 	jq -e '[.groups[] | select(.before and .after) | .evidence] | unique == ["runs"]' <<< "$output"
 }
+
+@test "guard rails: a warning for each difference of GPU model, GPU count, world size, CUDA versions, command" {
+	d=$BATS_TEST_TMPDIR
+	python3 "$FT" kernel:k:1000x10 > "$d/base.jsonl"
+	# a side's setup: GPU name, a second busy GPU or not, metadata
+	side() {
+		local name=$1 second=$2 world=$3 driver=$4 runtime=$5 cmd=$6
+		sed "s/\"name\": \"GPU\"/\"name\": \"$name\"/" "$d/base.jsonl"
+		if [ "$second" = 1 ]; then
+			echo '{"def": "device", "ref": "d2", "index": 1, "name": "'"$name"'"}'
+			echo '{"def": "stream", "ref": "s2", "process": "p", "device": "d2", "stream": 9, "context": 2}'
+			echo '{"kind": "kernel", "track": "s2", "ts": 1000000, "dur": 1000, "name": "k"}'
+		fi
+		printf '{"meta": "%s", "value": "%s"}\n' distributedInfo.world_size "$world" \
+			cuda.driver "$driver" cuda_runtime_version "$runtime" command "$cmd"
+	}
+	side "NVIDIA A100" 0 8 12.2 12010 "python3 train.py" | mktrace > "$d/b.tkt"
+	side "NVIDIA A100" 0 8 12.2 12010 "python3 train.py" | mktrace > "$d/same.tkt"
+	side "Tesla V100" 1 2 13.0 12080 "python3 train.py --fast" | mktrace > "$d/a.tkt"
+	run -0 trace-diff --json "$d/b.tkt" "$d/same.tkt"
+	assert_eq "$(jq -c .warnings <<< "$output")" "[]"
+	run trace-diff --json "$d/b.tkt" "$d/a.tkt"
+	assert_eq "$(jq -c '[.warnings[] | [.field, .before, .after]]' <<< "$output")" \
+		'[["gpu_model","NVIDIA A100","Tesla V100"],["gpu_count","1","2"],["world_size","8","2"],["cuda_driver","12.2","13.0"],["cuda_runtime","12010","12080"],["command","python3 train.py","python3 train.py --fast"]]'
+	run trace-diff "$d/b.tkt" "$d/a.tkt"
+	[[ "$output" == *$'\nWarning the traces differ in GPU model: NVIDIA A100 vs Tesla V100\nWarning the traces differ in GPU count: 1 vs 2\nWarning the traces differ in world size: 8 vs 2\n'* ]]
+	run trace-diff --markdown "$d/b.tkt" "$d/a.tkt"
+	[[ "$output" == *'> **Warning:** the traces differ in CUDA driver: `12.2` vs `13.0`'* ]]
+	# what only one side records is no difference
+	side "NVIDIA A100" 0 8 12.2 12010 "python3 train.py" | grep -v world_size | mktrace > "$d/c.tkt"
+	run -0 trace-diff --json "$d/b.tkt" "$d/c.tkt"
+	assert_eq "$(jq -c .warnings <<< "$output")" "[]"
+}
+
+@test "real traces: HTA's control/test pair warns of A100 vs V100 and world size 8 vs 2" {
+	command -v trace-import > /dev/null || skip "trace-import is not built"
+	under_valgrind && skip "34 MB of JSON: too slow under valgrind"
+	d=$BATS_TEST_TMPDIR
+	shared_data hta/trace_diff/control/control.json.gz ctl
+	shared_data hta/trace_diff/test/test.json.gz tst
+	trace-import -o "$d/c.tkt" "$ctl"
+	trace-import -o "$d/t.tkt" "$tst"
+	# what the source JSON says, read by Python
+	want=$(python3 - "$ctl" "$tst" <<'PY'
+import gzip, json, sys
+out = []
+for p in sys.argv[1:]:
+    j = json.load(gzip.open(p))
+    out.append((j["deviceProperties"][0]["name"], str(j["distributedInfo"]["world_size"])))
+print(json.dumps([["gpu_model", out[0][0], out[1][0]], ["world_size", out[0][1], out[1][1]]], separators=(",", ":")))
+PY
+)
+	run trace-diff --json --kind kernel "$d/c.tkt" "$d/t.tkt"
+	assert_eq "$(jq -c '[.warnings[] | [.field, .before, .after]]' <<< "$output")" "$want"
+}
