@@ -100,6 +100,26 @@ csv_summary(struct diff *df, struct fields *f)
 	}
 }
 
+static void
+csv_explain(struct diff *df, struct fields *f)
+{
+	static const char *const header[] = {
+		"report", "part", "before_ns", "after_ns", "delta_ns", "share_pct",
+	};
+	csv_record(stdout, header, 6);
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		memset(f->fld, 0, sizeof(f->fld));
+		f->fld[0] = "explain";
+		f->fld[1] = diff_part_keys[p->part];
+		setf(f, 2, "%lld", cmd_ns_int(p->v[0]));
+		setf(f, 3, "%lld", cmd_ns_int(p->v[1]));
+		setf(f, 4, "%lld", cmd_ns_int(p->v[1] - p->v[0]));
+		set_real(f, 5, diff_part_share(df, p));
+		csv_record(stdout, f->fld, 6);
+	}
+}
+
 static const char *const group_header[] = {
 	"report", "kind", "domain", "name", "verdict", "count_before", "count_after",
 	"total_before_ns", "total_after_ns", "delta_ns", "mean_before_ns",
@@ -165,10 +185,21 @@ diff_csv(struct diff *df)
 {
 	unsigned reports = df->opt->reports ? df->opt->reports : DR_GROUPS;
 	struct fields f;
-	if (reports & DR_SUMMARY)
+	/* one table per report, an empty line between two */
+	int first = 1;
+	if (reports & DR_SUMMARY) {
 		csv_summary(df, &f);
-	if ((reports & DR_SUMMARY) && (reports & DR_GROUPS))
-		putchar('\n');
-	if (reports & DR_GROUPS)
+		first = 0;
+	}
+	if (reports & DR_EXPLAIN) {
+		if (!first)
+			putchar('\n');
+		csv_explain(df, &f);
+		first = 0;
+	}
+	if (reports & DR_GROUPS) {
+		if (!first)
+			putchar('\n');
 		csv_groups(df, &f);
+	}
 }

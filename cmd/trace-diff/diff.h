@@ -2,7 +2,8 @@
 /*
  * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
  * status), match.c (operations of the two traces matched and
- * tested), summary.c (the run-wide figures), guard.c (differences of
+ * tested), summary.c (the run-wide figures), explain.c (the wall's
+ * change split over kernels, copies, API, idle), guard.c (differences of
  * setup worth a warning), gate.c (what
  * decides the exit status), common.c (units, names, order), and
  * one file per output format.  Both traces are aggregated by
@@ -27,6 +28,7 @@ enum diff_format { DF_TEXT, DF_CSV, DF_JSON, DF_MARKDOWN };
 /* Reports (bits). */
 #define DR_SUMMARY 1u
 #define DR_GROUPS 2u
+#define DR_EXPLAIN 4u
 
 /* Run-wide figures.  The first DM_NGATE are times: --metric chooses one
  * for --fail-if-slower and --expect-speedup. */
@@ -139,6 +141,17 @@ struct diff_warning {
 	char *before, *after;
 };
 
+/* ---- what explains the change (explain.c) ---- */
+
+enum diff_part_kind { DP_KERNELS, DP_COMM, DP_COPIES, DP_API, DP_IDLE, DP_NPARTS };
+extern const char *const diff_part_keys[DP_NPARTS];   /* JSON, CSV */
+extern const char *const diff_part_labels[DP_NPARTS]; /* people */
+
+struct diff_part {
+	enum diff_part_kind part;
+	double v[2];             /* ns, before and after */
+};
+
 /* The context of a comparison: its options, and its results. */
 struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
@@ -157,6 +170,9 @@ struct diff {
 	size_t nchecks, capchecks;
 	struct diff_warning *warnings;
 	size_t nwarnings, capwarnings;
+	struct diff_part parts[DP_NPARTS]; /* largest change first */
+	size_t nparts;
+	double wall_delta;       /* ns, after - before */
 	int regression;          /* the exit status is 1 */
 };
 
@@ -168,6 +184,10 @@ enum diff_verdict diff_row_verdict(const struct diff *df, const struct diff_row 
                                    double threshold, const char **why);
 enum diff_evidence diff_row_evidence(const struct diff *df, const struct diff_row *r);
 const char *diff_evidence_name(enum diff_evidence e);
+/* explain.c: fills parts; a part's change as a percentage of the
+ * wall's (NAN when the wall did not change) */
+void diff_explain(struct diff *df);
+double diff_part_share(const struct diff *df, const struct diff_part *p);
 /* guard.c: fills warnings */
 void diff_guard(struct diff *df);
 /* A trace's metadata value, or NULL; its command (metadata, else its

@@ -98,6 +98,23 @@ json_summary(struct diff *df)
 }
 
 static json_t *
+json_explain(struct diff *df)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		json_t *o = json_object();
+		cmd_jset(o, "part", json_string(diff_part_keys[p->part]));
+		cmd_jset(o, "before_ns", jns(p->v[0]));
+		cmd_jset(o, "after_ns", jns(p->v[1]));
+		cmd_jset(o, "delta_ns", jns(p->v[1] - p->v[0]));
+		cmd_jset(o, "share_pct", jreal(diff_part_share(df, p)));
+		cmd_jappend(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
 json_side(const struct diff *df, const struct diff_row *r, int side)
 {
 	const struct diff_side *d = &r->side[side];
@@ -193,7 +210,7 @@ void
 diff_json(struct diff *df)
 {
 	const struct diff_options *opt = df->opt;
-	unsigned reports = opt->reports ? opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = opt->reports ? opt->reports : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	json_t *root = json_object();
 	cmd_jset(root, "schema", json_string("tracekit-diff/1"));
 	cmd_jset(root, "before", json_input(df, 0));
@@ -218,6 +235,8 @@ diff_json(struct diff *df)
 	cmd_jset(root, "warnings", warnings);
 	if (reports & DR_SUMMARY)
 		cmd_jset(root, "summary", json_summary(df));
+	if (reports & DR_EXPLAIN)
+		cmd_jset(root, "explain", json_explain(df));
 	if (reports & DR_GROUPS)
 		cmd_jset(root, "groups", json_groups(df));
 	cmd_jset(root, "result", json_result(df));

@@ -159,6 +159,31 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 }
 
 static void
+md_explain(struct diff *df)
+{
+	char b[64];
+	if (!df->nparts)
+		return;
+	printf("What explains the wall's change (%s; the parts overlap):\n\n",
+	       diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	printf("| Part | Before | After | Δ | Of wall Δ |\n");
+	printf("|:--|--:|--:|--:|--:|\n");
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		printf("| %s |", diff_part_labels[p->part]);
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[0], 0));
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[1], 0));
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[1] - p->v[0], 1));
+		double share = diff_part_share(df, p);
+		if (isfinite(share))
+			printf(" %+.1f %% |\n", share);
+		else
+			printf("  |\n");
+	}
+	putchar('\n');
+}
+
+static void
 md_table(struct diff *df, enum agg_table t)
 {
 	size_t shown, all;
@@ -198,7 +223,8 @@ md_table(struct diff *df, enum agg_table t)
 void
 diff_markdown(struct diff *df)
 {
-	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports
+	                                    : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	printf("### trace-diff: ");
 	code(cmd_display_path(df->opt->paths[0]));
 	printf(" → ");
@@ -215,6 +241,8 @@ diff_markdown(struct diff *df)
 	}
 	if (reports & DR_SUMMARY)
 		md_summary(df);
+	if (reports & DR_EXPLAIN)
+		md_explain(df);
 	if (reports & DR_GROUPS)
 		for (int t = 0; t < AGG_NTABLES; t++)
 			md_table(df, (enum agg_table)t);

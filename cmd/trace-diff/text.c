@@ -147,6 +147,40 @@ text_summary(struct diff *df)
 	table_free(&t);
 }
 
+/* ---- explanation --------------------------------------------------------------- */
+
+static void
+text_explain(struct diff *df)
+{
+	static const struct table_col cols[] = {
+		{ "Part", 1 }, { "Before", 0 }, { "After", 0 }, { "Delta", 0 },
+		{ "Of wall delta", 0 },
+	};
+	if (!df->nparts)
+		return;
+	struct table t;
+	table_init(&t, cols, 5);
+	char b[64];
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		table_row(&t);
+		table_set(&t, 0, "%s", diff_part_labels[p->part]);
+		table_set(&t, 1, "%s", diff_fmt_time(b, sizeof(b), p->v[0], 0));
+		table_set(&t, 2, "%s", diff_fmt_time(b, sizeof(b), p->v[1], 0));
+		table_set(&t, 3, "%s", diff_fmt_time(b, sizeof(b), p->v[1] - p->v[0], 1));
+		double share = diff_part_share(df, p);
+		if (isfinite(share))
+			table_set(&t, 4, "%+.1f%%", share);
+	}
+	char title[160];
+	snprintf(title, sizeof(title), "Explanation: wall %s, largest part first (parts overlap: "
+	         "they explain the change, they need not add up to it)",
+	         diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	section(title);
+	table_print(&t, stdout, "  ");
+	table_free(&t);
+}
+
 /* ---- operations ------------------------------------------------------------------ */
 
 enum {
@@ -291,10 +325,13 @@ text_result(struct diff *df)
 void
 diff_text(struct diff *df)
 {
-	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports
+	                                    : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	text_header(df);
 	if (reports & DR_SUMMARY)
 		text_summary(df);
+	if (reports & DR_EXPLAIN)
+		text_explain(df);
 	if (reports & DR_GROUPS)
 		for (int t = 0; t < AGG_NTABLES; t++)
 			text_table(df, (enum agg_table)t);

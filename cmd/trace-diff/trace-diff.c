@@ -32,7 +32,7 @@ usage(void)
 	       "  -j, --json             one JSON object; times in integer ns\n"
 	       "  -m, --markdown         Markdown, for pull-request comments\n"
 	       "  -q, --quiet            print nothing: the exit status tells\n"
-	       "  -r, --report LIST      summary,groups (default both; CSV: groups)\n"
+	       "  -r, --report LIST      summary,explain,groups (default all; CSV: groups)\n"
 	       "  -n, --top N            at most N rows per table\n"
 	       "      --full-names       never shorten names in text and Markdown\n"
 	       "Matching:\n"
@@ -88,16 +88,18 @@ parse_reports(const char *s)
 			mask |= DR_SUMMARY;
 		else if (strcmp(t, "groups") == 0)
 			mask |= DR_GROUPS;
+		else if (strcmp(t, "explain") == 0)
+			mask |= DR_EXPLAIN;
 		else if (strcmp(t, "all") == 0)
-			mask |= DR_SUMMARY | DR_GROUPS;
+			mask |= DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 		else {
 			free(copy);
-			cmd_usage_error("invalid --report '%s' (summary, groups or all)", s);
+			cmd_usage_error("invalid --report '%s' (summary, explain, groups or all)", s);
 		}
 	}
 	free(copy);
 	if (!mask)
-		cmd_usage_error("invalid --report '%s' (summary, groups or all)", s);
+		cmd_usage_error("invalid --report '%s' (summary, explain, groups or all)", s);
 	return mask;
 }
 
@@ -453,6 +455,7 @@ compare(struct diff *df)
 		return -1;
 	diff_match(df);
 	diff_summarise(df);
+	diff_explain(df);
 	diff_guard(df);
 	if (diff_gate(df) < 0)
 		return -1;

@@ -187,3 +187,34 @@ PY
 	run trace-diff --json --kind kernel "$d/c.tkt" "$d/t.tkt"
 	assert_eq "$(jq -c '[.warnings[] | [.field, .before, .after]]' <<< "$output")" "$want"
 }
+
+@test "explanation: the wall's change split over kernels, communication, API and GPU idle, largest first" {
+	# kernels end to end on one GPU from 1 ms, API calls on the CPU, the
+	# wall set by a mark: every part follows from the durations
+	B=$(trace b.tkt --span 50000 kernel:gemm:1000x10 kernel:ncclAllReduce:2000x5 api:cudaLaunchKernel:500x15)
+	A=$(trace a.tkt --span 60000 kernel:gemm:1500x10 kernel:ncclAllReduce:2000x5 api:cudaLaunchKernel:500x15)
+	want=$(python3 - <<'PY'
+import json
+wall = (50000, 60000)
+gemm, nccl, api = (10 * 1000, 10 * 1500), (5 * 2000, 5 * 2000), (15 * 500, 15 * 500)
+idle = tuple(w - g - n for w, g, n in zip(wall, gemm, nccl))
+parts = [("kernels", gemm), ("communication", nccl), ("api", api), ("gpu_idle", idle)]
+order = ["kernels", "communication", "copies", "api", "gpu_idle"]
+parts.sort(key=lambda p: (-abs(p[1][1] - p[1][0]), order.index(p[0])))
+dw = wall[1] - wall[0]
+print(json.dumps([{"part": k, "before_ns": v[0], "after_ns": v[1], "delta_ns": v[1] - v[0],
+                   "share_pct": (v[1] - v[0]) / dw * 100} for k, v in parts],
+                 separators=(",", ":")))
+PY
+)
+	run trace-diff --json "$B" "$A"
+	assert_eq "$(jq -c '.explain | map(.share_pct |= (. * 1000 | round / 1000))' <<< "$output")" \
+		"$(jq -c 'map(.share_pct |= (. * 1000 | round / 1000))' <<< "$want")"
+	run trace-diff "$B" "$A"
+	[[ "$output" == *$'\nExplanation: wall +10.000 us, largest part first'*$'\n  compute kernels  '*'+5.000 us  '*$'+50.0%\n  GPU idle  '* ]]
+	run trace-diff --csv --report explain "$B" "$A"
+	assert_eq "${lines[0]}" "report,part,before_ns,after_ns,delta_ns,share_pct"
+	assert_eq "${lines[1]}" "explain,kernels,10000,15000,5000,50"
+	run trace-diff --markdown "$B" "$A"
+	[[ "$output" == *"| compute kernels | 10.000 us | 15.000 us | +5.000 us | +50.0 % |"* ]]
+}

@@ -319,7 +319,7 @@ PY
 	# (the backward pass is slower by the extra launch, immaterially)
 	run -0 trace-diff --json "$B" "$A"
 	assert_eq "$(jq -c 'keys_unsorted' <<< "$output")" \
-		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","groups","result"]'
+		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","explain","groups","result"]'
 	assert_eq "$(jq -r '.schema' <<< "$output")" "tracekit-diff/1"
 	assert_eq "$(jq -c '.before | keys_unsorted' <<< "$output")" \
 		'["input","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
