@@ -166,6 +166,8 @@ results = []  # (section, case, pairs, alarms)
 
 
 def tally(section, case, pairs):
+    if not pairs:
+        return
     n = sum(1 for b, a in pairs if alarms(b, a))
     results.append((section, case, len(pairs), n))
 
@@ -244,7 +246,7 @@ print("calibration: %s, %d seeds (alarm = exit status 1)" % (" ".join(diff), S))
 print("  %-44s %6s %7s %7s  %s" % ("null pairs (unchanged job)", "pairs", "alarms", "rate", "target"))
 for _, case, n, a in null:
     print("  %-44s %6d %7d %6.1f%%  <= 1%%" % (case, n, a, 100.0 * a / n))
-print("  %-44s %6d %7d %6.1f%%  <= 1%%  %s" % ("all null pairs", np_, na, 100.0 * na / np_,
+print("  %-44s %6d %7d %6.1f%%  <= 1%%  %s" % ("all null pairs", np_, na, 100.0 * na / max(np_, 1),
                                                "ok" if na <= 0.01 * np_ else "MISSED"))
 print("  %-44s %6s %7s %7s  %s" % ("planted regressions", "pairs", "found", "rate", "target"))
 for _, case, n, a in (r for r in results if r[0] == "planted"):
