@@ -169,6 +169,7 @@ PY
 @test "real traces: HTA's control/test pair warns of A100 vs V100 and world size 8 vs 2" {
 	command -v trace-import > /dev/null || skip "trace-import is not built"
 	under_valgrind && skip "34 MB of JSON: too slow under valgrind"
+	under_sanitizers && skip "34 MB of JSON: slow under the sanitizers (trace-diff.bats reads it)"
 	d=$BATS_TEST_TMPDIR
 	shared_data hta/trace_diff/control/control.json.gz ctl
 	shared_data hta/trace_diff/test/test.json.gz tst

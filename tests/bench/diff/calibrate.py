@@ -202,8 +202,9 @@ rec = []
 loop = 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done; sh -c :; sh -c :'
 for s in range(min(S, 10) + 1):
     out = os.path.join(tmp, "rec%d.tkt" % s)
-    run(["trace-record", "-o", out, "--", "sh", "-c", loop], stderr=subprocess.DEVNULL)
-    rec.append(out)
+    if run(["trace-record", "-o", out, "--", "sh", "-c", loop], stderr=subprocess.DEVNULL) == 0 \
+            and os.path.exists(out):
+        rec.append(out)
 tally("null", "trace-record, same loop", list(zip(rec, rec[1:])))
 
 bases = []
