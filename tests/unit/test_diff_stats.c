@@ -384,6 +384,8 @@ TEST(verdict_rule)
 	CHECK(diff_decide(1.30, th, a, 0.02, 1, -1, 0) == V_UNSURE);
 	CHECK(diff_decide(1.30, th, a, 0.01, 1, -1, 0) == V_UNSURE);
 	CHECK(diff_decide(1.30, th, a, 1e-6, -1, -1, 0) == V_UNSURE);
+	/* the level is alpha's (the run-wide figures of repeated runs) */
+	CHECK(diff_decide(1.30, th, 0.05, 0.02, 1, -1, 0) == V_SLOWER);
 	/* a runs' test must agree too */
 	CHECK(diff_decide(1.30, th, a, 1e-6, 1, 1e-4, 1) == V_SLOWER);
 	CHECK(diff_decide(1.30, th, a, 1e-6, 1, 0.2, 1) == V_UNSURE);
