@@ -406,6 +406,45 @@ diff_mwu_any(int64_t *x, size_t nx, int64_t *y, size_t ny, int64_t *scratch,
 	return mwu_finish(nx, ny, &k, NULL, 0, r);
 }
 
+/* ---- Holm ------------------------------------------------------------------------ */
+
+struct ranked {
+	double p;
+	size_t i;
+};
+
+static int
+cmp_ranked(const void *x, const void *y)
+{
+	const struct ranked *a = x, *b = y;
+	if (a->p != b->p)
+		return a->p < b->p ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+int
+diff_holm(double *p, size_t m)
+{
+	if (m == 0)
+		return 0;
+	struct ranked *r = malloc(m * sizeof(*r));
+	if (!r)
+		return -1;
+	for (size_t i = 0; i < m; i++)
+		r[i] = (struct ranked){ p[i], i };
+	qsort(r, m, sizeof(*r), cmp_ranked);
+	double run = 0;
+	for (size_t j = 0; j < m; j++) {
+		double q = (double)(m - j) * r[j].p;
+		q = q < 1 ? q : 1;
+		/* step-down: never below the adjusted p of a smaller one */
+		run = q > run ? q : run;
+		p[r[j].i] = run;
+	}
+	free(r);
+	return 0;
+}
+
 /* ---- verdicts --------------------------------------------------------------------- */
 
 enum diff_verdict

@@ -85,6 +85,14 @@ enum diff_verdict diff_decide(double ratio, double threshold, double alpha,
                               double p, int direction, double p_runs,
                               int runs_direction);
 
+/* Holm's step-down adjustment of m p-values, in place: p[i] becomes
+ * the smallest family-wise level at which hypothesis i is rejected,
+ * max over j <= rank(i) of min(1, (m - j + 1) * p_(j)).  Rejecting
+ * where the adjusted p < alpha keeps the chance of any false rejection
+ * at most alpha, whatever the dependence between the tests.  -1 when
+ * out of memory. */
+int diff_holm(double *p, size_t m);
+
 /* Sort n int64 values ascending (least-significant-digit radix sort,
  * O(n)).  `scratch` has room for n values, or is NULL to allocate it.
  * -1 when out of memory. */

@@ -59,6 +59,21 @@ diff_fmt_change(char *buf, size_t n, double ratio)
 }
 
 char *
+diff_fmt_row_change(char *buf, size_t n, const struct diff_row *r)
+{
+	if (!r->calls)
+		return diff_fmt_change(buf, n, r->ratio);
+	/* the count decides: say so, so that Change and Delta agree */
+	double calls = (double)r->side[1].s.count / (double)r->side[0].s.count;
+	if (fabs(calls - 1) < 0.1)
+		snprintf(buf, n, "%+.1f%% calls", (calls - 1) * 100);
+	else
+		snprintf(buf, n, "%.2fx %s calls", calls > 1 ? calls : 1 / calls,
+		         calls > 1 ? "more" : "fewer");
+	return buf;
+}
+
+char *
 diff_fmt_p(char *buf, size_t n, const struct diff_test_result *t)
 {
 	if (t->test == TEST_NONE)

@@ -100,6 +100,26 @@ csv_summary(struct diff *df, struct fields *f)
 	}
 }
 
+static void
+csv_explain(struct diff *df, struct fields *f)
+{
+	static const char *const header[] = {
+		"report", "part", "before_ns", "after_ns", "delta_ns", "share_pct",
+	};
+	csv_record(stdout, header, 6);
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		memset(f->fld, 0, sizeof(f->fld));
+		f->fld[0] = "explain";
+		f->fld[1] = diff_part_keys[p->part];
+		setf(f, 2, "%lld", cmd_ns_int(p->v[0]));
+		setf(f, 3, "%lld", cmd_ns_int(p->v[1]));
+		setf(f, 4, "%lld", cmd_ns_int(p->v[1] - p->v[0]));
+		set_real(f, 5, diff_part_share(df, p));
+		csv_record(stdout, f->fld, 6);
+	}
+}
+
 static const char *const group_header[] = {
 	"report", "kind", "domain", "name", "verdict", "count_before", "count_after",
 	"total_before_ns", "total_after_ns", "delta_ns", "mean_before_ns",
@@ -107,7 +127,8 @@ static const char *const group_header[] = {
 	"min_after_ns", "median_before_ns", "median_after_ns", "p95_before_ns",
 	"p95_after_ns", "p99_before_ns", "p99_after_ns", "max_before_ns",
 	"max_after_ns", "ratio", "speedup", "change_pct", "test", "p_value",
-	"runs_p_value", "bytes_before", "bytes_after",
+	"runs_p_value", "bytes_before", "bytes_after", "p_holm", "evidence", "calls",
+	"why",
 };
 #define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
 
@@ -149,6 +170,10 @@ csv_groups(struct diff *df, struct fields *f)
 			f->fld[27] = diff_test_name(r->test.test);
 			set_p(f, 28, &r->test);
 			set_p(f, 29, &r->runs_test);
+			set_real(f, 32, r->p_holm);
+			f->fld[33] = diff_evidence_name(diff_row_evidence(df, r));
+			f->fld[34] = r->calls > 0 ? "more" : r->calls < 0 ? "fewer" : NULL;
+			f->fld[35] = r->why;
 			csv_record(stdout, f->fld, NGROUP);
 		}
 		free(v);
@@ -160,10 +185,21 @@ diff_csv(struct diff *df)
 {
 	unsigned reports = df->opt->reports ? df->opt->reports : DR_GROUPS;
 	struct fields f;
-	if (reports & DR_SUMMARY)
+	/* one table per report, an empty line between two */
+	int first = 1;
+	if (reports & DR_SUMMARY) {
 		csv_summary(df, &f);
-	if ((reports & DR_SUMMARY) && (reports & DR_GROUPS))
-		putchar('\n');
-	if (reports & DR_GROUPS)
+		first = 0;
+	}
+	if (reports & DR_EXPLAIN) {
+		if (!first)
+			putchar('\n');
+		csv_explain(df, &f);
+		first = 0;
+	}
+	if (reports & DR_GROUPS) {
+		if (!first)
+			putchar('\n');
 		csv_groups(df, &f);
+	}
 }

@@ -2,7 +2,9 @@
 /*
  * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
  * status), match.c (operations of the two traces matched and
- * tested), summary.c (the run-wide figures), gate.c (what
+ * tested), summary.c (the run-wide figures), explain.c (the wall's
+ * change split over kernels, copies, API, idle), guard.c (differences of
+ * setup worth a warning), gate.c (what
  * decides the exit status), common.c (units, names, order), and
  * one file per output format.  Both traces are aggregated by
  * analysis/aggregate.h exactly as trace-stats does, so every figure agrees with
@@ -26,6 +28,7 @@ enum diff_format { DF_TEXT, DF_CSV, DF_JSON, DF_MARKDOWN };
 /* Reports (bits). */
 #define DR_SUMMARY 1u
 #define DR_GROUPS 2u
+#define DR_EXPLAIN 4u
 
 /* Run-wide figures.  The first DM_NGATE are times: --metric chooses one
  * for --fail-if-slower and --expect-speedup. */
@@ -47,6 +50,8 @@ struct diff_options {
 	uint32_t kinds;          /* bit per event kind; 0 = every one */
 	double threshold;        /* smallest change called one (fraction) */
 	double alpha;
+	double min_share;        /* smallest added time of one operation
+	                            that matters, as a share of the wall */
 	enum diff_metric metric;
 	int metric_given;
 	double fail_if_slower;   /* fraction; < 0 = not given */
@@ -84,8 +89,17 @@ struct diff_row {
 	double ratio;            /* median after / median before */
 	struct diff_test_result test;      /* over the instances */
 	struct diff_test_result runs_test; /* over the runs' totals */
+	double p_holm;           /* the deciding test's p, Holm-adjusted over
+	                            every operation tested; NAN: none */
+	int calls;               /* the count changed beyond the threshold:
+	                            +1 more calls, -1 fewer, else 0 */
 	enum diff_verdict verdict;
+	const char *why;         /* a static sentence: why not faster or
+	                            slower, or what decided; NULL: the rule */
 };
+
+/* What a row's verdict rests on. */
+enum diff_evidence { EV_NONE, EV_INSTANCES, EV_RUNS, EV_COUNT };
 
 /* ---- run-wide figures (summary.c) ---- */
 
@@ -114,6 +128,29 @@ struct diff_check {
 	int pass;
 	int tested;              /* a statistical test took part (else the
 	                            threshold alone decided) */
+	const struct diff_row *row; /* the operation's, NULL for a metric */
+};
+
+/* ---- guard rails (guard.c) ---- */
+
+/* The two traces differ in what makes a comparison fair. */
+struct diff_warning {
+	const char *field;       /* JSON key: "gpu_model", "gpu_count",
+	                            "world_size", "cuda_driver",
+	                            "cuda_runtime", "command" */
+	const char *what;        /* for people: "GPU model" */
+	char *before, *after;
+};
+
+/* ---- what explains the change (explain.c) ---- */
+
+enum diff_part_kind { DP_KERNELS, DP_COMM, DP_COPIES, DP_API, DP_IDLE, DP_NPARTS };
+extern const char *const diff_part_keys[DP_NPARTS];   /* JSON, CSV */
+extern const char *const diff_part_labels[DP_NPARTS]; /* people */
+
+struct diff_part {
+	enum diff_part_kind part;
+	double v[2];             /* ns, before and after */
 };
 
 /* The context of a comparison: its options, and its results. */
@@ -121,20 +158,43 @@ struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
 	struct agg *agg[2];
 	int runs;                /* both traces have several runs */
+	int64_t resolution;      /* ns: the coarser clock quantum of the two
+	                            traces (1000 for whole microseconds) */
+	size_t family;           /* operations tested: Holm's m */
+	double reference[AGG_NTABLES]; /* ns: what --min-share is a share
+	                            of, per table (match.c) */
 	struct diff_row *rows;
 	size_t nrows, caprows;
 	struct diff_summary_row *summary;
 	size_t nsummary, capsummary;
 	struct diff_check *checks;
 	size_t nchecks, capchecks;
+	struct diff_warning *warnings;
+	size_t nwarnings, capwarnings;
+	struct diff_part parts[DP_NPARTS]; /* largest change first */
+	size_t nparts;
+	double wall_delta;       /* ns, after - before */
 	int regression;          /* the exit status is 1 */
 };
 
 /* match.c */
 void diff_match(struct diff *df);
-/* The verdict of a row at this threshold (and --alpha). */
+/* The verdict of a row at this threshold (and --alpha, --min-share);
+ * *why (may be NULL) gets the reason when it is not the plain rule. */
 enum diff_verdict diff_row_verdict(const struct diff *df, const struct diff_row *r,
-                                   double threshold);
+                                   double threshold, const char **why);
+enum diff_evidence diff_row_evidence(const struct diff *df, const struct diff_row *r);
+const char *diff_evidence_name(enum diff_evidence e);
+/* explain.c: fills parts; a part's change as a percentage of the
+ * wall's (NAN when the wall did not change) */
+void diff_explain(struct diff *df);
+double diff_part_share(const struct diff *df, const struct diff_part *p);
+/* guard.c: fills warnings */
+void diff_guard(struct diff *df);
+/* A trace's metadata value, or NULL; its command (metadata, else its
+ * first process's; "" when none). */
+const char *diff_meta(struct agg *a, const char *key);
+const char *diff_command(struct agg *a);
 /* summary.c */
 void diff_summarise(struct diff *df);
 const struct diff_summary_row *diff_summary_find(const struct diff *df,
@@ -155,6 +215,9 @@ void diff_free(struct diff *df);
 char *diff_fmt_time(char *buf, size_t n, double ns, int sign);
 /* "3.00x faster", "1.30x slower", "same" (ratio = after / before). */
 char *diff_fmt_change(char *buf, size_t n, double ratio);
+/* A row's change: its median's, or its count's when that changed
+ * ("2.00x more calls"), as the verdict is decided. */
+char *diff_fmt_row_change(char *buf, size_t n, const struct diff_row *r);
 /* "0.0031", "<1e-4", "" for no test. */
 char *diff_fmt_p(char *buf, size_t n, const struct diff_test_result *t);
 /* A metric for people: "wall", "GPU 1 busy", "kernels". */

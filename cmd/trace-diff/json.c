@@ -98,6 +98,23 @@ json_summary(struct diff *df)
 }
 
 static json_t *
+json_explain(struct diff *df)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		json_t *o = json_object();
+		cmd_jset(o, "part", json_string(diff_part_keys[p->part]));
+		cmd_jset(o, "before_ns", jns(p->v[0]));
+		cmd_jset(o, "after_ns", jns(p->v[1]));
+		cmd_jset(o, "delta_ns", jns(p->v[1] - p->v[0]));
+		cmd_jset(o, "share_pct", jreal(diff_part_share(df, p)));
+		cmd_jappend(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
 json_side(const struct diff *df, const struct diff_row *r, int side)
 {
 	const struct diff_side *d = &r->side[side];
@@ -155,6 +172,12 @@ json_groups(struct diff *df)
 			cmd_jset(o, "p_value", json_p(&r->test));
 			cmd_jset(o, "runs_test", json_test(&r->runs_test));
 			cmd_jset(o, "runs_p_value", json_p(&r->runs_test));
+			cmd_jset(o, "p_holm", jreal(r->p_holm));
+			const char *ev = diff_evidence_name(diff_row_evidence(df, r));
+			cmd_jset(o, "evidence", ev ? json_string(ev) : json_null());
+			cmd_jset(o, "calls", r->calls ? json_string(r->calls > 0 ? "more" : "fewer")
+			                              : json_null());
+			cmd_jset(o, "why", r->why ? json_string(r->why) : json_null());
 			cmd_jappend(arr, o);
 		}
 		free(v);
@@ -187,18 +210,33 @@ void
 diff_json(struct diff *df)
 {
 	const struct diff_options *opt = df->opt;
-	unsigned reports = opt->reports ? opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = opt->reports ? opt->reports : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	json_t *root = json_object();
 	cmd_jset(root, "schema", json_string("tracekit-diff/1"));
 	cmd_jset(root, "before", json_input(df, 0));
 	cmd_jset(root, "after", json_input(df, 1));
 	cmd_jset(root, "threshold", json_real(opt->threshold));
 	cmd_jset(root, "alpha", json_real(opt->alpha));
+	cmd_jset(root, "min_share", json_real(opt->min_share));
 	cmd_jset(root, "normalize", json_boolean(opt->normalize));
 	cmd_jset(root, "metric", json_string(diff_metric_keys[opt->metric]));
 	cmd_jset(root, "runs", json_boolean(df->runs));
+	cmd_jset(root, "resolution_ns", json_integer(df->resolution));
+	cmd_jset(root, "tested", json_integer((json_int_t)df->family));
+	json_t *warnings = json_array();
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		json_t *o = json_object();
+		cmd_jset(o, "field", json_string(w->field));
+		cmd_jset(o, "before", cmd_jstr(w->before));
+		cmd_jset(o, "after", cmd_jstr(w->after));
+		cmd_jappend(warnings, o);
+	}
+	cmd_jset(root, "warnings", warnings);
 	if (reports & DR_SUMMARY)
 		cmd_jset(root, "summary", json_summary(df));
+	if (reports & DR_EXPLAIN)
+		cmd_jset(root, "explain", json_explain(df));
 	if (reports & DR_GROUPS)
 		cmd_jset(root, "groups", json_groups(df));
 	cmd_jset(root, "result", json_result(df));

@@ -80,7 +80,8 @@ md_result(struct diff *df)
 			       ? "slower beyond" : "at most slower by",
 			       (c->limit - 1) * 100, c->kind ? c->kind : "metric");
 			code(c->kind ? diff_line_name(df, c->subject) : c->subject);
-			printf(": %s", diff_fmt_change(b, sizeof(b), c->value));
+			printf(": %s", c->row ? diff_fmt_row_change(b, sizeof(b), c->row)
+			                      : diff_fmt_change(b, sizeof(b), c->value));
 		}
 		putchar('\n');
 	}
@@ -126,8 +127,8 @@ static void
 md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 {
 	char b[64], c[64];
-	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Name |\n");
-	printf("|:--|--:|--:|--:|--:|--:|--:|:--|\n");
+	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Why | Name |\n");
+	printf("|:--|--:|--:|--:|--:|--:|--:|:--|:--|\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct diff_row *r = v[i];
 		int is_changed = r->verdict != V_SAME;
@@ -138,7 +139,7 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 			printf("| **%s** |", diff_verdict_names[r->verdict]);
 		else
 			printf("| %s |", diff_verdict_names[r->verdict]);
-		printf(" %s | %s |", diff_fmt_change(b, sizeof(b), r->ratio),
+		printf(" %s | %s |", diff_fmt_row_change(b, sizeof(b), r),
 		       diff_fmt_time(c, sizeof(c), (double)r->delta, 1));
 		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
 		if (c0 == c1)
@@ -147,7 +148,7 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 			printf(" %" PRIu64 " → %" PRIu64 " |", c0, c1);
 		printf(" %s |", s0->present ? diff_fmt_time(b, sizeof(b), s0->s.p50, 0) : "-");
 		printf(" %s |", s1->present ? diff_fmt_time(b, sizeof(b), s1->s.p50, 0) : "-");
-		printf(" %s | ", diff_fmt_p(b, sizeof(b), &r->test));
+		printf(" %s | %s | ", diff_fmt_p(b, sizeof(b), &r->test), r->why ? r->why : "");
 		if (*r->domain) {
 			cell(r->domain);
 			putchar(' ');
@@ -155,6 +156,31 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 		code(diff_display_name(df, r->name));
 		printf(" |\n");
 	}
+}
+
+static void
+md_explain(struct diff *df)
+{
+	char b[64];
+	if (!df->nparts)
+		return;
+	printf("What explains the wall's change (%s; the parts overlap):\n\n",
+	       diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	printf("| Part | Before | After | Δ | Of wall Δ |\n");
+	printf("|:--|--:|--:|--:|--:|\n");
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		printf("| %s |", diff_part_labels[p->part]);
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[0], 0));
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[1], 0));
+		printf(" %s |", diff_fmt_time(b, sizeof(b), p->v[1] - p->v[0], 1));
+		double share = diff_part_share(df, p);
+		if (isfinite(share))
+			printf(" %+.1f %% |\n", share);
+		else
+			printf("  |\n");
+	}
+	putchar('\n');
 }
 
 static void
@@ -197,15 +223,26 @@ md_table(struct diff *df, enum agg_table t)
 void
 diff_markdown(struct diff *df)
 {
-	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports
+	                                    : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	printf("### trace-diff: ");
 	code(cmd_display_path(df->opt->paths[0]));
 	printf(" → ");
 	code(cmd_display_path(df->opt->paths[1]));
 	printf("\n\n");
 	md_result(df);
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		printf("> **Warning:** the traces differ in %s: ", w->what);
+		code(w->before);
+		printf(" vs ");
+		code(w->after);
+		printf("\n%s", i + 1 == df->nwarnings ? "\n" : ">\n");
+	}
 	if (reports & DR_SUMMARY)
 		md_summary(df);
+	if (reports & DR_EXPLAIN)
+		md_explain(df);
 	if (reports & DR_GROUPS)
 		for (int t = 0; t < AGG_NTABLES; t++)
 			md_table(df, (enum agg_table)t);

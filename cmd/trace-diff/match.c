@@ -4,7 +4,8 @@
  * and name (normalized with --normalize, several groups of a trace then
  * merging into one row), compared instance by instance with the
  * Mann-Whitney U test and, with several runs on both sides, run by run
- * with Welch's t-test, and given a verdict.
+ * with Welch's t-test, the p-values adjusted by Holm over all of them,
+ * and given a verdict (the rule is in trace-diff(1), VERDICTS).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -95,38 +96,188 @@ median_ratio(const struct summary *b, const struct summary *a)
 	return a->p50 > 0 ? INFINITY : 1;
 }
 
+/* The tests of a row; its verdict comes once every row is tested. */
 static void
 compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 {
 	struct diff_side *b = &r->side[0], *a = &r->side[1];
 	r->delta = (a->present ? a->s.total : 0) - (b->present ? b->s.total : 0);
 	r->ratio = NAN;
+	r->p_holm = NAN;
 	r->test.p = r->runs_test.p = 1;
-	if (!a->present || !b->present) {
-		r->verdict = diff_row_verdict(df, r, df->opt->threshold);
+	if (!a->present || !b->present)
 		return;
-	}
 	r->ratio = median_ratio(&b->s, &a->s);
+	double calls = (double)a->s.count / (double)b->s.count;
+	r->calls = calls - 1 > df->opt->threshold ? 1 : 1 - calls > df->opt->threshold ? -1 : 0;
 	/* the summaries are taken: the values may be reordered */
 	if (diff_mwu_any(b->d->v, b->d->count, a->d->v, a->d->count, scratch,
 	                 &r->test) < 0)
 		cmd_die(EXIT_USAGE, "out of memory");
 	if (df->runs)
 		diff_welch_values(b->runs, b->nruns, a->runs, a->nruns, &r->runs_test);
-	r->verdict = diff_row_verdict(df, r, df->opt->threshold);
+}
+
+enum diff_evidence
+diff_row_evidence(const struct diff *df, const struct diff_row *r)
+{
+	if (!r->side[0].present || !r->side[1].present)
+		return EV_NONE;
+	/* runs: the run-to-run spread of its time per run decides, be it
+	 * in calls or in durations */
+	if (df->runs)
+		return r->runs_test.test == TEST_WELCH ? EV_RUNS : EV_NONE;
+	/* one run each: a count is observed, not sampled */
+	if (r->calls)
+		return EV_COUNT;
+	return r->test.test != TEST_NONE ? EV_INSTANCES : EV_NONE;
+}
+
+const char *
+diff_evidence_name(enum diff_evidence e)
+{
+	static const char *const names[] = { NULL, "instances", "runs", "count" };
+	return names[e];
+}
+
+/* Holm over every row tested: the verdicts of the whole comparison err
+ * with probability at most alpha, however many operations there are. */
+static void
+adjust(struct diff *df)
+{
+	double *p = malloc((df->nrows ? df->nrows : 1) * sizeof(*p));
+	size_t *at = malloc((df->nrows ? df->nrows : 1) * sizeof(*at));
+	if (!p || !at)
+		cmd_die(EXIT_USAGE, "out of memory");
+	size_t m = 0;
+	for (size_t i = 0; i < df->nrows; i++) {
+		struct diff_row *r = &df->rows[i];
+		enum diff_evidence e = diff_row_evidence(df, r);
+		if (e != EV_INSTANCES && e != EV_RUNS)
+			continue;
+		/* a row whose time in all, both sides together, is below
+		 * --min-share can never change by that much: it can never be
+		 * called faster or slower, so it is no hypothesis of the
+		 * family.  (The pooled time is fixed under any rearrangement
+		 * of the pooled values, so choosing by it keeps each test's
+		 * null distribution as it was.) */
+		double pooled = (double)r->side[0].s.total + (double)r->side[1].s.total;
+		if (pooled < df->opt->min_share * df->reference[r->table])
+			continue;
+		p[m] = e == EV_RUNS ? r->runs_test.p : r->test.p;
+		at[m++] = i;
+	}
+	if (diff_holm(p, m) < 0)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t k = 0; k < m; k++)
+		df->rows[at[k]].p_holm = p[k];
+	df->family = m;
+	free(p);
+	free(at);
+}
+
+/* What a row's change is measured against, per table: the time of its
+ * kind on the larger side, or the wall time when that is smaller, so
+ * that a kernel's change counts among kernels even in a run that
+ * spends most of its time on the CPU. */
+static void
+references(struct diff *df)
+{
+	double side[AGG_NTABLES][2];
+	memset(side, 0, sizeof(side));
+	for (size_t i = 0; i < df->nrows; i++)
+		for (int s = 0; s < 2; s++)
+			if (df->rows[i].side[s].present)
+				side[df->rows[i].table][s] += (double)df->rows[i].side[s].s.total;
+	double w0 = (double)agg_wall(df->agg[0]), w1 = (double)agg_wall(df->agg[1]);
+	double wall = w0 > w1 ? w0 : w1;
+	for (int t = 0; t < AGG_NTABLES; t++) {
+		double kind = side[t][0] > side[t][1] ? side[t][0] : side[t][1];
+		df->reference[t] = kind < wall ? kind : wall;
+	}
+}
+
+/* Which way the row moved, or 0 after setting *why (and *conflict when
+ * its median and its time in all disagree): by its time in all when
+ * its count changed, else by its median. */
+static int
+direction(const struct diff *df, const struct diff_row *r, double threshold,
+          const char **why, int *conflict)
+{
+	const struct diff_side *b = &r->side[0], *a = &r->side[1];
+	int sign = r->delta > 0 ? 1 : r->delta < 0 ? -1 : 0;
+	double calls = (double)a->s.count / (double)b->s.count;
+	if (calls - 1 > threshold || 1 - calls > threshold) {
+		if (!sign)
+			*why = "more or fewer calls, same time";
+		return sign;
+	}
+	int dir = r->ratio - 1 > threshold ? 1 : 1 - r->ratio > threshold ? -1 : 0;
+	if (!dir) {
+		*why = "within the threshold";
+		return 0;
+	}
+	if (fabs(a->s.p50 - b->s.p50) <= (double)df->resolution) {
+		*why = "within one clock tick";
+		return 0;
+	}
+	if (sign != dir) {
+		*conflict = 1;
+		*why = dir > 0 ? "median longer, total shorter"
+		               : "median shorter, total longer";
+		return 0;
+	}
+	return dir;
 }
 
 enum diff_verdict
-diff_row_verdict(const struct diff *df, const struct diff_row *r, double threshold)
+diff_row_verdict(const struct diff *df, const struct diff_row *r, double threshold,
+                 const char **why)
 {
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	*why = NULL;
 	if (!r->side[1].present)
 		return V_GONE;
 	if (!r->side[0].present)
 		return V_NEW;
-	return diff_decide(r->ratio, threshold, df->opt->alpha, r->test.p,
-	                   r->test.direction,
-	                   r->runs_test.test == TEST_WELCH ? r->runs_test.p : -1,
-	                   r->runs_test.direction);
+	int conflict = 0;
+	int dir = direction(df, r, threshold, why, &conflict);
+	if (!dir)
+		return conflict ? V_UNSURE : V_SAME;
+	if (fabs((double)r->delta) < df->opt->min_share * df->reference[r->table]) {
+		*why = "immaterial";
+		return V_SAME;
+	}
+	enum diff_evidence e = diff_row_evidence(df, r);
+	if (e == EV_COUNT) {
+		*why = dir > 0 ? "more calls" : "fewer calls";
+		return dir > 0 ? V_SLOWER : V_FASTER;
+	}
+	const struct diff_test_result *t = e == EV_RUNS ? &r->runs_test : &r->test;
+	if (e == EV_NONE || !(r->p_holm < df->opt->alpha) || t->direction != dir) {
+		*why = "not significant (Holm)";
+		return V_UNSURE;
+	}
+	return dir > 0 ? V_SLOWER : V_FASTER;
+}
+
+/* The coarsest clock tick that divides every duration of a trace: 1000
+ * ns for imports in whole microseconds, 1 for nanosecond recordings. */
+static int64_t
+resolution(struct agg *a)
+{
+	int64_t tick = 1000;
+	for (size_t i = 0; i < agg_ngroups(a) && tick > 1; i++) {
+		const struct dist *d = &agg_group(a, i)->dur;
+		if (d->approx || !d->v)
+			return 1;
+		for (uint64_t k = 0; k < d->count && tick > 1; k++)
+			while (tick > 1 && d->v[k] % tick)
+				tick /= 10;
+	}
+	return tick;
 }
 
 void
@@ -169,6 +320,8 @@ diff_match(struct diff *df)
 	int64_t *scratch = malloc((most ? most : 1) * sizeof(*scratch));
 	if (!scratch)
 		cmd_die(EXIT_USAGE, "out of memory");
+	int64_t r0 = resolution(df->agg[0]), r1 = resolution(df->agg[1]);
+	df->resolution = r0 > r1 ? r0 : r1;
 	for (size_t i = 0; i < df->nrows; i++) {
 		struct diff_row *r = &df->rows[i];
 		for (int s = 0; s < 2; s++)
@@ -177,6 +330,11 @@ diff_match(struct diff *df)
 		compare(df, r, scratch);
 	}
 	free(scratch);
+	references(df);
+	adjust(df);
+	for (size_t i = 0; i < df->nrows; i++)
+		df->rows[i].verdict = diff_row_verdict(df, &df->rows[i], df->opt->threshold,
+		                                       &df->rows[i].why);
 }
 
 void
@@ -201,6 +359,11 @@ diff_free(struct diff *df)
 	for (size_t i = 0; i < df->nchecks; i++)
 		free(df->checks[i].subject);
 	free(df->checks);
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		free(df->warnings[i].before);
+		free(df->warnings[i].after);
+	}
+	free(df->warnings);
 	for (int s = 0; s < 2; s++)
 		agg_free(df->agg[s]);
 	memset(df, 0, sizeof(*df));

@@ -181,6 +181,10 @@ add_row(struct diff *df, enum diff_metric m, int64_t device)
 	if (r.time && r.has[0] && r.has[1]) {
 		r.has_verdict = 1;
 		r.verdict = diff_summary_verdict(df, &r, df->opt->threshold);
+		/* one value each: beyond the threshold, but nothing tells it
+		 * from the run-to-run noise (--fail-if-slower still judges it) */
+		if (r.test.test == TEST_NONE && (r.verdict == V_SLOWER || r.verdict == V_FASTER))
+			r.verdict = V_UNSURE;
 	}
 	struct diff_summary_row *rows = tkp_grow(df->summary, &df->capsummary,
 	                                         df->nsummary + 1, sizeof(*rows));

@@ -21,29 +21,6 @@ section(const char *title)
 	printf("\n%s\n", title);
 }
 
-static const char *
-meta(struct agg *a, const char *key)
-{
-	const struct agg_run *run = agg_run(a);
-	for (size_t i = 0; i < run->nmeta; i++)
-		if (strcmp(run->meta[i].key, key) == 0)
-			return run->meta[i].value;
-	return NULL;
-}
-
-/* The command of a trace: its metadata, else its first process's. */
-static const char *
-command(struct agg *a)
-{
-	const char *c = meta(a, "command");
-	if (c)
-		return c;
-	for (size_t i = 0; i < agg_nprocesses(a); i++)
-		if (*agg_process(a, i)->command)
-			return agg_process(a, i)->command;
-	return "";
-}
-
 static void
 text_input(struct diff *df, int side)
 {
@@ -55,12 +32,12 @@ text_input(struct diff *df, int side)
 	       diff_fmt_time(b, sizeof(b), (double)agg_wall(a), 0), run->events);
 	if (run->runs_seen)
 		printf(", %u runs", run->runs_seen);
-	const char *label = meta(a, "label");
+	const char *label = diff_meta(a, "label");
 	if (label)
 		printf(", label %s", label);
-	const char *commit = meta(a, "git.commit"), *branch = meta(a, "git.branch");
+	const char *commit = diff_meta(a, "git.commit"), *branch = diff_meta(a, "git.branch");
 	if (commit || branch) {
-		const char *dirty = meta(a, "git.dirty");
+		const char *dirty = diff_meta(a, "git.dirty");
 		printf(", git %s%s%.12s%s", branch ? branch : "", branch && commit ? "@" : "",
 		       commit ? commit : "", dirty && strcmp(dirty, "1") == 0 ? " (dirty)" : "");
 	}
@@ -75,7 +52,7 @@ text_header(struct diff *df)
 {
 	text_input(df, 0);
 	text_input(df, 1);
-	const char *c0 = command(df->agg[0]), *c1 = command(df->agg[1]);
+	const char *c0 = diff_command(df->agg[0]), *c1 = diff_command(df->agg[1]);
 	if (strcmp(c0, c1) == 0) {
 		if (*c0)
 			printf("%-8s%s\n", "Command", c0);
@@ -83,13 +60,28 @@ text_header(struct diff *df)
 		printf("%-8sbefore: %s\n", "Command", *c0 ? c0 : "(none)");
 		printf("%-8safter:  %s\n", "", *c1 ? c1 : "(none)");
 	}
-	printf("%-8sfaster or slower: the median changes by more than %g%% and "
-	       "Mann-Whitney U over the instances gives p < %g", "Rule",
-	       df->opt->threshold * 100, df->opt->alpha);
+	printf("%-8sfaster or slower: the median (the time in all when the count changes) "
+	       "moves by more than %g%%, by at least %g%% of its kind's time, and ",
+	       "Rule", df->opt->threshold * 100, df->opt->min_share * 100);
 	if (df->runs)
-		printf(", and so does Welch's t over the %u and %u runs",
-		       agg_run(df->agg[0])->runs_seen, agg_run(df->agg[1])->runs_seen);
-	printf("\n");
+		printf("Welch's t over the %u and %u runs gives p < %g", agg_run(df->agg[0])->runs_seen,
+		       agg_run(df->agg[1])->runs_seen, df->opt->alpha);
+	else
+		printf("Mann-Whitney U over the instances gives p < %g", df->opt->alpha);
+	printf(", Holm-adjusted over the %zu operations tested\n", df->family);
+	if (df->resolution > 1)
+		printf("%-8sdurations in whole %s: a median must move by more than one tick\n",
+		       "Clock", df->resolution == 1000 ? "microseconds" : df->resolution == 100
+		       ? "100 ns" : "10 ns");
+	for (size_t i = 0; i < df->nwarnings; i++) {
+		const struct diff_warning *w = &df->warnings[i];
+		printf("%-8sthe traces differ in %s: %s vs %s\n", "Warning", w->what, w->before,
+		       w->after);
+	}
+	if (!df->runs)
+		printf("%-8sone run per side: instances of one run do not show the run-to-run "
+		       "spread, and the wall time is not tested; more runs "
+		       "(trace-record -r N) would tell\n", "Runs");
 }
 
 /* ---- summary -------------------------------------------------------------------- */
@@ -155,11 +147,45 @@ text_summary(struct diff *df)
 	table_free(&t);
 }
 
+/* ---- explanation --------------------------------------------------------------- */
+
+static void
+text_explain(struct diff *df)
+{
+	static const struct table_col cols[] = {
+		{ "Part", 1 }, { "Before", 0 }, { "After", 0 }, { "Delta", 0 },
+		{ "Of wall delta", 0 },
+	};
+	if (!df->nparts)
+		return;
+	struct table t;
+	table_init(&t, cols, 5);
+	char b[64];
+	for (size_t i = 0; i < df->nparts; i++) {
+		const struct diff_part *p = &df->parts[i];
+		table_row(&t);
+		table_set(&t, 0, "%s", diff_part_labels[p->part]);
+		table_set(&t, 1, "%s", diff_fmt_time(b, sizeof(b), p->v[0], 0));
+		table_set(&t, 2, "%s", diff_fmt_time(b, sizeof(b), p->v[1], 0));
+		table_set(&t, 3, "%s", diff_fmt_time(b, sizeof(b), p->v[1] - p->v[0], 1));
+		double share = diff_part_share(df, p);
+		if (isfinite(share))
+			table_set(&t, 4, "%+.1f%%", share);
+	}
+	char title[160];
+	snprintf(title, sizeof(title), "Explanation: wall %s, largest part first (parts overlap: "
+	         "they explain the change, they need not add up to it)",
+	         diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	section(title);
+	table_print(&t, stdout, "  ");
+	table_free(&t);
+}
+
 /* ---- operations ------------------------------------------------------------------ */
 
 enum {
 	C_VERDICT, C_CHANGE, C_DELTA, C_COUNT, C_TOTAL0, C_TOTAL1, C_MED0, C_MED1,
-	C_P950, C_P951, C_P, C_KIND, C_DOMAIN, C_NAME, C_NCOLS
+	C_P950, C_P951, C_P, C_WHY, C_KIND, C_DOMAIN, C_NAME, C_NCOLS
 };
 
 static void
@@ -179,7 +205,7 @@ text_table(struct diff *df, enum agg_table tb)
 		{ "Verdict", 1 }, { "Change", 0 }, { "Delta", 0 }, { "Count", 0 },
 		{ "Total before", 0 }, { "Total after", 0 }, { "Median before", 0 },
 		{ "Median after", 0 }, { "P95 before", 0 }, { "P95 after", 0 },
-		{ "p", 0 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
+		{ "p", 0 }, { "Why", 1 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
 	};
 	size_t shown, all;
 	struct diff_row **v = diff_table_rows(df, tb, &shown, &all);
@@ -214,7 +240,7 @@ text_table(struct diff *df, enum agg_table tb)
 		const struct diff_side *s0 = &r->side[0], *s1 = &r->side[1];
 		table_row(&t);
 		table_set(&t, C_VERDICT, "%s", diff_verdict_names[r->verdict]);
-		table_set(&t, C_CHANGE, "%s", diff_fmt_change(b, sizeof(b), r->ratio));
+		table_set(&t, C_CHANGE, "%s", diff_fmt_row_change(b, sizeof(b), r));
 		table_set(&t, C_DELTA, "%s", diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
 		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
 		if (c0 == c1)
@@ -228,6 +254,8 @@ text_table(struct diff *df, enum agg_table tb)
 		cell_time(&t, C_P950, s0, s0->s.p95);
 		cell_time(&t, C_P951, s1, s1->s.p95);
 		table_set(&t, C_P, "%s", diff_fmt_p(b, sizeof(b), &r->test));
+		if (r->why)
+			table_set(&t, C_WHY, "%s", r->why);
 		if (r->kind == TK_ASYNC_RANGE)
 			table_set(&t, C_KIND, "async");
 		if (*r->domain)
@@ -278,6 +306,11 @@ text_result(struct diff *df)
 			       c->pass ? "pass" : "FAIL", (c->limit - 1) * 100,
 			       c->kind ? c->kind : "", c->kind ? " " : "", what,
 			       diff_fmt_change(b, sizeof(b), c->value));
+		} else if (c->row && c->row->calls) {
+			const struct diff_row *r = c->row;
+			printf("  FAIL  %s calls: %s %s %" PRIu64 " -> %" PRIu64 " (%s)\n",
+			       r->calls > 0 ? "more" : "fewer", c->kind, what, r->side[0].s.count,
+			       r->side[1].s.count, diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
 		} else {
 			char p[32] = "";
 			if (c->tested)
@@ -292,10 +325,13 @@ text_result(struct diff *df)
 void
 diff_text(struct diff *df)
 {
-	unsigned reports = df->opt->reports ? df->opt->reports : DR_SUMMARY | DR_GROUPS;
+	unsigned reports = df->opt->reports ? df->opt->reports
+	                                    : DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 	text_header(df);
 	if (reports & DR_SUMMARY)
 		text_summary(df);
+	if (reports & DR_EXPLAIN)
+		text_explain(df);
 	if (reports & DR_GROUPS)
 		for (int t = 0; t < AGG_NTABLES; t++)
 			text_table(df, (enum agg_table)t);

@@ -33,7 +33,7 @@ usage(void)
 	       "  -m, --markdown         Markdown, for pull-request comments\n"
 	       "  -q, --quiet            print nothing: the exit status tells\n"
 	       "      --html FILE        also write the comparison as a page of pictures\n"
-	       "  -r, --report LIST      summary,groups (default both; CSV: groups)\n"
+	       "  -r, --report LIST      summary,explain,groups (default all; CSV: groups)\n"
 	       "  -n, --top N            at most N rows per table\n"
 	       "      --full-names       never shorten names in text and Markdown\n"
 	       "Matching:\n"
@@ -45,8 +45,10 @@ usage(void)
 	       "      --from DURATION    events beginning this long after each trace's start\n"
 	       "      --to DURATION      ... and before this\n"
 	       "Verdicts:\n"
-	       "  -t, --threshold PCT    smallest change called faster or slower (5%%)\n"
-	       "  -a, --alpha P          significance level of the tests (0.01)\n"
+	       "  -t, --threshold PCT    smallest change called faster or slower (3%%)\n"
+	       "  -a, --alpha P          family-wise significance level (0.01)\n"
+	       "      --min-share PCT    smallest time one operation must add or save,\n"
+	       "                         as a share of the wall time (1%%)\n"
 	       "Exit status:\n"
 	       "      --metric M         wall, gpu, kernel, copy, api or cpu (wall)\n"
 	       "      --fail-if-slower PCT  1 when the metric, or each operation kept by\n"
@@ -87,16 +89,18 @@ parse_reports(const char *s)
 			mask |= DR_SUMMARY;
 		else if (strcmp(t, "groups") == 0)
 			mask |= DR_GROUPS;
+		else if (strcmp(t, "explain") == 0)
+			mask |= DR_EXPLAIN;
 		else if (strcmp(t, "all") == 0)
-			mask |= DR_SUMMARY | DR_GROUPS;
+			mask |= DR_SUMMARY | DR_EXPLAIN | DR_GROUPS;
 		else {
 			free(copy);
-			cmd_usage_error("invalid --report '%s' (summary, groups or all)", s);
+			cmd_usage_error("invalid --report '%s' (summary, explain, groups or all)", s);
 		}
 	}
 	free(copy);
 	if (!mask)
-		cmd_usage_error("invalid --report '%s' (summary, groups or all)", s);
+		cmd_usage_error("invalid --report '%s' (summary, explain, groups or all)", s);
 	return mask;
 }
 
@@ -309,7 +313,7 @@ read_both(struct diff *df)
 
 enum {
 	O_FULL = 256, O_NORMALIZE, O_NAME, O_EXCLUDE, O_FROM, O_TO, O_METRIC,
-	O_FAIL, O_EXPECT, O_HTML,
+	O_FAIL, O_EXPECT, O_HTML, O_MIN_SHARE,
 };
 
 static const struct option longopts[] = {
@@ -329,6 +333,7 @@ static const struct option longopts[] = {
 	{ "to", required_argument, NULL, O_TO },
 	{ "threshold", required_argument, NULL, 't' },
 	{ "alpha", required_argument, NULL, 'a' },
+	{ "min-share", required_argument, NULL, O_MIN_SHARE },
 	{ "metric", required_argument, NULL, O_METRIC },
 	{ "fail-if-slower", required_argument, NULL, O_FAIL },
 	{ "expect-speedup", required_argument, NULL, O_EXPECT },
@@ -350,8 +355,9 @@ parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 	struct agg_options ao = AGG_OPTIONS_INIT;
 	memset(o, 0, sizeof(*o));
 	o->agg = ao;
-	o->threshold = 0.05;
+	o->threshold = 0.03;
 	o->alpha = 0.01;
+	o->min_share = 0.01;
 	o->fail_if_slower = -1;
 	int c;
 	while ((c = getopt_long(argc, argv, ":cjmqr:n:k:t:a:hV", longopts, NULL)) != -1) {
@@ -401,6 +407,10 @@ parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 				cmd_usage_error("invalid --alpha '%s' (between 0 and 1)", optarg);
 			break;
 		}
+		case O_MIN_SHARE:
+			if (cmd_parse_percent(optarg, &o->min_share) < 0)
+				cmd_usage_error("invalid --min-share '%s'", optarg);
+			break;
 		case O_METRIC:
 			o->metric = parse_metric(optarg);
 			o->metric_given = 1;
@@ -446,6 +456,8 @@ compare(struct diff *df)
 		return -1;
 	diff_match(df);
 	diff_summarise(df);
+	diff_explain(df);
+	diff_guard(df);
 	if (diff_gate(df) < 0)
 		return -1;
 	return df->regression ? 1 : 0;

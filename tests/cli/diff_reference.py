@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Independent reference for trace-diff, for its tests.
 
-  diff_reference.py BEFORE.jsonl AFTER.jsonl [--threshold F] [--alpha A] > ref.json
+  diff_reference.py BEFORE.jsonl AFTER.jsonl [--threshold F] [--alpha A] [--min-share F] > ref.json
   diff_reference.py --compare ref.json ours.json
 
 BEFORE.jsonl and AFTER.jsonl are `trace-dump --json` of the two traces.
@@ -15,7 +15,8 @@ Mann-Whitney U statistic by comparing every pair, its two-sided p-value
 f(u; m, n - 1) without ties, by a knapsack over the pooled values with
 ties, else the normal approximation with tie and continuity
 corrections), Welch's t-test over the runs by numerical integration of
-the t density, the verdict; and the run-wide figures.  The second form
+the t density, Holm's adjustment over the operations, the verdict (the
+rule of trace-diff(1), VERDICTS); and the run-wide figures.  The second form
 checks trace-diff's JSON against it and exits 1 listing the differences.
 Pure Python: no numpy or scipy needed.
 """
@@ -183,17 +184,84 @@ def welch(x, y):
     return t_sf2(t, df), direction
 
 
-def verdict(ratio, threshold, alpha, p, direction, p_runs=None, runs_dir=0):
-    if ratio - 1 > threshold:
-        d = 1
-    elif 1 - ratio > threshold:
-        d = -1
-    else:
-        return "same"
-    sure = p < alpha and direction == d
-    if p_runs is not None:
-        sure = sure and p_runs < alpha and runs_dir == d
-    return ("slower" if d > 0 else "faster") if sure else "unsure"
+def holm(ps):
+    """Holm's step-down adjusted p-values, in the order given."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: (ps[i], i))
+    out, best = [0.0] * m, 0.0
+    for j, i in enumerate(order):
+        best = max(best, min(1.0, (m - j) * ps[i]))
+        out[i] = best
+    return out
+
+
+def tick(groups):
+    """The coarsest of 1000, 100, 10, 1 ns dividing every duration."""
+    for t in (1000, 100, 10):
+        if all(v % t == 0 for vs in groups.values() for v in vs):
+            return t
+    return 1
+
+
+def decide(rows, b, a, args, both_runs):
+    """The verdict of every row present on both sides, as trace-diff(1)
+    VERDICTS says: direction by the count when it changed beyond the
+    threshold, else by the median (beyond the threshold and beyond one
+    clock tick, agreeing with the change in total); material when the
+    change in total is at least --min-share of the kind's time (or of
+    the wall when smaller); sure when the Holm-adjusted p of the runs'
+    test (several runs) or of the instances' test (one run; a count
+    change needs no test) is below alpha."""
+    wall = max(b[3]["wall"], a[3]["wall"])
+    ref = {}
+    for t in set(TABLE_OF.values()):
+        tot = [sum(sum(v) for k, v in fig[0].items() if TABLE_OF[k[0]] == t) for fig in (b, a)]
+        ref[t] = min(max(tot), wall)
+    res = max(tick(b[0]), tick(a[0]))
+    fam = []
+    for r in rows:
+        sb, sa = r["before"], r["after"]
+        r["_calls"] = sa["count"] / sb["count"]
+        counted = abs(r["_calls"] - 1) > args.threshold
+        if both_runs:
+            r["_ev"], r["_p"], r["_dir"] = "runs", r["runs_p_value"], r["_runs_dir"]
+        elif counted:
+            r["_ev"], r["_p"], r["_dir"] = "count", None, 0
+        else:
+            r["_ev"], r["_p"], r["_dir"] = "instances", r["p_value"], r["_inst_dir"]
+        pooled = sb["total_ns"] + sa["total_ns"]
+        if r["_p"] is not None and pooled >= args.min_share * ref[TABLE_OF[r["kind"]]]:
+            fam.append(r)
+    for r, q in zip(fam, holm([r["_p"] for r in fam])):
+        r["p_holm"] = q
+    for r in rows:
+        sb, sa = r["before"], r["after"]
+        sign = (r["delta_ns"] > 0) - (r["delta_ns"] < 0)
+        if abs(r["_calls"] - 1) > args.threshold:
+            d = sign
+            if not d:
+                r["verdict"] = "same"
+                continue
+        else:
+            ratio = r["_ratio"]
+            d = 1 if ratio - 1 > args.threshold else -1 if 1 - ratio > args.threshold else 0
+            if not d or abs(sa["median_ns"] - sb["median_ns"]) <= res:
+                r["verdict"] = "same"
+                continue
+            if sign != d:
+                r["verdict"] = "unsure"
+                continue
+        if abs(r["delta_ns"]) < args.min_share * ref[TABLE_OF[r["kind"]]]:
+            r["verdict"] = "same"
+        elif r["_ev"] == "count":
+            r["verdict"] = "slower" if d > 0 else "faster"
+        elif r.get("p_holm", 1) < args.alpha and r["_dir"] == d:
+            r["verdict"] = "slower" if d > 0 else "faster"
+        else:
+            r["verdict"] = "unsure"
+    for r in rows:
+        for k in ("_calls", "_ev", "_p", "_dir", "_ratio", "_inst_dir", "_runs_dir"):
+            r.pop(k, None)
 
 
 def reference(args):
@@ -225,15 +293,13 @@ def reference(args):
                 row["ratio"] = None
             else:
                 row["ratio"] = ratio
-            row.update({"test": test, "u": u, "p_value": p})
-            p_runs, runs_dir = None, 0
+            row.update({"test": test, "u": u, "p_value": p, "_ratio": ratio,
+                        "_inst_dir": direction})
             if both_runs:
                 zero = lambda fig: fig[1].get(key, [0] * fig[2])  # noqa: E731
-                p_runs, runs_dir = welch(zero(b), zero(a))
-                row["runs_p_value"] = p_runs
-            row["verdict"] = verdict(ratio, args.threshold, args.alpha, p, direction,
-                                     p_runs, runs_dir)
+                row["runs_p_value"], row["_runs_dir"] = welch(zero(b), zero(a))
         groups.append(row)
+    decide([r for r in groups if r["before"] and r["after"]], b, a, args, both_runs)
     summary = {}
     for m in ("wall", "gpu", "kernel", "copy", "api", "bytes"):
         if both_runs and m in b[4]:
@@ -291,6 +357,8 @@ def compare(args):
                 bad.append("%s ratio: %s, want %s" % (what, g["ratio"], r["ratio"]))
             if not close(g["p_value"], r["p_value"], 1e-6, 1e-12):
                 bad.append("%s p_value: %s, want %s" % (what, g["p_value"], r["p_value"]))
+            if not close(g.get("p_holm"), r.get("p_holm"), 1e-5, 1e-12):
+                bad.append("%s p_holm: %s, want %s" % (what, g.get("p_holm"), r.get("p_holm")))
         if "runs_p_value" in r and not close(g["runs_p_value"], r["runs_p_value"], 1e-5, 1e-9):
             bad.append("%s runs_p_value: %s, want %s" % (what, g["runs_p_value"], r["runs_p_value"]))
     summary = {s["metric"]: s for s in ours.get("summary", []) if s["device"] is None}
@@ -312,8 +380,9 @@ def compare(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--threshold", type=float, default=0.03)
     ap.add_argument("--alpha", type=float, default=0.01)
+    ap.add_argument("--min-share", type=float, default=0.01)
     ap.add_argument("before")
     ap.add_argument("after")
     args = ap.parse_args()

@@ -106,12 +106,18 @@ PY
 	A=$(synth_trace after.tkt $SMALL --add my_fused_kernel --remove flash_fwd)
 	# the extra kernel shifts every later random draw: the other kernels
 	# change by noise alone, which must not be called a change; the
-	# backward pass launches one more kernel, the forward one fewer
-	run -1 trace-diff --json "$B" "$A"
+	# backward pass launches one more kernel (+5 %), but that adds 0.03 %
+	# to the run: immaterial, not a regression; without flash_fwd the
+	# step is faster
+	run -0 trace-diff --json "$B" "$A"
 	printf '%s\n' "$output" > "$d/diff.json"
-	jq -e '[.result.checks[] | .subject] == ["backward"]' "$d/diff.json"
+	jq -e '.result.checks == []' "$d/diff.json"
+	jq -e '.groups[] | select(.name == "backward") | .verdict == "same" and
+	       .why == "immaterial" and .ratio > 1.03' "$d/diff.json"
 	run verdicts "$d/diff.json" ranges
-	[[ "$output" == *$'slower\tbackward'* && "$output" == *$'faster\tforward'* ]]
+	[[ "$output" == *$'same\tbackward'* && "$output" == *$'faster\tstep'* ]]
+	# what --min-share leaves out: at 0.01 % (and a looser alpha) it counts
+	run -1 trace-diff -q --min-share 0.01% --alpha 0.2 "$B" "$A"
 	run verdicts "$d/diff.json" kernels
 	assert_eq "$(grep '^new' <<< "$output")" "$(printf 'new\tmy_fused_kernel')"
 	[[ "$(grep '^gone' <<< "$output")" == "gone	flash_fwd_kernel<"* ]]
@@ -133,7 +139,9 @@ PY
 	jq -e '.summary[] | select(.metric == "wall") |
 	       .per_run and .runs_before == 3 and .speedup > 2.8 and .speedup < 3.2 and
 	       .verdict == "faster" and .test == "welch" and .p_value < 0.01' <<< "$output"
-	jq -e '[.groups[] | select(.report == "kernels") | .verdict] | unique == ["faster"]' <<< "$output"
+	# every kernel faster, but for those too small to matter
+	jq -e '[.groups[] | select(.report == "kernels") | .verdict + " " + (.why // "")] |
+	       unique == ["faster ", "same immaterial"]' <<< "$output"
 	run -0 trace-diff --expect-speedup 2.5 "$B" "$A"
 	[[ "${lines[-1]}" =~ ^\ \ pass\ \ expected\ 2.5x\ faster\ on\ wall:\ 2\.[89][0-9]x\ faster$ ]]
 	run -1 trace-diff --expect-speedup 4 "$B" "$A"
@@ -157,8 +165,9 @@ PY
 		synth --steps 8 --layers 2 --seed "$s" -o "$d/b.tkt"
 		synth --steps 8 --layers 2 --seed $((s + 1000)) -o "$d/a.tkt"
 		trace-diff --json "$d/b.tkt" "$d/a.tkt" > "$d/default.$s.json" || [ $? -eq 1 ]
-		# the test alone, without the threshold
-		trace-diff --json --threshold 0 "$d/b.tkt" "$d/a.tkt" > "$d/raw.$s.json" || [ $? -eq 1 ]
+		# the test alone at a loose level, without threshold and materiality
+		trace-diff --json --threshold 0 --min-share 0 --alpha 0.5 "$d/b.tkt" "$d/a.tkt" \
+			> "$d/raw.$s.json" || [ $? -eq 1 ]
 	done
 	count() {
 		cat "$d"/"$1".*.json | jq -s '[.[].groups[] | select(.before and .after)] |
@@ -171,11 +180,10 @@ PY
 	[ "$tests" -ge $((n * 30)) ]
 	# at most alpha = 0.01 of all comparisons
 	[ $((changes * 100)) -le "$tests" ]
-	# the count can fail: without the threshold the test alone calls
-	# about alpha of them changes, and more than with it
+	# the count can fail: the test alone at alpha 0.5 calls some of them
+	# changes, and more than with the rule
 	under_valgrind || [ "$changes0" -gt 0 ]
 	[ "$changes0" -ge "$changes" ]
-	[ $((changes0 * 100)) -le $((tests0 * 2)) ]
 }
 
 @test "repeated runs: the runs are compared too, with Welch's t-test" {
@@ -227,9 +235,9 @@ PY
 	run -0 trace-diff -q --threshold 40% "$B" "$S"
 	# the result names what failed
 	run -1 trace-diff "$B" "$S"
-	[[ "$output" == *"Result"*"  FAIL  slower beyond 5% (p < 0.01): kernel flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<"*"1.30x slower"* ]]
+	[[ "$output" == *"Result"*"  FAIL  slower beyond 3% (p < 0.01): kernel flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<"*"1.30x slower"* ]]
 	run -0 trace-diff "$B" "$F"
-	assert_eq "${lines[-1]}" "  no significant regression beyond 5% (p < 0.01)"
+	assert_eq "${lines[-1]}" "  no significant regression beyond 3% (p < 0.01)"
 	# JSON says the same
 	run -1 trace-diff --json "$B" "$S"
 	jq -e '.result.status == 1 and ([.result.checks[] | select(.pass | not) | .subject] |
@@ -272,7 +280,7 @@ PY
 	A=$(synth_trace after.tkt $SMALL --slow flash_bwd=1.3 --add extra_kernel)
 	run -1 trace-diff --csv "$B" "$A"
 	printf '%s\n' "$output" > "$d/ops.csv"
-	assert_eq "${lines[0]}" "report,kind,domain,name,verdict,count_before,count_after,total_before_ns,total_after_ns,delta_ns,mean_before_ns,mean_after_ns,std_before_ns,std_after_ns,min_before_ns,min_after_ns,median_before_ns,median_after_ns,p95_before_ns,p95_after_ns,p99_before_ns,p99_after_ns,max_before_ns,max_after_ns,ratio,speedup,change_pct,test,p_value,runs_p_value,bytes_before,bytes_after"
+	assert_eq "${lines[0]}" "report,kind,domain,name,verdict,count_before,count_after,total_before_ns,total_after_ns,delta_ns,mean_before_ns,mean_after_ns,std_before_ns,std_after_ns,min_before_ns,min_after_ns,median_before_ns,median_after_ns,p95_before_ns,p95_after_ns,p99_before_ns,p99_after_ns,max_before_ns,max_after_ns,ratio,speedup,change_pct,test,p_value,runs_p_value,bytes_before,bytes_after,p_holm,evidence,calls,why"
 	trace-diff --json "$B" "$A" > "$d/diff.json" || true
 	python3 - "$d/ops.csv" "$d/diff.json" <<'PY'
 import csv, json, sys
@@ -308,17 +316,17 @@ PY
 @test "JSON: stable schema, integer nanoseconds, null where nothing exists" {
 	B=$(synth_trace before.tkt $SMALL)
 	A=$(synth_trace after.tkt $SMALL --add extra_kernel)
-	# (the backward pass is slower by the extra launch)
-	run -1 trace-diff --json "$B" "$A"
+	# (the backward pass is slower by the extra launch, immaterially)
+	run -0 trace-diff --json "$B" "$A"
 	assert_eq "$(jq -c 'keys_unsorted' <<< "$output")" \
-		'["schema","before","after","threshold","alpha","normalize","metric","runs","summary","groups","result"]'
+		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","explain","groups","result"]'
 	assert_eq "$(jq -r '.schema' <<< "$output")" "tracekit-diff/1"
 	assert_eq "$(jq -c '.before | keys_unsorted' <<< "$output")" \
 		'["input","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
 	assert_eq "$(jq -c '.summary[0] | keys_unsorted' <<< "$output")" \
 		'["metric","device","unit","before","after","delta","ratio","speedup","per_run","runs_before","runs_after","sd_before","sd_after","test","p_value","verdict"]'
 	assert_eq "$(jq -c '.groups[0] | keys_unsorted' <<< "$output")" \
-		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value"]'
+		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value","p_holm","evidence","calls","why"]'
 	assert_eq "$(jq -c '[.groups[] | select(.before) | .before | keys_unsorted] | unique' <<< "$output")" \
 		'[["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns"],["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns","bytes"]]'
 	assert_eq "$(jq -c '[.summary[].metric]' <<< "$output")" \
@@ -328,6 +336,7 @@ PY
 	jq -e '[.groups[].verdict] - ["same","faster","slower","unsure","new","gone"] == []' <<< "$output"
 	jq -e '.groups[] | select(.verdict == "new") | .ratio == null and .test == null' <<< "$output"
 	jq -e '.result | keys_unsorted == ["status", "checks"]' <<< "$output"
+	jq -e '[.groups[] | select(.before and .after) | .evidence] | unique == ["instances"]' <<< "$output"
 	run -1 trace-diff --json "$B" "$(synth_trace slow.tkt $SMALL --slow gemm=2)"
 	jq -e '.result.status == 1 and (.result.checks | length > 0) and
 	       ([.result.checks[] | keys_unsorted] | unique ==
@@ -342,7 +351,7 @@ PY
 	printf '%s\n' "$output" > "$d/out.md"
 	assert_eq "${lines[0]}" "### trace-diff: \`$B\` → \`$A\`"
 	assert_eq "${lines[1]}" "**3 checks failed**"
-	[[ "${lines[2]}" == "- **FAIL** slower beyond 5 % on kernel \`flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<"*"\`: 1.30x slower" ]]
+	[[ "${lines[2]}" == "- **FAIL** slower beyond 3 % on kernel \`flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<"*"\`: 1.30x slower" ]]
 	python3 - "$d/out.md" <<'PY'
 import re, sys
 lines = open(sys.argv[1]).read().split("\n")
@@ -517,7 +526,7 @@ PY
 	assert_eq "$(kernel)" "0.0285 unsure true"
 	# the text says the rule
 	run -1 trace-diff --alpha 0.05 "$d/b.tkt" "$d/a.tkt"
-	[[ "$output" == *"Rule    faster or slower: the median changes by more than 5% and Mann-Whitney U over the instances gives p < 0.05"* ]]
+	[[ "$output" == *"Rule    faster or slower: the median (the time in all when the count changes) moves by more than 3%, by at least 1% of its kind's time, and Mann-Whitney U over the instances gives p < 0.05, Holm-adjusted over the 1 operations tested"* ]]
 }
 
 @test "bad input: one line naming the file, exit 2 (1 means a regression), nothing printed" {

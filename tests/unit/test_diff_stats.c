@@ -384,6 +384,8 @@ TEST(verdict_rule)
 	CHECK(diff_decide(1.30, th, a, 0.02, 1, -1, 0) == V_UNSURE);
 	CHECK(diff_decide(1.30, th, a, 0.01, 1, -1, 0) == V_UNSURE);
 	CHECK(diff_decide(1.30, th, a, 1e-6, -1, -1, 0) == V_UNSURE);
+	/* the level is alpha's (the run-wide figures of repeated runs) */
+	CHECK(diff_decide(1.30, th, 0.05, 0.02, 1, -1, 0) == V_SLOWER);
 	/* a runs' test must agree too */
 	CHECK(diff_decide(1.30, th, a, 1e-6, 1, 1e-4, 1) == V_SLOWER);
 	CHECK(diff_decide(1.30, th, a, 1e-6, 1, 0.2, 1) == V_UNSURE);
@@ -518,6 +520,28 @@ TEST(real_changes_are_found)
 	CHECK(diff_decide(3.0, 0.05, 0.01, r.p, r.direction, -1, 0) == V_UNSURE);
 }
 
+/* Holm's adjustment, worked by hand: sorted 0.005, 0.01, 0.03, 0.04 of
+ * m = 4 give 4 * 0.005 = 0.02, 3 * 0.01 = 0.03, 2 * 0.03 = 0.06, then
+ * 1 * 0.04 = 0.04 raised to 0.06 (step-down: never below a smaller
+ * one's); products above 1 are 1; equal p-values are adjusted alike. */
+TEST(holm_adjusts_step_down)
+{
+	double p[] = { 0.01, 0.04, 0.03, 0.005 };
+	CHECK(diff_holm(p, 4) == 0);
+	CHECK(fabs(p[0] - 0.03) < 1e-15 && fabs(p[1] - 0.06) < 1e-15);
+	CHECK(fabs(p[2] - 0.06) < 1e-15 && fabs(p[3] - 0.02) < 1e-15);
+	/* 3 * 0.2, 2 * 0.2 raised to 0.6, 1 * 0.5 raised to 0.6 */
+	double q[] = { 0.5, 0.2, 0.2 };
+	CHECK(diff_holm(q, 3) == 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(fabs(q[i] - 0.6) < 1e-15);
+	double cap[] = { 0.6, 0.9 };
+	CHECK(diff_holm(cap, 2) == 0 && cap[0] == 1 && cap[1] == 1);
+	double one[] = { 0.003 };
+	CHECK(diff_holm(one, 1) == 0 && one[0] == 0.003);
+	CHECK(diff_holm(NULL, 0) == 0);
+}
+
 int
 main(void)
 {
@@ -532,5 +556,6 @@ main(void)
 	RUN(verdict_rule);
 	RUN(noise_is_rarely_called_a_change);
 	RUN(real_changes_are_found);
+	RUN(holm_adjusts_step_down);
 	return tap_done();
 }
