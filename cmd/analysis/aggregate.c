@@ -21,6 +21,7 @@
 #include "aggregate.h"
 #include "breakdown.h"
 #include "busy.h"
+#include "ranks.h"
 #include "steps.h"
 #include "common/strmap.h"
 #include "common/util.h"
@@ -44,6 +45,7 @@ struct trk {
 	int32_t dev;             /* device index in agg->devs, -1 */
 	int32_t proc;            /* process index in agg->procs, -1 */
 	uint32_t proc_track;     /* its process's track id, 0 = unknown */
+	int32_t rank;            /* --distributed: index in ranks.h, -1 */
 };
 
 /* Per-device state of the current scope. */
@@ -120,6 +122,8 @@ struct agg {
 	char *per_label;         /* what agg_per_name() says */
 	struct breakdown *bd;    /* with per: step time by category */
 	struct opview *ops;      /* options.operators */
+	struct ranks *ranks;     /* options.distributed */
+	const char *cur_path;    /* the input being read */
 	const struct perinst_result *per_result;
 	int finished;
 };
@@ -175,7 +179,8 @@ agg_new(const struct agg_options *o)
 		agg_free(a);
 		return NULL;
 	}
-	if (o->operators && !(a->ops = opview_new())) {
+	if ((o->operators && !(a->ops = opview_new())) ||
+	    (o->distributed && !(a->ranks = ranks_new()))) {
 		agg_free(a);
 		return NULL;
 	}
@@ -248,6 +253,7 @@ agg_free(struct agg *a)
 	perinst_free(a->per);
 	breakdown_free(a->bd);
 	opview_free(a->ops);
+	ranks_free(a->ranks);
 	step_match_free(&a->per_match);
 	free(a->per_label);
 	free(a);
@@ -498,6 +504,26 @@ process_for(struct agg *a, const struct tk_track *t)
 	return (int32_t)a->nprocs++;
 }
 
+/* --distributed: the rank of a process's events.  What says it, first
+ * found: the process's label (trace-merge -l, trace-record -l), the
+ * trace's distributedInfo.rank (trace-import), the input. */
+static int32_t
+rank_of(struct agg *a, const struct tk_reader *r, const struct tk_track *pt)
+{
+	char name[64];
+	const char *key = a->cur_path ? cmd_display_path(a->cur_path) : "-";
+	const char *rank = tk_reader_meta_get(r, "distributedInfo.rank");
+	if (pt && *pt->u.process.label)
+		key = pt->u.process.label;
+	else if (rank && *rank) {
+		snprintf(name, sizeof(name), "rank %s", rank);
+		key = name;
+	}
+	int32_t i = ranks_key(a->ranks, key);
+	oom_if(i);
+	return i;
+}
+
 /* Fill the cache entry of a track. */
 static struct trk *
 track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
@@ -560,6 +586,7 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 		k->pass = 0;
 	if (pt && k->pass)
 		k->proc = process_for(a, pt);
+	k->rank = a->ranks ? rank_of(a, r, pt) : -1;
 	return k;
 }
 
@@ -884,6 +911,30 @@ operator_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 	}
 }
 
+/* The distributed view: GPU work by class, and the steps (ranges of the
+ * --per/--steps series on CPU threads). */
+static void
+rank_event(struct agg *a, const struct trk *t, const struct tk_event *e,
+           int is_per)
+{
+	int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+	switch (e->kind) {
+	case TK_KERNEL:
+		oom_if(ranks_gpu(a->ranks, t->rank, ranks_is_comm(e->name) ? RANK_COMM
+		                                                          : RANK_COMPUTE,
+		                 e->ts, end));
+		break;
+	case TK_MEMCPY:
+	case TK_MEMSET:
+		oom_if(ranks_gpu(a->ranks, t->rank, RANK_MEMOPS, e->ts, end));
+		break;
+	case TK_RANGE:
+		if (is_per && t->thread)
+			oom_if(ranks_step(a->ranks, t->rank, e->name, e->ts, end));
+		break;
+	}
+}
+
 /* The "rss" and "device memory" counters: their highest sample. */
 static void
 counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
@@ -999,6 +1050,8 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		add_to_group(a, &a->groups[g - 1], e);
 	if (a->ops)
 		operator_event(a, t, e, g);
+	if (a->ranks)
+		rank_event(a, t, e, is_per);
 	if (a->bd) {
 		enum bd_cat c = breakdown_category(t, e, is_per);
 		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
@@ -1153,6 +1206,7 @@ agg_read(struct agg *a, const char *path)
 	struct tk_reader *r;
 	int fd = -1;
 	a->run.inputs++;
+	a->cur_path = path;
 	int find_steps = a->opt.steps && !a->per_match.name;
 	if (a->opt.run || a->opt.by_run || find_steps) {
 		if ((fd = rereadable_fd(path)) < 0)
@@ -1249,6 +1303,8 @@ agg_finish(struct agg *a)
 	}
 	if (a->per && !(a->per_result = perinst_finish(a->per)))
 		cmd_die(EXIT_USAGE, "out of memory");
+	if (a->ranks)
+		oom_if(ranks_finish(a->ranks));
 }
 
 size_t
@@ -1322,6 +1378,12 @@ const char *
 agg_per_name(const struct agg *a)
 {
 	return a->per_label;
+}
+
+const struct ranks *
+agg_ranks(const struct agg *a)
+{
+	return a->ranks;
 }
 
 int64_t

@@ -127,7 +127,7 @@ size_t *stats_children_order(struct agg *a, const struct perinst_result *p);
 
 struct stats_finding {
 	const char *type;        /* bottleneck, hotspot, variance, warmup,
-	                            gpu_idle, dropped */
+	                            gpu_idle, dropped, straggler */
 	const char *report;
 	char *name;
 	double value;
@@ -143,6 +143,13 @@ void stats_text_operators(struct stats *st);
 void stats_csv_operators(struct stats *st);
 /* A JSON array (json_t *), as void * to keep jansson out of here. */
 void *stats_json_operators(struct stats *st);
+
+/* ---- the distributed view (ranks.c) ---- */
+
+void stats_text_ranks(struct stats *st);
+void stats_csv_ranks(struct stats *st);
+/* A JSON object (json_t *): "ranks" and "steps" arrays. */
+void *stats_json_ranks(struct stats *st);
 
 /* ---- output formats ---- */
 

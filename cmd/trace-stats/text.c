@@ -596,6 +596,8 @@ stats_text(struct stats *st, unsigned reports)
 	text_per(st);
 	if (st->opt.agg.operators)
 		stats_text_operators(st);
+	if (st->opt.agg.distributed)
+		stats_text_ranks(st);
 	if (reports & 1u << R_FINDINGS)
 		text_findings(st);
 }

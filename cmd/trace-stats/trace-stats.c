@@ -67,6 +67,8 @@ usage(FILE *f)
 	       "      --steps          the same for the steps found in the trace\n"
 	       "      --operators      operator view: self time of CPU ranges, GPU time\n"
 	       "                       of the work they launched\n"
+	       "      --distributed    per rank and step: computation, communication,\n"
+	       "                       memory operations, idle, exposed communication\n"
 	       "      --approx         constant memory; percentiles within 1%%\n"
 	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
 	       "                       the rows that grow are kept as with --approx\n"
@@ -201,6 +203,7 @@ reports_with_data(struct agg *a)
 enum {
 	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
 	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN, O_STEPS, O_OPERATORS,
+	O_DISTRIBUTED,
 };
 
 static const struct option longopts[] = {
@@ -215,6 +218,7 @@ static const struct option longopts[] = {
 	{ "per", required_argument, NULL, O_PER },
 	{ "steps", no_argument, NULL, O_STEPS },
 	{ "operators", no_argument, NULL, O_OPERATORS },
+	{ "distributed", no_argument, NULL, O_DISTRIBUTED },
 	{ "approx", no_argument, NULL, O_APPROX },
 	{ "buffer-size", required_argument, NULL, 'S' },
 	{ "name", required_argument, NULL, O_NAME },
@@ -338,6 +342,11 @@ parse_options(int argc, char **argv, struct stats_options *o,
 			break;
 		case O_STEPS: o->agg.steps = 1; break;
 		case O_OPERATORS: o->agg.operators = 1; break;
+		case O_DISTRIBUTED:
+			/* per step too, as TensorBoard's distributed view */
+			o->agg.distributed = 1;
+			o->agg.steps = 1;
+			break;
 		case O_APPROX: o->agg.approx = 1; break;
 		case 'S':
 			/* exact percentiles keep every duration: within -S,
