@@ -73,7 +73,7 @@ table_findings(struct stats *st, enum agg_table t)
 			add_finding(st, p >= 50 ? "bottleneck" : "hotspot", stats_table_keys[t],
 			            g->name, p, "%s takes %.1f%% of %s (%s)",
 			            stats_finding_name(st, g->name), p, table_nouns[t],
-			            stats_fmt_time(st, b1, sizeof(b1), (double)g->s.total));
+			            stats_fmt_span(st, b1, sizeof(b1), (double)g->s.total));
 		}
 	}
 	/* copies and memsets of different sizes share a group: their
@@ -102,8 +102,8 @@ table_findings(struct stats *st, enum agg_table t)
 		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
 		            stats_finding_name(st, g->name),
 		            isinf(ratio) ? "inf" : (snprintf(b2, sizeof(b2), "%.1f", ratio), b2),
-		            cv, stats_fmt_time(st, b1, sizeof(b1), (double)g->s.min),
-		            stats_fmt_time(st, (char[32]){ 0 }, 32, (double)g->s.max));
+		            cv, stats_fmt_span(st, b1, sizeof(b1), (double)g->s.min),
+		            stats_fmt_span(st, (char[32]){ 0 }, 32, (double)g->s.max));
 	}
 	/* warm-up: the first instance much slower than the median */
 	unsigned wl = 0;
@@ -123,8 +123,8 @@ table_findings(struct stats *st, enum agg_table t)
 		add_finding(st, "warmup", stats_table_keys[t], g->name, x,
 		            "%s: the first instance took %s, %.1fx the median %s",
 		            stats_finding_name(st, g->name),
-		            stats_fmt_time(st, b1, sizeof(b1), (double)g->first_dur), x,
-		            stats_fmt_time(st, b2, sizeof(b2), g->s.p50));
+		            stats_fmt_span(st, b1, sizeof(b1), (double)g->first_dur), x,
+		            stats_fmt_span(st, b2, sizeof(b2), g->s.p50));
 	}
 	free(r.v);
 }
@@ -163,11 +163,11 @@ stats_compute_findings(struct stats *st)
 			            "%s is idle %.1f%% of the run (%s of %s); "
 			            "%.1f%% from its first operation to its last (%s of %s)",
 			            d->index >= 0 ? name : "an unknown GPU", idle,
-			            stats_fmt_time(st, b1, sizeof(b1), (double)(wall - d->busy)),
-			            stats_fmt_time(st, b2, sizeof(b2), (double)wall),
+			            stats_fmt_span(st, b1, sizeof(b1), (double)(wall - d->busy)),
+			            stats_fmt_span(st, b2, sizeof(b2), (double)wall),
 			            stats_pct((double)gaps, (double)span),
-			            stats_fmt_time(st, b3, sizeof(b3), (double)gaps),
-			            stats_fmt_time(st, b4, sizeof(b4), (double)span));
+			            stats_fmt_span(st, b3, sizeof(b3), (double)gaps),
+			            stats_fmt_span(st, b4, sizeof(b4), (double)span));
 		}
 	}
 	const struct perinst_result *p = agg_per(a);
@@ -264,8 +264,8 @@ straggler_findings(struct stats *st)
 		add_finding(st, "straggler", "ranks", who[s], x[s] / med,
 		            "%s %s %s, %.2fx %s (%s)",
 		            who[s], pass ? "takes on average per step" : "computes",
-		            stats_fmt_time(st, b1, sizeof(b1), x[s]), x[s] / med, others,
-		            stats_fmt_time(st, b2, sizeof(b2), med));
+		            stats_fmt_span(st, b1, sizeof(b1), x[s]), x[s] / med, others,
+		            stats_fmt_span(st, b2, sizeof(b2), med));
 	}
 	free(x);
 	free(who);

@@ -61,6 +61,9 @@ struct stats {
 
 /* A time for text: readable units, or --units. */
 char *stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns);
+/* A time in a line of prose (titles, the run header, findings): with its
+ * unit, also with --units, whose tables put it in the column titles. */
+char *stats_fmt_span(const struct stats *st, char *buf, size_t n, double ns);
 /* A column title for times: "Total", or "Total [ms]" with --units (valid
  * for the next 15 calls). */
 const char *stats_time_title(struct stats *st, const char *title);

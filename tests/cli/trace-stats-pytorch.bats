@@ -164,7 +164,7 @@ PY
 	# the text's title line says the same
 	k=$(jq '.totals.kernels' "$d/s.json")
 	run -0 trace-stats -n 3 -r kernels --units ns "$t"
-	assert_eq "${lines[0]}" "GPU kernels: $(jq .count <<< "$k") in $(jq .groups <<< "$k") groups, $(jq .total_ns <<< "$k") in all"
+	assert_eq "${lines[0]}" "GPU kernels: $(jq .count <<< "$k") in $(jq .groups <<< "$k") groups, $(jq .total_ns <<< "$k") ns in all"
 	# CSV: keys of the run table
 	run -0 trace-stats --csv -n 3 -r run,kernels,api "$t"
 	[[ "$output" == *$'\nrun,totals.kernels.total_ns,'"$(jq .total_ns <<< "$k")"$'\n'* ]]
