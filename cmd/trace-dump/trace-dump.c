@@ -1051,7 +1051,7 @@ parse_kinds(const char *list)
 	if (!copy)
 		cmd_die(EXIT_USAGE, "out of memory");
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned k = tk_kind_from_name(t);
+		unsigned k = cmd_kind_from_name(t);
 		if (!k) {
 			cmd_warn("unknown kind '%s'", t);
 			free(copy);

@@ -44,10 +44,11 @@ usage(void)
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
 	       "  -v, --verbose        say on stderr what became of each kind of event\n"
-	       "  -m, --memory SIZE    memory for putting events in time order before\n"
-	       "                       using temporary files (default 8M)\n"
-	       "  -T, --tmpdir DIR     directory for temporary files (default $TMPDIR\n"
-	       "                       or /tmp)\n"
+	       "  -S, --buffer-size SIZE  memory for putting events in time order\n"
+	       "                       before using temporary files (default 8M;\n"
+	       "                       also -m, --memory)\n"
+	       "  -T, --temporary-directory DIR  directory for temporary files (default\n"
+	       "                       $TMPDIR or /tmp; also --tmpdir)\n"
 	       "  -h, --help           show this help\n"
 	       "  -V, --version        show the version\n"
 	       "\n"
@@ -62,8 +63,10 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "tmpdir", required_argument, NULL, 'T' },
+		{ "buffer-size", required_argument, NULL, 'S' },
+		{ "memory", required_argument, NULL, 'm' },  /* the old name */
+		{ "temporary-directory", required_argument, NULL, 'T' },
+		{ "tmpdir", required_argument, NULL, 'T' },  /* the old name */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -72,14 +75,16 @@ main(int argc, char **argv)
 	cmd_init("trace-import");
 	imp_alloc_init();
 	int c;
-	while ((c = getopt_long(argc, argv, ":o:vm:T:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:vm:S:T:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': opt.output = optarg; break;
 		case 'v': opt.verbose = 1; break;
 		case 'm':
+		case 'S':
 			if (cmd_parse_size(optarg, &opt.memory) < 0 || opt.memory < (64u << 10))
-				cmd_usage_error("invalid --memory '%s' (at least 64k; bytes, "
-				                "or with k, M, G)", optarg);
+				cmd_usage_error("invalid --%s '%s' (at least 64k; bytes, "
+				                "or with k, M, G)", c == 'm' ? "memory" : "buffer-size",
+				                optarg);
 			break;
 		case 'T': opt.tmpdir = optarg; break;
 		case 'h': usage(); return cmd_finish(0);

@@ -116,6 +116,16 @@ parse_list(const char *what, const char *s, int64_t **out)
 	return n;
 }
 
+/* "kernel" for "kernels", "process" for "processes": the kinds of
+ * trace-dump and trace-diff -k name reports too. */
+static int
+is_singular(const char *t, const char *report)
+{
+	size_t n = strlen(t), m = strlen(report);
+	return (m == n + 1 && strncmp(t, report, n) == 0 && report[n] == 's') ||
+	       (m == n + 2 && strncmp(t, report, n) == 0 && strcmp(report + n, "es") == 0);
+}
+
 static unsigned
 parse_reports(const char *s)
 {
@@ -130,7 +140,7 @@ parse_reports(const char *s)
 			continue;
 		}
 		for (int r = 0; r < R_NREPORTS; r++)
-			if (strcmp(t, report_names[r]) == 0) {
+			if (strcmp(t, report_names[r]) == 0 || is_singular(t, report_names[r])) {
 				mask |= 1u << r;
 				found = 1;
 			}
