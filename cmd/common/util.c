@@ -523,3 +523,12 @@ cmd_kind_from_name(const char *name)
 	}
 	return 0;
 }
+
+void
+cmd_no_input_tty(int noperands, const char *synopsis)
+{
+	if (noperands > 0 || !isatty(0))
+		return;
+	fprintf(stderr, "Usage: %s %s\n", program_name, synopsis);
+	cmd_usage_error("no input: give a FILE, or pipe a trace into standard input");
+}

@@ -1150,6 +1150,7 @@ main(int argc, char **argv)
 	if (opt->to <= opt->from)
 		cmd_usage_error("--to must be later than --from");
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;

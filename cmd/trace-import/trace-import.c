@@ -94,6 +94,7 @@ main(int argc, char **argv)
 	}
 	if (argc - optind > 1)
 		cmd_usage_error("one input file at a time (trace-merge joins traces)");
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE]");
 	const char *path = optind < argc ? argv[optind] : "-";
 	int to_stdout = !opt.output || strcmp(opt.output, "-") == 0;
 	if (to_stdout && isatty(STDOUT_FILENO))

@@ -1338,6 +1338,7 @@ main(int argc, char **argv)
 	if (opt->gzip && !opt->output && isatty(STDOUT_FILENO))
 		cmd_usage_error("refusing to write compressed data to a terminal (use -o FILE)");
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;

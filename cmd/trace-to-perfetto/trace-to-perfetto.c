@@ -558,6 +558,7 @@ main(int argc, char **argv)
 	C->opt.buffer = 64u << 20;
 	parse_options(&C->opt, argc, argv);
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
