@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "import.h"
@@ -107,6 +108,12 @@ main(int argc, char **argv)
 		imp_input_close(&in);
 		return EXIT_BADINPUT;
 	}
+	/* a big JSON takes a while: say how far it got, on a terminal */
+	struct cmd_progress progress;
+	struct stat sb;
+	cmd_progress_start(&progress, cmd_display_path(path),
+	                   fstat(in.fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	in.progress = &progress;
 	/* an nsys export: opened and checked before the output is made */
 	struct imp_nsys *ns = NULL;
 	if (in.sqlite) {
@@ -163,6 +170,7 @@ main(int argc, char **argv)
 		}
 	}
 	tk_writer_free(w);
+	cmd_progress_end(&progress);
 	imp_input_close(&in);
 	if (out_status)
 		return out_status;
