@@ -46,6 +46,8 @@ struct trk {
 	int32_t proc;            /* process index in agg->procs, -1 */
 	uint32_t proc_track;     /* its process's track id, 0 = unknown */
 	int32_t rank;            /* --distributed: index in ranks.h, -1 */
+	uint32_t label;          /* its process's label: 0 none, else
+	                            index in agg.label_map + 1 */
 };
 
 /* Per-device state of the current scope. */
@@ -123,6 +125,8 @@ struct agg {
 	struct breakdown *bd;    /* with per: step time by category */
 	struct opview *ops;      /* options.operators */
 	struct ranks *ranks;     /* options.distributed */
+	struct strmap label_map; /* process labels seen, for trk.label */
+	long nlabels;
 	const char *cur_path;    /* the input being read */
 	const struct perinst_result *per_result;
 	int finished;
@@ -254,6 +258,7 @@ agg_free(struct agg *a)
 	breakdown_free(a->bd);
 	opview_free(a->ops);
 	ranks_free(a->ranks);
+	strmap_free(&a->label_map);
 	step_match_free(&a->per_match);
 	free(a->per_label);
 	free(a);
@@ -504,6 +509,22 @@ process_for(struct agg *a, const struct tk_track *t)
 	return (int32_t)a->nprocs++;
 }
 
+/* A process label as a small number: the ranks merged into one trace
+ * (trace-merge -l) are told apart by it, in the step breakdown. */
+static uint32_t
+label_key(struct agg *a, const char *label)
+{
+	size_t n = strlen(label);
+	if (!n)
+		return 0;
+	long i = strmap_get(&a->label_map, label, n);
+	if (i < 0) {
+		i = a->nlabels++;
+		oom_if(strmap_put(&a->label_map, label, n, i));
+	}
+	return (uint32_t)i + 1;
+}
+
 /* --distributed: the rank of a process's events.  What says it, first
  * found: the process's label (trace-merge -l, trace-record -l), the
  * trace's distributedInfo.rank (trace-import), the input. */
@@ -587,6 +608,7 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 	if (pt && k->pass)
 		k->proc = process_for(a, pt);
 	k->rank = a->ranks ? rank_of(a, r, pt) : -1;
+	k->label = pt ? label_key(a, pt->u.process.label) : 0;
 	return k;
 }
 
@@ -846,7 +868,8 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		/* a step is the CPU's: Kineto mirrors ProfilerStep#N on the
 		 * GPU's streams (gpu_user_annotation), which is no step */
 		if (t->thread)
-			oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
+			oom_if(perinst_instance_keyed(a->per, e->track, t->label,
+			                              e->ts, e->ts + e->dur));
 	} else if (g > 0) {
 		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, e->track, e->ts, e->dur));
 	}
@@ -1056,7 +1079,7 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		enum bd_cat c = breakdown_category(t, e, is_per);
 		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
 		if (c != BD_OTHER)
-			oom_if(breakdown_add(a->bd, c, e->ts, end));
+			oom_if(breakdown_add_keyed(a->bd, c, t->label, e->ts, end));
 	}
 	switch (e->kind) {
 	case TK_KERNEL:
