@@ -68,7 +68,7 @@ text_rank_table(struct stats *st, const struct rank_row *v, size_t n)
 		else
 			table_set(&tb, c++, "-");
 	}
-	static const int drop[] = { 11, 10, 3, 2 };
+	static const int drop[] = { 11, 10, 3, 2, 9, 7 };
 	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
@@ -99,8 +99,8 @@ text_step_table(struct stats *st, const struct rank_row *rows,
 			table_set(&tb, c++, "%s",
 			          stats_fmt_time(st, b, sizeof(b), (double)fig(&v[r].f, i)));
 	}
-	static const int drop[] = { 3 };
-	stats_fit_columns(&tb, st->opt.line_width, drop, 1);
+	static const int drop[] = { 3, 7, 5 };
+	stats_fit_columns(&tb, st->opt.line_width, drop, sizeof(drop) / sizeof(drop[0]));
 	table_print(&tb, stdout, "  ");
 	table_free(&tb);
 	if (shown < n)
@@ -113,14 +113,14 @@ stats_text_ranks(struct stats *st)
 	size_t n, ns;
 	const struct rank_row *v = ranks_rows(agg_ranks(st->agg), &n);
 	const struct rank_step_row *s = ranks_step_rows(agg_ranks(st->agg), &ns);
-	printf("%sRanks (GPU time from each rank's first operation to its last; "
-	       "Exposed: communication no computation overlaps): %zu\n",
+	printf("%sRanks: %zu (GPU time from each one's first operation to its last)\n",
 	       st->sections++ ? "\n" : "", n);
 	if (!n) {
 		printf("  none\n");
 		return;
 	}
 	text_rank_table(st, v, n);
+	printf("  Exposed: communication while no computation runs on the rank\n");
 	if (ns) {
 		printf("\nSteps by rank: %zu\n", ns);
 		text_step_table(st, v, s, ns);

@@ -194,12 +194,18 @@ for got, want in list(zip(ranks, j["ranks"])) + list(zip(steps, j["steps"])):
     for k, v in want.items():
         assert got[k] == str(v), (k, got[k], v)
 PY
-	run -0 trace-stats --distributed --units us -r run "$t0" "$t1"
+	run -0 env COLUMNS=200 trace-stats --distributed --units us -r run "$t0" "$t1"
 	line=$(printf '%s\n' "$output" | grep '^  rank 1 ')
 	want=$(jq -r '.distributed.ranks[1] | [.dur_ns, .busy_ns, .compute_ns, .comm_ns,
 	              .exposed_comm_ns, .memops_ns, .idle_ns] | map(tostring) | join(" ")' "$d/s.json")
 	got=$(awk '{ for (i = 3; i <= 10; i++) if (i != 4) printf "%s%d", (i > 3 ? " " : ""), $i * 1000 + 0.5; print "" }' <<< "$line")
 	assert_eq "$got" "$want"
+	# COLUMNS=80: the tables fit, the least telling columns left out
+	run -0 env COLUMNS=80 trace-stats --distributed --no-findings -r run "$t0" "$t1"
+	sed -n '/^Ranks/,$p' <<< "$output" > "$d/ranks.txt"
+	assert_eq "$(awk 'length($0) > 80' "$d/ranks.txt")" ""
+	grep -q '^  Rank  *Window  *Compute  *Comm  *Exposed' "$d/ranks.txt"
+	grep -q '^  Step  *Rank  *Duration  *Compute .* Exposed .*Idle$' "$d/ranks.txt"
 }
 
 @test "--distributed: the reference comparison can fail" {
