@@ -144,35 +144,41 @@ stats_csv_ranks(struct stats *st)
 	size_t n, ns;
 	const struct rank_row *v = ranks_rows(agg_ranks(st->agg), &n);
 	const struct rank_step_row *s = ranks_step_rows(agg_ranks(st->agg), &ns);
-	enum { NC = 4 + 2 + F_N + 3 };
+	enum { NC = 4 + 2 + F_N + 5 };
 	const char *cols[NC] = { "report", "rank", "step", "begin_ns", "dur_ns" };
 	for (int i = 0; i < F_N; i++)
 		cols[5 + i] = fig_keys[i];
 	cols[5 + F_N] = "ops";
 	cols[6 + F_N] = "steps";
 	cols[7 + F_N] = "step_total_ns";
-	csv_record(stdout, cols, 8 + F_N);
-	char num[2 + F_N + 3][32];
+	cols[8 + F_N] = "busy_pct";
+	cols[9 + F_N] = "step_mean_ns";
+	csv_record(stdout, cols, 10 + F_N);
+	char num[2 + F_N + 5][32];
 	for (size_t r = 0; r < n; r++) {
-		const char *f[8 + F_N] = { "ranks", v[r].name, "" };
+		const char *f[10 + F_N] = { "ranks", v[r].name, "" };
 		csv_figs(num, &v[r].f);
 		for (int i = 0; i < 2 + F_N; i++)
 			f[3 + i] = num[i];
 		snprintf(num[2 + F_N], 32, "%" PRIu64, v[r].ops);
 		snprintf(num[3 + F_N], 32, "%zu", v[r].nsteps);
 		snprintf(num[4 + F_N], 32, "%" PRId64, v[r].step_total);
-		for (int i = 0; i < 3; i++)
+		snprintf(num[5 + F_N], 32, "%.4f",
+		         stats_pct((double)v[r].f.busy, (double)v[r].f.dur));
+		snprintf(num[6 + F_N], 32, "%.1f", v[r].nsteps ? (double)v[r].step_total /
+		         (double)v[r].nsteps : 0);
+		for (int i = 0; i < 5; i++)
 			f[5 + F_N + i] = num[2 + F_N + i];
-		csv_record(stdout, f, 8 + F_N);
+		csv_record(stdout, f, 10 + F_N);
 	}
 	for (size_t r = 0; r < ns; r++) {
-		const char *f[8 + F_N] = { "rank_steps", v[s[r].rank].name, s[r].step };
+		const char *f[10 + F_N] = { "rank_steps", v[s[r].rank].name, s[r].step };
 		csv_figs(num, &s[r].f);
 		for (int i = 0; i < 2 + F_N; i++)
 			f[3 + i] = num[i];
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 5; i++)
 			f[5 + F_N + i] = "";
-		csv_record(stdout, f, 8 + F_N);
+		csv_record(stdout, f, 10 + F_N);
 	}
 }
 
@@ -202,6 +208,10 @@ stats_json_ranks(struct stats *st)
 		cmd_jset(x, "ops", json_integer((json_int_t)v[r].ops));
 		cmd_jset(x, "steps", json_integer((json_int_t)v[r].nsteps));
 		cmd_jset(x, "step_total_ns", json_integer(v[r].step_total));
+		/* the text's derived columns */
+		cmd_jset(x, "busy_pct", json_real(stats_pct((double)v[r].f.busy, (double)v[r].f.dur)));
+		cmd_jset(x, "step_mean_ns", json_real(v[r].nsteps ? (double)v[r].step_total /
+		                                      (double)v[r].nsteps : 0));
 		json_array_append_new(ra, x);
 	}
 	for (size_t r = 0; r < ns; r++) {
