@@ -21,6 +21,7 @@
 #include "aggregate.h"
 #include "breakdown.h"
 #include "busy.h"
+#include "ranks.h"
 #include "steps.h"
 #include "common/strmap.h"
 #include "common/util.h"
@@ -44,6 +45,9 @@ struct trk {
 	int32_t dev;             /* device index in agg->devs, -1 */
 	int32_t proc;            /* process index in agg->procs, -1 */
 	uint32_t proc_track;     /* its process's track id, 0 = unknown */
+	int32_t rank;            /* --distributed: index in ranks.h, -1 */
+	uint32_t label;          /* its process's label: 0 none, else
+	                            index in agg.label_map + 1 */
 };
 
 /* Per-device state of the current scope. */
@@ -120,6 +124,10 @@ struct agg {
 	char *per_label;         /* what agg_per_name() says */
 	struct breakdown *bd;    /* with per: step time by category */
 	struct opview *ops;      /* options.operators */
+	struct ranks *ranks;     /* options.distributed */
+	struct strmap label_map; /* process labels seen, for trk.label */
+	long nlabels;
+	const char *cur_path;    /* the input being read */
 	const struct perinst_result *per_result;
 	int finished;
 };
@@ -175,7 +183,8 @@ agg_new(const struct agg_options *o)
 		agg_free(a);
 		return NULL;
 	}
-	if (o->operators && !(a->ops = opview_new())) {
+	if ((o->operators && !(a->ops = opview_new())) ||
+	    (o->distributed && !(a->ranks = ranks_new()))) {
 		agg_free(a);
 		return NULL;
 	}
@@ -250,6 +259,8 @@ agg_free(struct agg *a)
 	perinst_free(a->per);
 	breakdown_free(a->bd);
 	opview_free(a->ops);
+	ranks_free(a->ranks);
+	strmap_free(&a->label_map);
 	step_match_free(&a->per_match);
 	free(a->per_label);
 	free(a);
@@ -507,6 +518,42 @@ process_for(struct agg *a, const struct tk_track *t)
 	return (int32_t)a->nprocs++;
 }
 
+/* A process label as a small number: the ranks merged into one trace
+ * (trace-merge -l) are told apart by it, in the step breakdown. */
+static uint32_t
+label_key(struct agg *a, const char *label)
+{
+	size_t n = strlen(label);
+	if (!n)
+		return 0;
+	long i = strmap_get(&a->label_map, label, n);
+	if (i < 0) {
+		i = a->nlabels++;
+		oom_if(strmap_put(&a->label_map, label, n, i));
+	}
+	return (uint32_t)i + 1;
+}
+
+/* --distributed: the rank of a process's events.  What says it, first
+ * found: the process's label (trace-merge -l, trace-record -l), the
+ * trace's distributedInfo.rank (trace-import), the input. */
+static int32_t
+rank_of(struct agg *a, const struct tk_reader *r, const struct tk_track *pt)
+{
+	char name[64];
+	const char *key = a->cur_path ? cmd_display_path(a->cur_path) : "-";
+	const char *rank = tk_reader_meta_get(r, "distributedInfo.rank");
+	if (pt && *pt->u.process.label)
+		key = pt->u.process.label;
+	else if (rank && *rank) {
+		snprintf(name, sizeof(name), "rank %s", rank);
+		key = name;
+	}
+	int32_t i = ranks_key(a->ranks, key);
+	oom_if(i);
+	return i;
+}
+
 /* Fill the cache entry of a track. */
 static struct trk *
 track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
@@ -569,6 +616,8 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 		k->pass = 0;
 	if (pt && k->pass)
 		k->proc = process_for(a, pt);
+	k->rank = a->ranks ? rank_of(a, r, pt) : -1;
+	k->label = pt ? label_key(a, pt->u.process.label) : 0;
 	return k;
 }
 
@@ -832,7 +881,8 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		/* a step is the CPU's: Kineto mirrors ProfilerStep#N on the
 		 * GPU's streams (gpu_user_annotation), which is no step */
 		if (t->thread)
-			oom_if(perinst_instance(a->per, e->track, e->ts, e->ts + e->dur));
+			oom_if(perinst_instance_keyed(a->per, e->track, t->label,
+			                              e->ts, e->ts + e->dur));
 	} else if (g > 0) {
 		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, e->track, e->ts, e->dur));
 	}
@@ -893,6 +943,30 @@ operator_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		break;
 	case TK_MEMSET:
 		oom_if(opview_gpu(a->ops, t->proc_track, e->u.memset.correlation, e->dur));
+		break;
+	}
+}
+
+/* The distributed view: GPU work by class, and the steps (ranges of the
+ * --per/--steps series on CPU threads). */
+static void
+rank_event(struct agg *a, const struct trk *t, const struct tk_event *e,
+           int is_per)
+{
+	int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+	switch (e->kind) {
+	case TK_KERNEL:
+		oom_if(ranks_gpu(a->ranks, t->rank, ranks_is_comm(e->name) ? RANK_COMM
+		                                                          : RANK_COMPUTE,
+		                 e->ts, end));
+		break;
+	case TK_MEMCPY:
+	case TK_MEMSET:
+		oom_if(ranks_gpu(a->ranks, t->rank, RANK_MEMOPS, e->ts, end));
+		break;
+	case TK_RANGE:
+		if (is_per && t->thread)
+			oom_if(ranks_step(a->ranks, t->rank, e->name, e->ts, end));
 		break;
 	}
 }
@@ -1016,11 +1090,13 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		add_to_group(a, &a->groups[g - 1], e);
 	if (a->ops)
 		operator_event(a, t, e, g);
+	if (a->ranks)
+		rank_event(a, t, e, is_per);
 	if (a->bd) {
 		enum bd_cat c = breakdown_category(t, e, is_per);
 		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
 		if (c != BD_OTHER)
-			oom_if(breakdown_add(a->bd, c, e->ts, end));
+			oom_if(breakdown_add_keyed(a->bd, c, t->label, e->ts, end));
 	}
 	switch (e->kind) {
 	case TK_KERNEL:
@@ -1168,6 +1244,7 @@ agg_read(struct agg *a, const char *path)
 	struct tk_reader *r;
 	int fd = -1;
 	a->run.inputs++;
+	a->cur_path = path;
 	int find_steps = a->opt.steps && !a->per_match.name;
 	if (a->opt.run || a->opt.by_run || find_steps) {
 		if ((fd = rereadable_fd(path)) < 0)
@@ -1263,6 +1340,8 @@ agg_finish(struct agg *a)
 	}
 	if (a->per && !(a->per_result = perinst_finish(a->per)))
 		cmd_die(EXIT_USAGE, "out of memory");
+	if (a->ranks)
+		oom_if(ranks_finish(a->ranks));
 }
 
 size_t
@@ -1336,6 +1415,12 @@ const char *
 agg_per_name(const struct agg *a)
 {
 	return a->per_label;
+}
+
+const struct ranks *
+agg_ranks(const struct agg *a)
+{
+	return a->ranks;
 }
 
 int64_t

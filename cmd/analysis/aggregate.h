@@ -31,6 +31,7 @@
 #include "opview.h"
 #include "perinst.h"
 #include "timeline.h"
+#include "ranks.h"
 
 /* Tables of operations, in the order trace-stats prints them. */
 enum agg_table {
@@ -158,9 +159,10 @@ struct agg_options {
 	                            per-instance view, when per is NULL */
 	int operators;           /* the operator view (opview.h) */
 	int timeline;            /* agg_device.busy_tl and mem_tl */
+	int distributed;         /* the distributed view (ranks.h) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0, 0, 0, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0 }
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
@@ -200,6 +202,8 @@ const char *agg_per_name(const struct agg *a);
 /* The operator view (options.operators): rows by group index, n of
  * them; NULL without the option. */
 const struct opview_row *agg_operators(const struct agg *a, size_t *n);
+/* The distributed view (options.distributed), or NULL. */
+const struct ranks *agg_ranks(const struct agg *a);
 /* Wall time of the kept events: t_max - t_min, 0 when none. */
 int64_t agg_wall(const struct agg *a);
 

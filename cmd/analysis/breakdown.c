@@ -13,6 +13,7 @@
 
 struct span {
 	int64_t b, e;
+	uint32_t key;
 };
 
 struct spans {
@@ -46,6 +47,13 @@ breakdown_free(struct breakdown *b)
 int
 breakdown_add(struct breakdown *b, enum bd_cat c, int64_t begin, int64_t end)
 {
+	return breakdown_add_keyed(b, c, 0, begin, end);
+}
+
+int
+breakdown_add_keyed(struct breakdown *b, enum bd_cat c, uint32_t key,
+                    int64_t begin, int64_t end)
+{
 	if (c >= BD_OTHER || end <= begin)
 		return 0;        /* an empty interval covers nothing */
 	struct spans *s = &b->cat[c];
@@ -53,7 +61,7 @@ breakdown_add(struct breakdown *b, enum bd_cat c, int64_t begin, int64_t end)
 	if (!v)
 		return -1;
 	s->v = v;
-	s->v[s->n++] = (struct span){ begin, end };
+	s->v[s->n++] = (struct span){ begin, end, key };
 	return 0;
 }
 
@@ -61,6 +69,8 @@ static int
 cmp_span(const void *x, const void *y)
 {
 	const struct span *p = x, *q = y;
+	if (p->key != q->key)
+		return p->key < q->key ? -1 : 1;
 	return (p->b > q->b) - (p->b < q->b);
 }
 
@@ -71,7 +81,8 @@ cmp_i64(const void *x, const void *y)
 	return (p > q) - (p < q);
 }
 
-/* Sort and merge in place: the union, as disjoint spans by begin. */
+/* Sort and merge in place: the union of each key, as disjoint spans by
+ * key, then begin. */
 static void
 make_union(struct spans *s)
 {
@@ -79,7 +90,7 @@ make_union(struct spans *s)
 		qsort(s->v, s->n, sizeof(*s->v), cmp_span);
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		if (k && s->v[i].b <= s->v[k - 1].e) {
+		if (k && s->v[i].key == s->v[k - 1].key && s->v[i].b <= s->v[k - 1].e) {
 			if (s->v[i].e > s->v[k - 1].e)
 				s->v[k - 1].e = s->v[i].e;
 		} else {
@@ -89,14 +100,37 @@ make_union(struct spans *s)
 	s->n = k;
 }
 
-/* Index of the first span of the union ending after t. */
-static size_t
-first_after(const struct spans *s, int64_t t)
+/* The spans of one key: [lo, hi) of the sorted union. */
+struct keyed {
+	const struct span *v;
+	size_t n;
+};
+
+static struct keyed
+of_key(const struct spans *s, uint32_t key)
 {
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (s->v[mid].e <= t)
+		if (s->v[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < s->n && s->v[end].key == key)
+		end++;
+	return (struct keyed){ s->v + lo, end - lo };
+}
+
+/* Index of the first span ending after t. */
+static size_t
+first_after(struct keyed s, int64_t t)
+{
+	size_t lo = 0, hi = s.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s.v[mid].e <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -118,10 +152,10 @@ push_cut(struct breakdown *b, int64_t t)
 /* Does the union cover [x, y)?  (Its spans are disjoint: one must hold
  * the whole piece, since pieces are cut at every boundary.) */
 static int
-covers(const struct spans *s, int64_t x, int64_t y)
+covers(struct keyed s, int64_t x, int64_t y)
 {
 	size_t i = first_after(s, x);
-	return i < s->n && s->v[i].b <= x && s->v[i].e >= y;
+	return i < s.n && s.v[i].b <= x && s.v[i].e >= y;
 }
 
 static int
@@ -132,12 +166,18 @@ split_window(struct breakdown *b, struct perinst_instance *in)
 	b->ncuts = 0;
 	if (push_cut(b, wb) < 0 || push_cut(b, we) < 0)
 		return -1;
+	/* the instance's own process's work, and work of no known process */
+	struct keyed k[BD_OTHER][2];
 	for (int c = 0; c < BD_OTHER; c++) {
-		const struct spans *s = &b->cat[c];
-		for (size_t i = first_after(s, wb); i < s->n && s->v[i].b < we; i++)
-			if ((s->v[i].b > wb && push_cut(b, s->v[i].b) < 0) ||
-			    (s->v[i].e < we && push_cut(b, s->v[i].e) < 0))
-				return -1;
+		k[c][0] = of_key(&b->cat[c], in->key);
+		k[c][1] = in->key ? of_key(&b->cat[c], 0) : (struct keyed){ NULL, 0 };
+		for (int j = 0; j < 2; j++) {
+			struct keyed s = k[c][j];
+			for (size_t i = first_after(s, wb); i < s.n && s.v[i].b < we; i++)
+				if ((s.v[i].b > wb && push_cut(b, s.v[i].b) < 0) ||
+				    (s.v[i].e < we && push_cut(b, s.v[i].e) < 0))
+					return -1;
+		}
 	}
 	qsort(b->cuts, b->ncuts, sizeof(*b->cuts), cmp_i64);
 	for (size_t i = 0; i + 1 < b->ncuts; i++) {
@@ -145,7 +185,7 @@ split_window(struct breakdown *b, struct perinst_instance *in)
 		if (y <= x)
 			continue;
 		int c = 0;
-		while (c < BD_OTHER && !covers(&b->cat[c], x, y))
+		while (c < BD_OTHER && !covers(k[c][0], x, y) && !covers(k[c][1], x, y))
 			c++;
 		in->cat[c] += y - x;
 	}

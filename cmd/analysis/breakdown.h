@@ -22,10 +22,17 @@ struct breakdown;
 struct breakdown *breakdown_new(void);
 void breakdown_free(struct breakdown *b);
 /* Work of category c (not BD_OTHER) in [begin, end); -1 when out of
- * memory. */
+ * memory.  With a key (the label of the process that did the work:
+ * trace-merge -l gives each rank its own; 0 = none), it counts only in
+ * the windows of instances of the same key, so that a rank's step is
+ * split by that rank's work, not by its neighbours' in a merged trace
+ * (TensorBoard splits each worker's trace alone); key 0 counts in every
+ * window.  breakdown_add() is key 0. */
 int breakdown_add(struct breakdown *b, enum bd_cat c, int64_t begin,
                   int64_t end);
-/* Fill v[i].cat of the scope's n instances, then forget the
+int breakdown_add_keyed(struct breakdown *b, enum bd_cat c, uint32_t key,
+                        int64_t begin, int64_t end);
+/* Fill v[i].cat (by v[i].key) of the scope's n instances, then forget the
  * intervals; -1 when out of memory. */
 int breakdown_scope_end(struct breakdown *b, struct perinst_instance *v,
                         size_t n);

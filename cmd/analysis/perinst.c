@@ -130,6 +130,13 @@ int
 perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
                  int64_t end)
 {
+	return perinst_instance_keyed(p, thread, 0, begin, end);
+}
+
+int
+perinst_instance_keyed(struct perinst *p, uint32_t thread, uint32_t key,
+                       int64_t begin, int64_t end)
+{
 	struct thread_insts *t = thread_list(p, thread, 1);
 	if (!t)
 		return -1;
@@ -147,6 +154,7 @@ perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
 	memset(&in[p->ninst], 0, sizeof(*in));
 	in[p->ninst].begin = begin;
 	in[p->ninst].dur = end - begin;
+	in[p->ninst].key = key;
 	t->v[t->n++] = (struct inst){ begin, end, (uint32_t)p->ninst++, -1 };
 	t->dirty = 1;
 	if (dist_add(&p->res.dur, end - begin) < 0)

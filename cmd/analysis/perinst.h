@@ -45,6 +45,8 @@ struct perinst_instance {
 	int64_t kernel, copy;    /* kernels; memcpys and memsets */
 	int64_t api;             /* API calls on its thread */
 	int64_t cat[BD_NCATS];   /* ns of its window per category */
+	uint32_t key;            /* its process's label, for the breakdown
+	                            (breakdown.h; 0 = none) */
 };
 
 /* Groups standing for all GPU work of a class, charged besides each
@@ -79,6 +81,9 @@ void perinst_free(struct perinst *p);
 /* Each returns -1 when out of memory. */
 int perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
                      int64_t end);
+/* The same, with its key in the breakdown (breakdown.h). */
+int perinst_instance_keyed(struct perinst *p, uint32_t thread, uint32_t key,
+                           int64_t begin, int64_t end);
 int perinst_launch(struct perinst *p, uint32_t process, uint64_t correlation,
                    uint32_t thread, int64_t ts);
 int perinst_cpu(struct perinst *p, uint32_t group, int is_api,

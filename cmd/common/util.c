@@ -522,3 +522,32 @@ cmd_utf8(const char *s, size_t len, size_t *out_len)
 	*out_len = o;
 	return buf;
 }
+
+unsigned
+cmd_kind_from_name(const char *name)
+{
+	unsigned k = tk_kind_from_name(name);
+	size_t n = strlen(name);
+	char one[64];
+	if (k || n < 2 || n >= sizeof(one))
+		return k;
+	/* "processes", then "kernels" */
+	for (size_t cut = 2; cut >= 1; cut--) {
+		if (n > cut && strcmp(name + n - cut, cut == 2 ? "es" : "s") == 0) {
+			memcpy(one, name, n - cut);
+			one[n - cut] = 0;
+			if ((k = tk_kind_from_name(one)))
+				return k;
+		}
+	}
+	return 0;
+}
+
+void
+cmd_no_input_tty(int noperands, const char *synopsis)
+{
+	if (noperands > 0 || !isatty(0))
+		return;
+	fprintf(stderr, "Usage: %s %s\n", program_name, synopsis);
+	cmd_usage_error("no input: give a FILE, or pipe a trace into standard input");
+}

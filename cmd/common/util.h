@@ -67,6 +67,14 @@ int cmd_parse_uint(const char *s, uint64_t *v);
  * "512k"); at most CMD_SIZE_MAX. */
 #define CMD_SIZE_MAX (1ull << 44)
 int cmd_parse_size(const char *s, size_t *bytes);
+/* An event kind by name (tk_kind_from_name()), also spelt as the
+ * trace-stats reports are, in the plural ("kernels", "processes",
+ * "memops" is no kind); 0 if unknown. */
+unsigned cmd_kind_from_name(const char *name);
+/* A reading command given no FILE: when standard input is a terminal, a
+ * first try rather than a pipe, print the synopsis and a usage error
+ * (exit 2) instead of waiting for binary input that looks like a hang. */
+void cmd_no_input_tty(int noperands, const char *synopsis);
 /* "5%" or "5" (percent) → 0.05. */
 int cmd_parse_percent(const char *s, double *fraction);
 /* Positive finite decimal number ("3", "1.5", "2x"). */

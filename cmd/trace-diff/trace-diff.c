@@ -112,7 +112,7 @@ parse_kinds(const char *s)
 	if (!copy)
 		cmd_die(EXIT_USAGE, "out of memory");
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned k = tk_kind_from_name(t);
+		unsigned k = cmd_kind_from_name(t);
 		if (!k || agg_table_of(k) < 0) {
 			free(copy);
 			cmd_usage_error("invalid --kind '%s' (kernel, memcpy, memset, api, "

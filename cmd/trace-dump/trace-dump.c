@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio_ext.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,10 @@ struct options {
 	int info;
 	uint32_t kinds;          /* bit per kind; 0 = all */
 	uint64_t limit;          /* 0 = no limit */
+	const regex_t *name;     /* --name: keep events whose name matches */
+	int64_t from, to;        /* keep events beginning in [from, to) ns
+	                            after the start of their trace, as
+	                            trace-stats does */
 };
 
 /* One run: its options and the events printed so far, over all inputs. */
@@ -46,6 +51,10 @@ usage(void)
 	       "  -i, --info         summary: header, metadata, definitions, counts\n"
 	       "  -k, --kind LIST    only these kinds (e.g. kernel,memcpy)\n"
 	       "  -n, --limit N      stop after N events\n"
+	       "      --name REGEX   only events whose name matches (extended regex)\n"
+	       "      --from DURATION  only events beginning this long after the\n"
+	       "                     trace start (e.g. 1.5s, 200ms)\n"
+	       "      --to DURATION  ... and before this\n"
 	       "  -h, --help         show this help\n"
 	       "  -V, --version      show the version\n"
 	       "\n"
@@ -1018,10 +1027,21 @@ dump_events(const char *path, struct tk_reader *r, struct dump *d)
 {
 	const struct options *opt = &d->opt;
 	const struct tk_event *e;
-	int64_t origin = INT64_MIN;
+	int64_t origin = INT64_MIN, start = 0;
+	unsigned scope = 0;
 	int rc;
 	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
+		if (tk_reader_scope(r) != scope) {
+			/* the window of --from and --to starts with each trace */
+			scope = tk_reader_scope(r);
+			start = tk_reader_chunk(r)->t_min;
+		}
 		if (opt->kinds && !(opt->kinds & (1u << e->kind)))
+			continue;
+		if ((opt->from > 0 || opt->to != INT64_MAX) &&
+		    (e->ts - start < opt->from || e->ts - start >= opt->to))
+			continue;
+		if (opt->name && regexec(opt->name, e->name, 0, NULL, 0) != 0)
 			continue;
 		if (opt->limit && d->printed >= opt->limit)
 			return 0;
@@ -1052,7 +1072,7 @@ parse_kinds(const char *list)
 	if (!copy)
 		cmd_die(EXIT_USAGE, "out of memory");
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned k = tk_kind_from_name(t);
+		unsigned k = cmd_kind_from_name(t);
 		if (!k) {
 			cmd_warn("unknown kind '%s'", t);
 			free(copy);
@@ -1069,6 +1089,8 @@ parse_kinds(const char *list)
 	return mask;
 }
 
+enum { O_NAME = 256, O_FROM, O_TO };
+
 int
 main(int argc, char **argv)
 {
@@ -1078,12 +1100,17 @@ main(int argc, char **argv)
 		{ "info", no_argument, NULL, 'i' },
 		{ "kind", required_argument, NULL, 'k' },
 		{ "limit", required_argument, NULL, 'n' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "to", required_argument, NULL, O_TO },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct dump d = { { FMT_TEXT, 0, 0, 0 }, 0 };
+	struct dump d = { { FMT_TEXT, 0, 0, 0, NULL, 0, INT64_MAX }, 0 };
 	struct options *opt = &d.opt;
+	regex_t name_re;
+	int rc;
 	cmd_init("trace-dump");
 	/* Once the reader's worker threads exist, glibc locks stdout for
 	 * every call, and libcsv writes a character at a time: with 2
@@ -1101,6 +1128,24 @@ main(int argc, char **argv)
 			if (cmd_parse_uint(optarg, &opt->limit) < 0)
 				cmd_usage_error("invalid --limit '%s'", optarg);
 			break;
+		case O_NAME:
+			if (opt->name)
+				regfree(&name_re);
+			if ((rc = regcomp(&name_re, optarg, REG_EXTENDED | REG_NOSUB))) {
+				char msg[256];
+				regerror(rc, &name_re, msg, sizeof(msg));
+				cmd_usage_error("invalid --name '%s': %s", optarg, msg);
+			}
+			opt->name = &name_re;
+			break;
+		case O_FROM:
+			if (cmd_parse_duration(optarg, &opt->from) < 0)
+				cmd_usage_error("invalid --from '%s'", optarg);
+			break;
+		case O_TO:
+			if (cmd_parse_duration(optarg, &opt->to) < 0)
+				cmd_usage_error("invalid --to '%s'", optarg);
+			break;
 		case 'h': usage(); return cmd_finish(0);
 		case 'V': cmd_version();
 		default: cmd_bad_option(c, argv);
@@ -1108,7 +1153,10 @@ main(int argc, char **argv)
 	}
 	if (opt->info && opt->format == FMT_CSV)
 		cmd_usage_error("--info is text or --json, not --csv");
+	if (opt->to <= opt->from)
+		cmd_usage_error("--to must be later than --from");
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
@@ -1133,5 +1181,7 @@ main(int argc, char **argv)
 		if (opt->limit && d.printed >= opt->limit)
 			break;
 	}
+	if (opt->name)
+		regfree(&name_re);
 	return cmd_finish(status);
 }

@@ -35,6 +35,8 @@
 #include <jansson.h>
 #include <zlib.h>
 
+#include "common/progress.h"
+
 #include "tracekit.h"
 
 /* Largest event (or other top-level value) held in memory at once. */
@@ -73,6 +75,7 @@ struct imp_input {
 	size_t raw_len, raw_pos, raw_cap;
 	int raw_eof;
 	uint64_t raw_total;        /* bytes read from the file */
+	struct cmd_progress *progress; /* of the reading, or NULL; borrowed */
 	char errmsg[256];
 };
 

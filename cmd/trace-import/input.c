@@ -48,9 +48,14 @@ fill_raw(struct imp_input *in)
 		if (n > 0) {
 			in->raw_len += (size_t)n;
 			in->raw_total += (uint64_t)n;
+			if (in->progress)
+				cmd_progress(in->progress, in->raw_total);
 			return 1;
 		}
 		if (n == 0) {
+			/* the line goes before what is said at the end (-v) */
+			if (in->progress)
+				cmd_progress_end(in->progress);
 			in->raw_eof = 1;
 			return 0;
 		}

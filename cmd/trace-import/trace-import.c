@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "import.h"
@@ -44,10 +45,11 @@ usage(void)
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
 	       "  -v, --verbose        say on stderr what became of each kind of event\n"
-	       "  -m, --memory SIZE    memory for putting events in time order before\n"
-	       "                       using temporary files (default 8M)\n"
-	       "  -T, --tmpdir DIR     directory for temporary files (default $TMPDIR\n"
-	       "                       or /tmp)\n"
+	       "  -S, --buffer-size SIZE  memory for putting events in time order\n"
+	       "                       before using temporary files (default 8M;\n"
+	       "                       also -m, --memory)\n"
+	       "  -T, --temporary-directory DIR  directory for temporary files (default\n"
+	       "                       $TMPDIR or /tmp; also --tmpdir)\n"
 	       "  -h, --help           show this help\n"
 	       "  -V, --version        show the version\n"
 	       "\n"
@@ -62,8 +64,10 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "tmpdir", required_argument, NULL, 'T' },
+		{ "buffer-size", required_argument, NULL, 'S' },
+		{ "memory", required_argument, NULL, 'm' },  /* the old name */
+		{ "temporary-directory", required_argument, NULL, 'T' },
+		{ "tmpdir", required_argument, NULL, 'T' },  /* the old name */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -72,14 +76,16 @@ main(int argc, char **argv)
 	cmd_init("trace-import");
 	imp_alloc_init();
 	int c;
-	while ((c = getopt_long(argc, argv, ":o:vm:T:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:vm:S:T:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': opt.output = optarg; break;
 		case 'v': opt.verbose = 1; break;
 		case 'm':
+		case 'S':
 			if (cmd_parse_size(optarg, &opt.memory) < 0 || opt.memory < (64u << 10))
-				cmd_usage_error("invalid --memory '%s' (at least 64k; bytes, "
-				                "or with k, M, G)", optarg);
+				cmd_usage_error("invalid --%s '%s' (at least 64k; bytes, "
+				                "or with k, M, G)", c == 'm' ? "memory" : "buffer-size",
+				                optarg);
 			break;
 		case 'T': opt.tmpdir = optarg; break;
 		case 'h': usage(); return cmd_finish(0);
@@ -89,6 +95,7 @@ main(int argc, char **argv)
 	}
 	if (argc - optind > 1)
 		cmd_usage_error("one input file at a time (trace-merge joins traces)");
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE]");
 	const char *path = optind < argc ? argv[optind] : "-";
 	int to_stdout = !opt.output || strcmp(opt.output, "-") == 0;
 	if (to_stdout && isatty(STDOUT_FILENO))
@@ -101,6 +108,12 @@ main(int argc, char **argv)
 		imp_input_close(&in);
 		return EXIT_BADINPUT;
 	}
+	/* a big JSON takes a while: say how far it got, on a terminal */
+	struct cmd_progress progress;
+	struct stat sb;
+	cmd_progress_start(&progress, cmd_display_path(path),
+	                   fstat(in.fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	in.progress = &progress;
 	/* an nsys export: opened and checked before the output is made */
 	struct imp_nsys *ns = NULL;
 	if (in.sqlite) {
@@ -164,6 +177,7 @@ main(int argc, char **argv)
 		}
 	}
 	tk_writer_free(w);
+	cmd_progress_end(&progress);
 	imp_input_close(&in);
 	if (out_status)
 		return out_status;

@@ -559,6 +559,7 @@ main(int argc, char **argv)
 		default: cmd_bad_option(c, argv);
 		}
 	}
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	static char *stdin_only[] = { "-", NULL };
 	char **paths = optind < argc ? argv + optind : stdin_only;
 	size_t n = optind < argc ? (size_t)(argc - optind) : 1;

@@ -37,6 +37,17 @@ stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns)
 	return buf;
 }
 
+char *
+stats_fmt_span(const struct stats *st, char *buf, size_t n, double ns)
+{
+	stats_fmt_time(st, buf, n, ns);
+	if (st->opt.unit > 0) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, n > l ? n - l : 0, " %s", st->opt.unit_name);
+	}
+	return buf;
+}
+
 /* Column title for a time: "Total" or "Total [ms]". */
 const char *
 stats_time_title(struct stats *st, const char *title)

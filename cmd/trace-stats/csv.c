@@ -394,6 +394,7 @@ stats_csv(struct stats *st, unsigned reports)
 		csv_steps(st);
 	}
 	if (st->opt.agg.operators) { SECTION(); stats_csv_operators(st); }
+	if (st->opt.agg.distributed) { SECTION(); stats_csv_ranks(st); }
 	if (reports & 1u << R_FINDINGS) { SECTION(); csv_findings(st); }
 #undef SECTION
 }

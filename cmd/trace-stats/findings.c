@@ -42,6 +42,8 @@ add_finding(struct stats *st, const char *type, const char *report,
 	va_end(ap);
 }
 
+static void straggler_findings(struct stats *st);
+
 static const char *const table_nouns[AGG_NTABLES] = {
 	"GPU kernel time", "memory operation time", "CUDA API time", "range time",
 };
@@ -71,7 +73,7 @@ table_findings(struct stats *st, enum agg_table t)
 			add_finding(st, p >= 50 ? "bottleneck" : "hotspot", stats_table_keys[t],
 			            g->name, p, "%s takes %.1f%% of %s (%s)",
 			            stats_finding_name(st, g->name), p, table_nouns[t],
-			            stats_fmt_time(st, b1, sizeof(b1), (double)g->s.total));
+			            stats_fmt_span(st, b1, sizeof(b1), (double)g->s.total));
 		}
 	}
 	/* copies and memsets of different sizes share a group: their
@@ -100,8 +102,8 @@ table_findings(struct stats *st, enum agg_table t)
 		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
 		            stats_finding_name(st, g->name),
 		            isinf(ratio) ? "inf" : (snprintf(b2, sizeof(b2), "%.1f", ratio), b2),
-		            cv, stats_fmt_time(st, b1, sizeof(b1), (double)g->s.min),
-		            stats_fmt_time(st, (char[32]){ 0 }, 32, (double)g->s.max));
+		            cv, stats_fmt_span(st, b1, sizeof(b1), (double)g->s.min),
+		            stats_fmt_span(st, (char[32]){ 0 }, 32, (double)g->s.max));
 	}
 	/* warm-up: the first instance much slower than the median */
 	unsigned wl = 0;
@@ -121,8 +123,8 @@ table_findings(struct stats *st, enum agg_table t)
 		add_finding(st, "warmup", stats_table_keys[t], g->name, x,
 		            "%s: the first instance took %s, %.1fx the median %s",
 		            stats_finding_name(st, g->name),
-		            stats_fmt_time(st, b1, sizeof(b1), (double)g->first_dur), x,
-		            stats_fmt_time(st, b2, sizeof(b2), g->s.p50));
+		            stats_fmt_span(st, b1, sizeof(b1), (double)g->first_dur), x,
+		            stats_fmt_span(st, b2, sizeof(b2), g->s.p50));
 	}
 	free(r.v);
 }
@@ -161,11 +163,11 @@ stats_compute_findings(struct stats *st)
 			            "%s is idle %.1f%% of the run (%s of %s); "
 			            "%.1f%% from its first operation to its last (%s of %s)",
 			            d->index >= 0 ? name : "an unknown GPU", idle,
-			            stats_fmt_time(st, b1, sizeof(b1), (double)(wall - d->busy)),
-			            stats_fmt_time(st, b2, sizeof(b2), (double)wall),
+			            stats_fmt_span(st, b1, sizeof(b1), (double)(wall - d->busy)),
+			            stats_fmt_span(st, b2, sizeof(b2), (double)wall),
 			            stats_pct((double)gaps, (double)span),
-			            stats_fmt_time(st, b3, sizeof(b3), (double)gaps),
-			            stats_fmt_time(st, b4, sizeof(b4), (double)span));
+			            stats_fmt_span(st, b3, sizeof(b3), (double)gaps),
+			            stats_fmt_span(st, b4, sizeof(b4), (double)span));
 		}
 	}
 	const struct perinst_result *p = agg_per(a);
@@ -186,10 +188,87 @@ stats_compute_findings(struct stats *st)
 			listed++;
 			add_finding(st, share >= 50 ? "bottleneck" : "hotspot", "per",
 			            d.name, share, "%s takes %.1f%% of each %s",
-			            stats_finding_name(st, d.name), share, st->opt.agg.per);
+			            stats_finding_name(st, d.name), share, stats_per_name(st));
 		}
 		free(order);
 	}
+	if (agg_ranks(a))
+		straggler_findings(st);
+}
+
+static int
+cmp_double(const void *x, const void *y)
+{
+	double p = *(const double *)x, q = *(const double *)y;
+	return (p > q) - (p < q);
+}
+
+/* A straggler sticks out this much above the median of the other ranks. */
+#define STRAGGLER_RATIO 1.2
+
+/* The rank whose value is highest, when it is STRAGGLER_RATIO times the
+ * median of the others or more: its index, the median in *med; else -1. */
+static long
+straggler(const double *v, size_t n, double *med)
+{
+	if (n < 2)
+		return -1;
+	size_t top = 0;
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > v[top])
+			top = i;
+	double *o = malloc((n - 1) * sizeof(*o));
+	if (!o)
+		cmd_die(EXIT_USAGE, "out of memory");
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i != top)
+			o[k++] = v[i];
+	qsort(o, k, sizeof(*o), cmp_double);
+	*med = k % 2 ? o[k / 2] : (o[k / 2 - 1] + o[k / 2]) / 2;
+	free(o);
+	return *med > 0 && v[top] >= STRAGGLER_RATIO * *med ? (long)top : -1;
+}
+
+/* --distributed: the rank whose compute time, or whose mean step, sticks
+ * out.  In a synchronous job every rank's step ends at the slowest
+ * one's collective, so the compute time names the straggler when the
+ * step times agree. */
+static void
+straggler_findings(struct stats *st)
+{
+	size_t n;
+	const struct rank_row *v = ranks_rows(agg_ranks(st->agg), &n);
+	double *x = malloc((n + 1) * sizeof(*x)), med;
+	const char **who = malloc((n + 1) * sizeof(*who));
+	char b1[32], b2[32];
+	if (!x || !who)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (int pass = 0; pass < 2; pass++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (pass == 0 && v[i].ops) {
+				x[k] = (double)v[i].f.compute;
+				who[k++] = v[i].name;
+			} else if (pass == 1 && v[i].nsteps) {
+				x[k] = (double)v[i].step_total / (double)v[i].nsteps;
+				who[k++] = v[i].name;
+			}
+		}
+		long s = straggler(x, k, &med);
+		if (s < 0)
+			continue;
+		char others[64] = "the other rank";
+		if (k > 2)
+			snprintf(others, sizeof(others), "the median of the other %zu ranks", k - 1);
+		add_finding(st, "straggler", "ranks", who[s], x[s] / med,
+		            "%s %s %s, %.2fx %s (%s)",
+		            who[s], pass ? "takes on average per step" : "computes",
+		            stats_fmt_span(st, b1, sizeof(b1), x[s]), x[s] / med, others,
+		            stats_fmt_span(st, b2, sizeof(b2), med));
+	}
+	free(x);
+	free(who);
 }
 
 void

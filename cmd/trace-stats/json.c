@@ -390,6 +390,8 @@ stats_json(struct stats *st, unsigned reports)
 	}
 	if (st->opt.agg.operators)
 		cmd_jset(o, "operators", stats_json_operators(st));
+	if (st->opt.agg.distributed)
+		cmd_jset(o, "distributed", stats_json_ranks(st));
 	if (reports & 1u << R_FINDINGS) cmd_jset(o, "findings", json_findings(st));
 	char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	if (!text)

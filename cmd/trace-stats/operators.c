@@ -61,7 +61,7 @@ stats_text_operators(struct stats *st)
 	char b[64];
 	size_t shown = st->opt.top && st->opt.top < r.n ? (size_t)st->opt.top : r.n;
 	printf("%sOperators (ranges on CPU threads): %zu, %s of self time\n",
-	       st->sections++ ? "\n" : "", r.n, stats_fmt_time(st, b, sizeof(b), (double)r.self));
+	       st->sections++ ? "\n" : "", r.n, stats_fmt_span(st, b, sizeof(b), (double)r.self));
 	struct table_col cols[] = {
 		{ "Self %", 0 }, { stats_time_title(st, "Self"), 0 },
 		{ stats_time_title(st, "Total"), 0 }, { "Count", 0 },

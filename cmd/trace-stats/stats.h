@@ -62,6 +62,9 @@ struct stats {
 
 /* A time for text: readable units, or --units. */
 char *stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns);
+/* A time in a line of prose (titles, the run header, findings): with its
+ * unit, also with --units, whose tables put it in the column titles. */
+char *stats_fmt_span(const struct stats *st, char *buf, size_t n, double ns);
 /* A column title for times: "Total", or "Total [ms]" with --units (valid
  * for the next 15 calls). */
 const char *stats_time_title(struct stats *st, const char *title);
@@ -128,7 +131,7 @@ size_t *stats_children_order(struct agg *a, const struct perinst_result *p);
 
 struct stats_finding {
 	const char *type;        /* bottleneck, hotspot, variance, warmup,
-	                            gpu_idle, dropped */
+	                            gpu_idle, dropped, straggler */
 	const char *report;
 	char *name;
 	double value;
@@ -150,6 +153,13 @@ void *stats_json_operators(struct stats *st);
 /* Text histograms of the durations of the groups named `name`; 1 after
  * a message when there is none. */
 int stats_hist(struct stats *st, const char *name);
+
+/* ---- the distributed view (ranks.c) ---- */
+
+void stats_text_ranks(struct stats *st);
+void stats_csv_ranks(struct stats *st);
+/* A JSON object (json_t *): "ranks" and "steps" arrays. */
+void *stats_json_ranks(struct stats *st);
 
 /* ---- output formats ---- */
 

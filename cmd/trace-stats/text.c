@@ -136,7 +136,7 @@ text_run(struct stats *st)
 		printf(" (%u traces)", run->scopes);
 	putchar('\n');
 	text_origin(a, run);
-	printf("  %-10s%s", "wall", stats_fmt_time(st, b, sizeof(b), (double)agg_wall(a)));
+	printf("  %-10s%s", "wall", stats_fmt_span(st, b, sizeof(b), (double)agg_wall(a)));
 	putchar('\n');
 	printf("  %-10s%zu", "processes", agg_nprocesses(a));
 	for (size_t i = 0; i < agg_nprocesses(a) && i < 8; i++)
@@ -174,7 +174,7 @@ text_run(struct stats *st)
 		/* a repeated recording: the wall time of each run */
 		printf("  %-10s%u:", "runs", run->runs_seen);
 		for (uint32_t i = 0; i < run->runs_seen && i < 10; i++)
-			printf("%s %s", i ? "," : "", stats_fmt_time(st, b, sizeof(b), (double)run->run_wall[i]));
+			printf("%s %s", i ? "," : "", stats_fmt_span(st, b, sizeof(b), (double)run->run_wall[i]));
 		printf("%s\n", run->runs_seen > 10 ? ", ..." : "");
 	}
 	if (run->run_missing)
@@ -207,7 +207,7 @@ text_ops(struct stats *st, enum agg_table t, int force)
 	}
 	snprintf(title, sizeof(title), "%s: %" PRIu64 " in %zu group%s, %s in all",
 	         stats_table_titles[t], r.count, r.n, r.n == 1 ? "" : "s",
-	         stats_fmt_time(st, b, sizeof(b), (double)r.total));
+	         stats_fmt_span(st, b, sizeof(b), (double)r.total));
 	text_section(st, title);
 	struct table_col cols[C_NCOLS] = {
 		{ "Time %", 0 }, { stats_time_title(st, "Total"), 0 }, { "Count", 0 },
@@ -255,7 +255,7 @@ text_ops(struct stats *st, enum agg_table t, int force)
 		struct stats_rest rest = stats_rows_rest(&r);
 		printf("  ... %zu more (%" PRIu64 " instances, %s, %.1f%% of the time)\n",
 		       r.n - r.shown, rest.count,
-		       stats_fmt_time(st, b, sizeof(b), (double)rest.total),
+		       stats_fmt_span(st, b, sizeof(b), (double)rest.total),
 		       stats_pct((double)rest.total, (double)r.total));
 	}
 	free(r.v);
@@ -446,15 +446,15 @@ text_per(struct stats *st)
 		printf("  (no such range)\n");
 		return;
 	}
-	printf("  duration  mean %s", stats_fmt_time(st, b, sizeof(b), s.mean));
-	printf("  std %s", stats_fmt_time(st, b, sizeof(b), s.std));
-	printf("  min %s", stats_fmt_time(st, b, sizeof(b), (double)s.min));
-	printf("  median %s", stats_fmt_time(st, b, sizeof(b), s.p50));
+	printf("  duration  mean %s", stats_fmt_span(st, b, sizeof(b), s.mean));
+	printf("  std %s", stats_fmt_span(st, b, sizeof(b), s.std));
+	printf("  min %s", stats_fmt_span(st, b, sizeof(b), (double)s.min));
+	printf("  median %s", stats_fmt_span(st, b, sizeof(b), s.p50));
 	if (st->opt.line_width && st->opt.line_width < 120)
 		printf("\n          ");   /* the line is some 115 columns */
-	printf("  p95 %s", stats_fmt_time(st, b, sizeof(b), s.p95));
-	printf("  p99 %s", stats_fmt_time(st, b, sizeof(b), s.p99));
-	printf("  max %s\n", stats_fmt_time(st, b, sizeof(b), (double)s.max));
+	printf("  p95 %s", stats_fmt_span(st, b, sizeof(b), s.p95));
+	printf("  p99 %s", stats_fmt_span(st, b, sizeof(b), s.p99));
+	printf("  max %s\n", stats_fmt_span(st, b, sizeof(b), (double)s.max));
 	struct table_col cols[] = {
 		{ "Count/inst", 0 }, { "Min-Max", 0 }, { stats_time_title(st, "Time/inst"), 0 },
 		{ stats_time_title(st, "StdDev"), 0 }, { stats_time_title(st, "Min"), 0 },
@@ -504,11 +504,11 @@ text_per(struct stats *st)
 	free(order);
 	if (p->gpu_outside)
 		printf("  GPU work launched outside any instance: %" PRIu64 " operations, %s\n",
-		       p->gpu_outside, stats_fmt_time(st, b, sizeof(b), (double)p->gpu_outside_ns));
+		       p->gpu_outside, stats_fmt_span(st, b, sizeof(b), (double)p->gpu_outside_ns));
 	if (p->gpu_no_launch)
 		printf("  GPU work whose launch call is not in the trace: %" PRIu64
 		       " operations, %s\n", p->gpu_no_launch,
-		       stats_fmt_time(st, c, sizeof(c), (double)p->gpu_no_launch_ns));
+		       stats_fmt_span(st, c, sizeof(c), (double)p->gpu_no_launch_ns));
 	text_steps(st, p);
 }
 
@@ -596,6 +596,8 @@ stats_text(struct stats *st, unsigned reports)
 	text_per(st);
 	if (st->opt.agg.operators)
 		stats_text_operators(st);
+	if (st->opt.agg.distributed)
+		stats_text_ranks(st);
 	if (reports & 1u << R_FINDINGS)
 		text_findings(st);
 }

@@ -69,6 +69,8 @@ usage(FILE *f)
 	       "                       of the work they launched\n"
 	       "      --hist NAME      a histogram of the durations of NAME (log-scaled,\n"
 	       "                       percentiles marked) instead of the tables\n"
+	       "      --distributed    per rank and step: computation, communication,\n"
+	       "                       memory operations, idle, exposed communication\n"
 	       "      --approx         constant memory; percentiles within 1%%\n"
 	       "  -S, --buffer-size SIZE  memory for exact percentiles (1G); past it,\n"
 	       "                       the rows that grow are kept as with --approx\n"
@@ -116,6 +118,16 @@ parse_list(const char *what, const char *s, int64_t **out)
 	return n;
 }
 
+/* "kernel" for "kernels", "process" for "processes": the kinds of
+ * trace-dump and trace-diff -k name reports too. */
+static int
+is_singular(const char *t, const char *report)
+{
+	size_t n = strlen(t), m = strlen(report);
+	return (m == n + 1 && strncmp(t, report, n) == 0 && report[n] == 's') ||
+	       (m == n + 2 && strncmp(t, report, n) == 0 && strcmp(report + n, "es") == 0);
+}
+
 static unsigned
 parse_reports(const char *s)
 {
@@ -130,7 +142,7 @@ parse_reports(const char *s)
 			continue;
 		}
 		for (int r = 0; r < R_NREPORTS; r++)
-			if (strcmp(t, report_names[r]) == 0) {
+			if (strcmp(t, report_names[r]) == 0 || is_singular(t, report_names[r])) {
 				mask |= 1u << r;
 				found = 1;
 			}
@@ -204,6 +216,7 @@ enum {
 	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
 	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN, O_STEPS, O_OPERATORS,
 	O_HIST,
+	O_DISTRIBUTED,
 };
 
 static const struct option longopts[] = {
@@ -218,6 +231,7 @@ static const struct option longopts[] = {
 	{ "per", required_argument, NULL, O_PER },
 	{ "steps", no_argument, NULL, O_STEPS },
 	{ "operators", no_argument, NULL, O_OPERATORS },
+	{ "distributed", no_argument, NULL, O_DISTRIBUTED },
 	{ "approx", no_argument, NULL, O_APPROX },
 	{ "hist", required_argument, NULL, O_HIST },
 	{ "buffer-size", required_argument, NULL, 'S' },
@@ -342,6 +356,11 @@ parse_options(int argc, char **argv, struct stats_options *o,
 			break;
 		case O_STEPS: o->agg.steps = 1; break;
 		case O_OPERATORS: o->agg.operators = 1; break;
+		case O_DISTRIBUTED:
+			/* per step too, as TensorBoard's distributed view */
+			o->agg.distributed = 1;
+			o->agg.steps = 1;
+			break;
 		case O_APPROX: o->agg.approx = 1; break;
 		case O_HIST:
 			if (!*optarg)

@@ -79,7 +79,8 @@ usage(void)
 	       "      --name REGEX     only events whose name matches REGEX (extended)\n"
 	       "      --no-flows       no arrows from API calls to GPU work\n"
 	       "      --no-counters    no counter tracks (memory, CPU use)\n"
-	       "      --buffer SIZE    memory for putting slices in order (default 64M)\n"
+	       "  -S, --buffer-size SIZE  memory for putting slices in order (default\n"
+	       "                       64M; also --buffer)\n"
 	       "  -h, --help           show this help\n"
 	       "  -V, --version        show the version\n"
 	       "\n"
@@ -1281,7 +1282,8 @@ main(int argc, char **argv)
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "no-flows", no_argument, NULL, OPT_NO_FLOWS },
 		{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
-		{ "buffer", required_argument, NULL, OPT_BUFFER },
+		{ "buffer-size", required_argument, NULL, 'S' },
+		{ "buffer", required_argument, NULL, OPT_BUFFER },  /* the old name */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -1293,7 +1295,7 @@ main(int argc, char **argv)
 	opt->flows = opt->counters = 1;
 	opt->buffer = 64u << 20;
 	int c;
-	while ((c = getopt_long(argc, argv, ":o:zhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:zS:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': opt->output = optarg; break;
 		case 'z': opt->gzip = 1; break;
@@ -1321,8 +1323,10 @@ main(int argc, char **argv)
 		case OPT_NO_FLOWS: opt->flows = 0; break;
 		case OPT_NO_COUNTERS: opt->counters = 0; break;
 		case OPT_BUFFER:
+		case 'S':
 			if (cmd_parse_size(optarg, &opt->buffer) < 0)
-				cmd_usage_error("invalid --buffer '%s' (bytes, or with k, M, G)", optarg);
+				cmd_usage_error("invalid --%s '%s' (bytes, or with k, M, G)",
+				                c == 'S' ? "buffer-size" : "buffer", optarg);
 			break;
 		case 'h': usage(); return cmd_finish(0);
 		case 'V': cmd_version();
@@ -1334,6 +1338,7 @@ main(int argc, char **argv)
 	if (opt->gzip && !opt->output && isatty(STDOUT_FILENO))
 		cmd_usage_error("refusing to write compressed data to a terminal (use -o FILE)");
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	static char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;

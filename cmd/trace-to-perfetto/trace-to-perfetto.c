@@ -84,7 +84,8 @@ usage(void)
 	       "      --name REGEX     only events whose name matches REGEX (extended)\n"
 	       "      --no-flows       no arrows from API calls to GPU work\n"
 	       "      --no-counters    no counter tracks (memory, CPU use)\n"
-	       "      --buffer SIZE    memory for putting events in order (default 64M)\n"
+	       "  -S, --buffer-size SIZE  memory for putting events in order (default\n"
+	       "                       64M; also --buffer)\n"
 	       "  -h, --help           show this help\n"
 	       "  -V, --version        show the version\n"
 	       "\n"
@@ -490,14 +491,15 @@ parse_options(struct options *opt, int argc, char **argv)
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "no-flows", no_argument, NULL, OPT_NO_FLOWS },
 		{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
-		{ "buffer", required_argument, NULL, OPT_BUFFER },
+		{ "buffer-size", required_argument, NULL, 'S' },
+		{ "buffer", required_argument, NULL, OPT_BUFFER },  /* the old name */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	size_t size;
-	while ((c = getopt_long(argc, argv, ":o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:S:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': opt->output = optarg; break;
 		case OPT_SPLIT:
@@ -530,8 +532,10 @@ parse_options(struct options *opt, int argc, char **argv)
 		case OPT_NO_FLOWS: opt->flows = 0; break;
 		case OPT_NO_COUNTERS: opt->counters = 0; break;
 		case OPT_BUFFER:
+		case 'S':
 			if (cmd_parse_size(optarg, &opt->buffer) < 0)
-				cmd_usage_error("invalid --buffer '%s' (bytes, or with k, M, G)", optarg);
+				cmd_usage_error("invalid --%s '%s' (bytes, or with k, M, G)",
+				                c == 'S' ? "buffer-size" : "buffer", optarg);
 			break;
 		case 'h': usage(); exit(cmd_finish(0));
 		case 'V': cmd_version();
@@ -554,6 +558,7 @@ main(int argc, char **argv)
 	C->opt.buffer = 64u << 20;
 	parse_options(&C->opt, argc, argv);
 
+	cmd_no_input_tty(argc - optind, "[OPTIONS] [FILE...]");
 	char *stdin_only[] = { "-", NULL };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;

@@ -7,6 +7,11 @@ independently of tracekit, for tests/cli/trace-stats-pytorch.bats.
     pytorch_reference.py --compare REF.json STATS.json
         check trace-stats --json (with --steps --operators -r all) against it; exit 1
         listing the differences.
+    pytorch_reference.py --distributed [-l LABEL]... TRACE...
+        the distributed view: one rank per TRACE, named LABEL (as
+        trace-merge -l labels them) or "rank N" from distributedInfo.rank
+    pytorch_reference.py --compare-distributed REF.json STATS.json
+        check trace-stats --json --distributed against it.
 
 Times are integer nanoseconds read from the digits of ts and dur
 (microseconds), fractions of a nanosecond rounded half away from zero,
@@ -23,6 +28,12 @@ as trace-import documents.  Definitions (trace-stats(1) says the same):
   operators  ranges on CPU threads nested by time on each thread; self =
              dur - the durs of the ranges directly inside; same begin and
              end: the name that sorts first encloses.
+  ranks      per rank (one input each), in the window from its first GPU
+             operation's begin to its last one's end, and per step: the
+             union of compute kernels, of communication kernels (names
+             starting, after "void ", with nccl, rccl, msccl or nvshmem,
+             any case), of memcpys and memsets, of all of them (busy);
+             exposed = communication minus compute; idle = window - busy.
 """
 import gzip
 import json
@@ -234,6 +245,91 @@ def reference(path):
     return out
 
 
+COMM = re.compile(r"^(void )?(nccl|rccl|msccl|nvshmem)", re.I)
+
+
+def length(u, b, e):
+    """Length of the union u (sorted, disjoint) inside [b, e)."""
+    return sum(max(0, min(y, e) - max(x, b)) for x, y in u)
+
+
+def minus(u, v):
+    """u minus v, both sorted and disjoint, by cutting at every edge."""
+    pts = sorted({p for x in u + v for p in x})
+    out = []
+    for x, y in zip(pts, pts[1:]):
+        if length(u, x, y) == y - x and length(v, x, y) == 0:
+            if out and out[-1][1] == x:
+                out[-1][1] = y
+            else:
+                out.append([x, y])
+    return out
+
+
+def natural(name):
+    return [int(t) if t.isdigit() else t for t in re.split(r"([0-9]+)", name)]
+
+
+def distributed(paths, labels):
+    ranks, steps = [], []
+    for i, path in enumerate(paths):
+        opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+        with opener(path, "rt") as f:
+            doc = json.load(f)
+        name = labels[i] if labels else "rank %s" % doc["distributedInfo"]["rank"]
+        ev = load(path)
+        gpu = [e for e in ev if e["cat"] in GPU_CATS]
+        cls = {"compute": [], "comm": [], "memops": []}
+        for g in gpu:
+            iv = (g["ts"], g["ts"] + g["dur"])
+            if GPU_CATS[g["cat"]] != "kernel":
+                cls["memops"].append(iv)
+            else:
+                cls["comm" if COMM.match(g["name"]) else "compute"].append(iv)
+        u = {c: union(v) for c, v in cls.items()}
+        u["busy"] = union([x for v in cls.values() for x in v])
+        u["exposed"] = minus(u["comm"], u["compute"])
+
+        def figures(b, e):
+            f = {"begin_ns": b, "dur_ns": e - b}
+            for c in ("busy", "compute", "comm", "exposed", "memops"):
+                f[("exposed_comm" if c == "exposed" else c) + "_ns"] = length(u[c], b, e)
+            f["idle_ns"] = e - b - f["busy_ns"]
+            return f
+        host = [e for e in ev if e["cat"] not in NOT_HOST]
+        mine = sorted((r for r in host if STEP.match(r["name"])), key=lambda r: r["ts"])
+        row = figures(u["busy"][0][0], u["busy"][-1][1]) if u["busy"] else \
+            {k: 0 for k in ("begin_ns", "dur_ns", "busy_ns", "compute_ns", "comm_ns",
+                            "exposed_comm_ns", "memops_ns", "idle_ns")}
+        row.update(rank=name, ops=len(gpu), steps=len(mine),
+                   step_total_ns=sum(r["dur"] for r in mine))
+        ranks.append(row)
+        for r in mine:
+            f = figures(r["ts"], r["ts"] + r["dur"])
+            f.update(rank=name, step=r["name"])
+            steps.append(f)
+    ranks.sort(key=lambda r: natural(r["rank"]))
+    order = {r["rank"]: i for i, r in enumerate(ranks)}
+    steps.sort(key=lambda s: (s["begin_ns"], order[s["rank"]]))
+    return {"ranks": ranks, "steps": steps}
+
+
+def compare_distributed(ref, ours):
+    bad = []
+    d = ours.get("distributed")
+    if d is None:
+        return ["distributed missing"]
+    for what in ("ranks", "steps"):
+        if len(d[what]) != len(ref[what]):
+            bad.append("%s: trace-stats %d rows, reference %d" % (what, len(d[what]), len(ref[what])))
+        for x, y in zip(d[what], ref[what]):
+            for k, v in y.items():
+                if x.get(k) != v:
+                    bad.append("%s %s %s: trace-stats %r, reference %r"
+                               % (what, y["rank"], k, x.get(k), v))
+    return bad
+
+
 def compare(ref, ours):
     bad = []
 
@@ -281,6 +377,18 @@ def compare(ref, ours):
 
 
 def main():
+    if sys.argv[1] == "--distributed":
+        args, labels = sys.argv[2:], []
+        while args and args[0] == "-l":
+            labels.append(args[1])
+            args = args[2:]
+        json.dump(distributed(args, labels), sys.stdout)
+        return
+    if sys.argv[1] == "--compare-distributed":
+        bad = compare_distributed(json.load(open(sys.argv[2])), json.load(open(sys.argv[3])))
+        for b in bad[:30]:
+            print(b)
+        sys.exit(1 if bad else 0)
     if sys.argv[1] == "--compare":
         ref = json.load(open(sys.argv[2]))
         ours = json.load(open(sys.argv[3]))

@@ -193,3 +193,32 @@ EOF2
 	assert_eq "$(jq -c '[.utime, .stime, .max_rss, .minflt, .majflt, .nvcsw, .nivcsw]' <<< "$output")" "[0,0,0,0,0,0,0]"
 	assert_eq "$(jq -c 'has("exit_code") or has("signal")' <<< "$output")" false
 }
+
+@test "--name, --from and --to keep what trace-stats's do: names by regex, begins in a window of the trace" {
+	shared_data hta/trace_filter/sampled_rank-0.json.gz F
+	d=$BATS_TEST_TMPDIR
+	trace-import -o "$d/s.tkt" "$F"
+	# independent: the JSON's complete events (all of them become events)
+	python3 - "$F" > "$d/want" <<'PY'
+import gzip, json, re, sys
+ev = [e for e in json.load(gzip.open(sys.argv[1], "rt"))["traceEvents"] if e.get("ph") == "X"]
+t0 = min(int(e["ts"]) for e in ev)
+for a, b, pat in ((1000000, 1100000, "nccl"), (0, 10**12, "^aten::(add|mul)_?$"),
+                  (850000, 853000, ".")):
+    n = sum(1 for e in ev if t0 + a <= int(e["ts"]) < t0 + b and re.search(pat, e["name"]))
+    assert n > 0
+    print(n)
+PY
+	{
+		trace-dump --name nccl --from 1s --to 1.1s "$d/s.tkt" | wc -l
+		trace-dump --csv --name '^aten::(add|mul)_?$' "$d/s.tkt" | tail -n +2 | wc -l
+		trace-dump --json --from 850ms --to 853ms "$d/s.tkt" | wc -l
+	} > "$d/got"
+	assert_eq "$(cat "$d/got")" "$(cat "$d/want")"
+	# the names match as they are, not the kind or the track
+	trace-dump --json --name nccl --from 1s --to 1.1s "$d/s.tkt" | jq -e 'select(.name | test("nccl") | not)' && false
+	run -2 --separate-stderr trace-dump --name '(' "$d/s.tkt"
+	[[ "${stderr_lines[0]}" == "trace-dump: invalid --name '(': "* ]]
+	run -2 --separate-stderr trace-dump --from 2s --to 1s "$d/s.tkt"
+	assert_eq "${stderr_lines[0]}" "trace-dump: --to must be later than --from"
+}

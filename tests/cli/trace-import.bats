@@ -568,3 +568,32 @@ trace-import: $D/e.json: event at byte 151: not an object"
 	diff <(trace-dump --json "$D/out.tkt" | canon pid,tid,thread $k) \
 	     <(trace-dump --json "$D/back.tkt" | canon pid,tid,thread $k)
 }
+
+@test "progress: on a terminal's stderr once the import takes TK_PROGRESS_AFTER, erased at the end; nothing otherwise" {
+	command -v script > /dev/null || skip "script(1) is not installed"
+	shared_data ncompass/flops_example/test_trace.pt.trace.json F
+	size=$(stat -c %s "$F")
+	# script(1) gives the command a terminal for stderr
+	TK_PROGRESS_AFTER=0 script -qec "trace-import -o '$D/tty.tkt' '$F'" /dev/null < /dev/null > "$D/tty.out"
+	python3 - "$D/tty.out" "$F" "$size" <<'PY'
+import re, sys
+out = open(sys.argv[1], "rb").read().decode()
+lines = re.findall(r"\r(trace-import: [^\r\x1b]*)\x1b\[K", out)
+assert lines, repr(out[:200])
+pcts = [int(re.search(r": +([0-9]+)% \(", l).group(1)) for l in lines]
+assert all(l.startswith("trace-import: %s: " % sys.argv[2]) for l in lines)
+assert pcts == sorted(pcts) and 0 <= pcts[0] and pcts[-1] <= 100
+assert ("of %.1f MiB" % (int(sys.argv[3]) / 2**20)) in lines[0]
+# the last thing written erases the line
+assert out.endswith("\r\x1b[K"), repr(out[-20:])
+PY
+	# not a terminal: nothing on stderr, the same trace
+	run -0 --separate-stderr env TK_PROGRESS_AFTER=0 trace-import -o "$D/pipe.tkt" "$F"
+	assert_eq "$stderr" ""
+	cmp "$D/tty.tkt" "$D/pipe.tkt"
+	# a terminal, but quicker than the default second: nothing (not
+	# timed under valgrind or the sanitizers, which are slower)
+	if under_valgrind || under_sanitizers; then return 0; fi
+	script -qec "trace-import -o '$D/quick.tkt' '$F'" /dev/null < /dev/null > "$D/quick.out"
+	assert_eq "$(wc -c < "$D/quick.out")" 0
+}

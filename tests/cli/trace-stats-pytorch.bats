@@ -164,7 +164,7 @@ PY
 	# the text's title line says the same
 	k=$(jq '.totals.kernels' "$d/s.json")
 	run -0 trace-stats -n 3 -r kernels --units ns "$t"
-	assert_eq "${lines[0]}" "GPU kernels: $(jq .count <<< "$k") in $(jq .groups <<< "$k") groups, $(jq .total_ns <<< "$k") in all"
+	assert_eq "${lines[0]}" "GPU kernels: $(jq .count <<< "$k") in $(jq .groups <<< "$k") groups, $(jq .total_ns <<< "$k") ns in all"
 	# CSV: keys of the run table
 	run -0 trace-stats --csv -n 3 -r run,kernels,api "$t"
 	[[ "$output" == *$'\nrun,totals.kernels.total_ns,'"$(jq .total_ns <<< "$k")"$'\n'* ]]
@@ -200,4 +200,33 @@ PY
 	# a pipe is read as before
 	T=$(synth_trace run.tkt --steps 2 --layers 1)
 	cat "$T" | trace-stats -r run > /dev/null
+}
+
+@test "--steps on ranks merged with a label each: every rank's steps split by that rank's work alone" {
+	[ -d "$TK_SHARED/testdata/param/dlrm_kineto" ] ||
+		skip "real test data not found: $TK_SHARED/testdata/param/dlrm_kineto"
+	n=8
+	if under_valgrind || under_sanitizers; then n=3; fi
+	mapfile -t F < <(ls "$TK_SHARED"/testdata/param/dlrm_kineto/worker*_step_12.*.pt.trace.json | head -n "$n")
+	d=$BATS_TEST_TMPDIR
+	t=() l=()
+	for f in "${F[@]}"; do
+		t+=("$(import "$f")")
+		l+=(-l "rank${#l[@]}")
+		python3 "$REF" "$f" > "$d/ref${#t[@]}.json"
+	done
+	trace-merge "${l[@]}" -o "$d/job.tkt" "${t[@]}"
+	# the reference of the job: each file's steps, by begin (as
+	# TensorBoard takes each worker's trace alone); kernels added up
+	python3 - "$d"/ref*.json > "$d/ref.json" <<'PY'
+import json, sys
+refs = [json.load(open(p)) for p in sys.argv[1:]]
+steps = sorted((s for r in refs for s in r["steps"]), key=lambda s: s["begin_ns"])
+assert len({s["begin_ns"] for s in steps}) == len(steps) == len(refs)
+print(json.dumps({"kernels": {k: sum(r["kernels"][k] for r in refs) for k in ("count", "total_ns")},
+                  "steps": steps, "operators": []}))
+PY
+	trace-stats --json --steps -r run,kernels "$d/job.tkt" > "$d/ours.json"
+	run python3 "$REF" --compare "$d/ref.json" "$d/ours.json"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 }

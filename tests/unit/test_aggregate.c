@@ -256,6 +256,41 @@ TEST(steps_series_and_breakdown)
 	perinst_free(p);
 }
 
+TEST(breakdown_by_key)
+{
+	/* two ranks merged: rank 1's step [0,100) counts rank 1's kernel
+	 * and work of no rank, not rank 2's kernel or CPU work */
+	struct perinst *p = perinst_new(0, NULL);
+	perinst_instance_keyed(p, 2, 1, 0, 100);
+	perinst_instance_keyed(p, 3, 2, 0, 100);
+	struct breakdown *b = breakdown_new();
+	breakdown_add_keyed(b, BD_KERNEL, 1, 10, 20);
+	breakdown_add_keyed(b, BD_KERNEL, 2, 30, 60);
+	breakdown_add_keyed(b, BD_CPU, 2, 0, 100);
+	breakdown_add(b, BD_MEMCPY, 15, 25);     /* no rank: both */
+	size_t n;
+	struct perinst_instance *v = perinst_scope_instances(p, &n);
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(breakdown_scope_end(b, v, n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].key == 1) {
+			CHECK_EQ_INT(v[i].cat[BD_KERNEL], 10);
+			CHECK_EQ_INT(v[i].cat[BD_MEMCPY], 5);
+			CHECK_EQ_INT(v[i].cat[BD_CPU], 0);
+			CHECK_EQ_INT(v[i].cat[BD_OTHER], 85);
+		} else {
+			CHECK_EQ_INT(v[i].key, 2);
+			CHECK_EQ_INT(v[i].cat[BD_KERNEL], 30);
+			CHECK_EQ_INT(v[i].cat[BD_MEMCPY], 10);
+			CHECK_EQ_INT(v[i].cat[BD_CPU], 60);
+			CHECK_EQ_INT(v[i].cat[BD_OTHER], 0);
+		}
+	}
+	perinst_scope_end(p);
+	breakdown_free(b);
+	perinst_free(p);
+}
+
 TEST(opview_self_and_gpu_time)
 {
 	/* thread 1: a [0,100) holds b [10,50) holding c [20,30); d [60,60)
@@ -767,6 +802,7 @@ main(void)
 	RUN(perinst_attribution);
 	RUN(perinst_scopes_forget_ids);
 	RUN(steps_series_and_breakdown);
+	RUN(breakdown_by_key);
 	RUN(opview_self_and_gpu_time);
 	RUN(strmap_many_keys);
 	RUN(aggregate_unsorted_trace);
