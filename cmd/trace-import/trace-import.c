@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "import.h"
-#include "nsys.h"
+#include "import/import.h"
+#include "import/nsys.h"
 #include "common/util.h"
 
 #define DEFAULT_MEMORY (8u << 20)
