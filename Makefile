@@ -34,7 +34,6 @@ DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
 # The importer (cmd/import) reads Nsight Systems exports with SQLite:
 # the commands and the unit tests (which link its archive) link it.
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
-CMD_EXTRA_LIBS_trace-import := $(SQLITE_LIBS)
 SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
                -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden -pthread \
@@ -145,7 +144,7 @@ $(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
 $(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB)
 	@mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \
-		$(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(CMD_EXTRA_LIBS_$(1))
+		$(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(SQLITE_LIBS)
 endef
 $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 
@@ -159,7 +158,7 @@ $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
 # Fuzz targets also build as plain programs that replay the corpus, so
 # `make check` runs every saved input through them with any compiler.
@@ -179,7 +178,7 @@ $(FUZZ_REPLAY_LIB): $(LIB_SRC:lib/%.c=$(O)/tests/fuzz/lib/%.o)
 $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_REPLAY_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -DTK_FUZZING -Icmd $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c \
-		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
@@ -207,7 +206,7 @@ fuzz:
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 		clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f \
 			$(subst $(O)/,$(FUZZ_O)/,$(CMD_LINK)) $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
-			|| exit 1; done
+			$(SQLITE_LIBS) || exit 1; done
 
 fuzz-smoke: fuzz
 	$(Q)FUZZ_O=$(FUZZ_O) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-smoke.sh
@@ -310,7 +309,7 @@ $(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
 		$(CUPTI_CONVERT_OBJ) $(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) \
-		$(CUPTI_LIBS)
+		$(SQLITE_LIBS) $(CUPTI_LIBS)
 
 tests bench: $(CUPTI_BENCH)
 endif

@@ -24,6 +24,7 @@
 #include "steps.h"
 #include "common/strmap.h"
 #include "common/util.h"
+#include "import/autoread.h"
 #include "support.h"
 
 /* A cached name: group index + 1 (0 = not looked up, -1 = filtered out). */
@@ -1082,16 +1083,13 @@ find_runs(struct agg *a, int fd, const char *path)
 	return 0;
 }
 
-/* A descriptor that can be read twice: the file itself, or standard
- * input (or a pipe) copied to an unlinked temporary file. */
+/* A descriptor that can be read twice: the file itself (or its
+ * import), or standard input (or a pipe) copied to an unlinked temporary
+ * file, which `in` then holds. */
 static int
-rereadable_fd(const char *path)
+rereadable_fd(struct autoread *in)
 {
-	int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY);
-	if (fd < 0) {
-		cmd_warn("%s: %s", cmd_display_path(path), strerror(errno));
-		return -1;
-	}
+	int fd = in->fd;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		return fd;
@@ -1102,7 +1100,6 @@ rereadable_fd(const char *path)
 	if (tmp < 0) {
 		cmd_warn("cannot create a temporary file in %s: %s",
 		         dir && *dir ? dir : "/tmp", strerror(errno));
-		close(fd);
 		return -1;
 	}
 	unlink(tmpl);
@@ -1123,14 +1120,15 @@ rereadable_fd(const char *path)
 				if (errno == EINTR)
 					continue;
 				cmd_warn("temporary file: %s", strerror(errno));
-				close(fd);
 				close(tmp);
 				return -1;
 			}
 			off += w;
 		}
 	}
-	close(fd);
+	autoread_close(in);
+	in->fd = tmp;
+	in->own_fd = 1;
 	lseek(tmp, 0, SEEK_SET);
 	return tmp;
 }
@@ -1151,12 +1149,19 @@ int
 agg_read(struct agg *a, const char *path)
 {
 	struct tk_reader *r;
-	int fd = -1;
+	struct autoread in;
+	int fd;
 	a->run.inputs++;
+	int status = autoread_open(&in, path, NULL);
+	if (status)
+		return status;
+	status = in.partial ? EXIT_BADINPUT : 0;
 	int find_steps = a->opt.steps && !a->per_match.name;
 	if (a->opt.run || a->opt.by_run || find_steps) {
-		if ((fd = rereadable_fd(path)) < 0)
+		if ((fd = rereadable_fd(&in)) < 0) {
+			autoread_close(&in);
 			return EXIT_BADINPUT;
+		}
 		if (a->opt.run || a->opt.by_run)
 			find_runs(a, fd, path);
 		lseek(fd, 0, SEEK_SET);
@@ -1166,13 +1171,14 @@ agg_read(struct agg *a, const char *path)
 		r = tk_reader_new();
 		if (!r)
 			cmd_die(EXIT_USAGE, "out of memory");
-		if (tk_reader_open_fd(r, fd, path) != TK_OK) {
+		if (tk_reader_open_fd(r, fd, cmd_display_path(path)) != TK_OK) {
 			cmd_reader_error(path, r);
 			tk_reader_free(r);
-			close(fd);
+			autoread_close(&in);
 			return EXIT_BADINPUT;
 		}
-	} else if (!(r = cmd_open_reader(path))) {
+	} else if (!(r = autoread_reader(&in, path))) {
+		autoread_close(&in);
 		return EXIT_BADINPUT;
 	}
 	begin_scope(a, r);
@@ -1207,14 +1213,12 @@ agg_read(struct agg *a, const char *path)
 	}
 	end_scope(a);
 	a->run.skipped += tk_reader_skipped(r);
-	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
-	if (fd >= 0)
-		close(fd);
+	autoread_close(&in);
 	return status;
 }
 

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/util.h"
+#include "import/autoread.h"
 #include "support.h"
 
 enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
@@ -1114,14 +1115,16 @@ main(int argc, char **argv)
 	}
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
-		struct tk_reader *r = cmd_open_reader(files[i]);
-		if (!r) {
-			status |= EXIT_BADINPUT;
+		struct autoread in;
+		int st;
+		struct tk_reader *r = autoread_open_reader(&in, files[i], &st);
+		status |= st;
+		if (!r)
 			continue;
-		}
 		status |= opt->info ? dump_info(files[i], r, opt)
 		                    : dump_events(files[i], r, &d);
 		tk_reader_free(r);
+		autoread_close(&in);
 		if (opt->limit && d.printed >= opt->limit)
 			break;
 	}

@@ -24,6 +24,7 @@
 
 #include "chrome.h"
 #include "common/util.h"
+#include "import/autoread.h"
 
 struct options {
 	const char *output;       /* NULL = stdout */
@@ -1108,11 +1109,13 @@ skip:
 static int
 convert_file(struct conv *cv, const char *path)
 {
-	struct tk_reader *r = cmd_open_reader(path);
+	struct autoread in;
+	int status;
+	struct tk_reader *r = autoread_open_reader(&in, path, &status);
 	json_array_append_new(cv->inputs, jstr(cmd_display_path(path)));
 	if (!r) {
 		json_array_append_new(cv->errors, jstr(cmd_display_path(path)));
-		return EXIT_BADINPUT;
+		return status;
 	}
 	new_scope(cv);
 	struct tk_record rec;
@@ -1160,7 +1163,6 @@ convert_file(struct conv *cv, const char *path)
 			cv->released_early++;
 	}
 	release(cv, INT64_MAX);
-	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		char msg[512];
@@ -1170,6 +1172,7 @@ convert_file(struct conv *cv, const char *path)
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
+	autoread_close(&in);
 	return status;
 }
 
