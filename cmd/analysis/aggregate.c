@@ -401,8 +401,13 @@ device_for(struct agg *a, const struct tk_device *d)
 			memcpy(key + n, d->uuid, 16);
 			n += 16;
 		}
-	} else {
+	} else if (*d->host) {
 		n = snprintf(key, sizeof(key), "%s\x1f%u", d->host, d->index);
+	} else {
+		/* no UUID and no host: nothing proves it is a GPU of another
+		 * input (GPU 0 of two imported ranks, of an A100 and a V100
+		 * run): one device per definition, in each scope */
+		n = snprintf(key, sizeof(key), "\x1e%u\x1f%u", a->run.scopes, d->id);
 	}
 	if (n < 0 || (size_t)n >= sizeof(key))
 		n = (int)sizeof(key) - 1;
@@ -471,14 +476,34 @@ join_argv(const struct tk_process *p)
 	return s;
 }
 
-/* Index in a->procs of a process track, registered on first sight. */
+int
+agg_placeholder_process(const struct tk_process *p)
+{
+	/* the PyTorch profiler's: its string pids "Spans", "Traces" and ""
+	 * (made-up ids above any OS pid once imported) hold the profiler's
+	 * own marks, not a program */
+	return p->pid >= (INT64_C(1) << 32) &&
+	       (p->argc == 0 || (p->argc == 1 && (!*p->argv[0] ||
+	        strcmp(p->argv[0], "Spans") == 0 || strcmp(p->argv[0], "Traces") == 0)));
+}
+
+/* Index in a->procs of a process track, registered on first sight (-1:
+ * a placeholder, not a process). */
 static int32_t
 process_for(struct agg *a, const struct tk_track *t)
 {
 	const struct tk_process *p = &t->u.process;
+	if (agg_placeholder_process(p))
+		return -1;
 	char key[320];
-	int n = snprintf(key, sizeof(key), "%s\x1f%" PRId64 "\x1f%" PRId64,
-	                 p->host, p->pid, p->start);
+	/* the same process in several inputs only when that is sure: same
+	 * host, pid and start time (and label: trace-merge -l tells inputs
+	 * apart by it); else one process per definition, in each scope */
+	int n = *p->host && p->start
+	      ? snprintf(key, sizeof(key), "%s\x1f%" PRId64 "\x1f%" PRId64 "\x1f%s",
+	                 p->host, p->pid, p->start, p->label)
+	      : snprintf(key, sizeof(key), "\x1e%u\x1f%u\x1f%s", a->run.scopes, t->id,
+	                 p->label);
 	if (n < 0 || (size_t)n >= sizeof(key))
 		n = (int)sizeof(key) - 1;
 	long i = strmap_get(&a->proc_map, key, (size_t)n);

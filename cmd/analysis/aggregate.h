@@ -23,6 +23,7 @@
 #ifndef TK_CMD_AGGREGATE_H
 #define TK_CMD_AGGREGATE_H
 
+#include "tracekit.h"
 #include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -184,6 +185,9 @@ struct agg_group *agg_find(struct agg *a, unsigned kind, const char *domain,
 size_t agg_ndevices(const struct agg *a);
 const struct agg_device *agg_device(const struct agg *a, size_t i);
 size_t agg_nprocesses(const struct agg *a);
+/* A process definition that stands for no process: the PyTorch
+ * profiler's "Spans", "Traces" and "" pids.  Not counted as a process. */
+int agg_placeholder_process(const struct tk_process *p);
 const struct agg_process *agg_process(const struct agg *a, size_t i);
 const struct agg_run *agg_run(const struct agg *a);
 /* The per-instance view (options.per or .steps), or NULL. */

@@ -81,20 +81,29 @@ text_origin(struct agg *a, const struct agg_run *run)
 		}
 		if (n)
 			continue;
-		for (size_t i = 0; i < agg_nprocesses(a) && n < 4; i++) {
+		/* a few commands and hosts, every label (the ranks of a
+		 * merged job), and how many more there are */
+		int limit = k == 2 ? 16 : 4, more = 0;
+		for (size_t i = 0; i < agg_nprocesses(a); i++) {
 			const struct agg_process *p = agg_process(a, i);
 			const char *v = k == 0 ? p->command : k == 1 ? p->host : p->label;
 			if (!*v)
 				continue;
 			int dup = 0;
-			for (size_t j = 0; j < i; j++) {
+			for (size_t j = 0; j < i && !dup; j++) {
 				const struct agg_process *q = agg_process(a, j);
 				const char *w = k == 0 ? q->command : k == 1 ? q->host : q->label;
 				dup |= strcmp(v, w) == 0;
 			}
-			if (!dup)
+			if (dup)
+				continue;
+			if (n < limit)
 				printf("  %-10s%s\n", n++ ? "" : titles[k], v);
+			else
+				more++;
 		}
+		if (more)
+			printf("  %-10s(%d more)\n", "", more);
 	}
 }
 
