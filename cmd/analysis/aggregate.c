@@ -34,7 +34,7 @@ struct nslot {
 	uint8_t per;             /* ranges: the --per range */
 };
 
-enum { CTR_NONE, CTR_RSS, CTR_DEVMEM };
+enum { CTR_NONE, CTR_RSS, CTR_DEVMEM, CTR_ALLOCATED, CTR_RESERVED };
 
 /* A cached track of the current scope. */
 struct trk {
@@ -564,6 +564,10 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 			k->counter = CTR_RSS;
 		else if (strcmp(t->u.counter.name, "device memory") == 0)
 			k->counter = CTR_DEVMEM;
+		else if (strcmp(t->u.counter.name, "Total Allocated") == 0)
+			k->counter = CTR_ALLOCATED;
+		else if (strcmp(t->u.counter.name, "Total Reserved") == 0)
+			k->counter = CTR_RESERVED;
 		break;
 	default:
 		break;
@@ -924,6 +928,18 @@ counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
 		if (!d->has_counter || e->u.counter.value > d->counter_max)
 			d->counter_max = e->u.counter.value;
 		d->has_counter = 1;
+	} else if (t->counter == CTR_ALLOCATED || t->counter == CTR_RESERVED) {
+		/* a GPU's totals, or the host's (a process counter) */
+		struct agg_allocator *m = t->dev >= 0 ? &a->devs[t->dev].pub.allocator
+		                        : t->proc >= 0 ? &a->procs[t->proc].allocator : NULL;
+		int w = t->counter == CTR_ALLOCATED ? AGG_ALLOCATED : AGG_RESERVED;
+		double v = e->u.counter.value;
+		if (m && (!m->has[w] || v > m->peak[w] ||
+		          (v == m->peak[w] && e->ts < m->peak_ts[w]))) {
+			m->peak[w] = v;
+			m->peak_ts[w] = e->ts;
+			m->has[w] = 1;
+		}
 	}
 }
 

@@ -60,6 +60,16 @@ struct agg_group {
 	struct summary s;        /* filled by agg_finish() */
 };
 
+/* The PyTorch allocator's own totals, Kineto's "Total Allocated" and
+ * "Total Reserved" counters (profile_memory=True): the highest sample of
+ * each and when it was taken. */
+enum { AGG_ALLOCATED, AGG_RESERVED };
+struct agg_allocator {
+	int has[2];
+	double peak[2];          /* bytes, by AGG_ALLOCATED, AGG_RESERVED */
+	int64_t peak_ts[2];      /* the first sample at the peak */
+};
+
 struct agg_device {
 	char *host, *name;
 	int64_t index;           /* CUDA ordinal; -1 = GPU work on no known device */
@@ -81,6 +91,7 @@ struct agg_device {
 	                            window holds frees of earlier allocations) */
 	int64_t peak;            /* highest allocated-and-not-freed, counting
 	                            from 0 at the start of each trace */
+	struct agg_allocator allocator;
 };
 
 struct agg_process {
@@ -94,6 +105,7 @@ struct agg_process {
 	uint32_t signal;
 	int has_rss;             /* an "rss" counter was seen */
 	double rss_max;
+	struct agg_allocator allocator;  /* host memory (Kineto's CPU totals) */
 	uint64_t events;
 };
 

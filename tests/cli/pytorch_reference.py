@@ -7,6 +7,9 @@ independently of tracekit, for tests/cli/trace-stats-pytorch.bats.
     pytorch_reference.py --compare REF.json STATS.json
         check trace-stats --json (with --steps --operators -r all) against it; exit 1
         listing the differences.
+    pytorch_reference.py --memory TRACE.json[.gz]
+        the allocator's peaks, one line each: "gpu DEVICE|host WHAT BYTES NS",
+        sorted (tests/cli/memory.bats).
 
 Times are integer nanoseconds read from the digits of ts and dur
 (microseconds), fractions of a nanosecond rounded half away from zero,
@@ -23,6 +26,10 @@ as trace-import documents.  Definitions (trace-stats(1) says the same):
   operators  ranges on CPU threads nested by time on each thread; self =
              dur - the durs of the ranges directly inside; same begin and
              end: the name that sorts first encloses.
+  memory     [memory] instants (profile_memory=True): the highest "Total
+             Allocated" and "Total Reserved" of each device (Device Type
+             1, its Device Id) and of the host (Device Type 0), with the
+             time of the first sample at that peak.
 """
 import gzip
 import json
@@ -280,7 +287,31 @@ def compare(ref, ours):
     return bad
 
 
+def memory(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        doc = json.load(f, parse_float=Decimal)
+    base = int(doc.get("baseTimeNanoseconds", 0))
+    peaks = {}
+    for e in doc["traceEvents"]:
+        a = e.get("args") or {}
+        if e.get("name") != "[memory]" or e.get("ph") not in ("i", "I"):
+            continue
+        where = f"gpu {a['Device Id']}" if a.get("Device Type") == 1 else "host"
+        for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
+            if key not in a:
+                continue
+            v, t = int(a[key]), ns(e["ts"]) + base
+            old = peaks.get((where, what))
+            if old is None or v > old[0] or (v == old[0] and t < old[1]):
+                peaks[(where, what)] = (v, t)
+    return sorted(f"{w} {k} {v} {t}" for (w, k), (v, t) in peaks.items())
+
+
 def main():
+    if sys.argv[1] == "--memory":
+        print("\n".join(memory(sys.argv[2])))
+        return
     if sys.argv[1] == "--compare":
         ref = json.load(open(sys.argv[2]))
         ours = json.load(open(sys.argv[3]))
