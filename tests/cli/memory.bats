@@ -14,12 +14,18 @@ setup() {
 	command -v jq >/dev/null || skip "no jq"
 	shared_data hta/df_index_resolver/df_index_resolver.json.gz FULL
 	# under valgrind and the sanitizers: the trace's first 2000 events
-	# (its first [memory] events with them), cut by Python
+	# but its [memory] ones, and the first 300 [memory] events of the GPU
+	# and of the host, cut by Python
 	if under_valgrind || under_sanitizers; then
 		python3 - "$FULL" "$D/small.json" <<'PY'
 import gzip, json, sys
 d = json.load(gzip.open(sys.argv[1], "rt"))
-d["traceEvents"] = d["traceEvents"][:2000]
+ev = d["traceEvents"]
+mem = [e for e in ev if e.get("name") == "[memory]"]
+keep = [e for e in ev[:2000] if e.get("name") != "[memory]"]
+for t in (0, 1):
+    keep += [e for e in mem if e["args"].get("Device Type") == t][:300]
+d["traceEvents"] = keep
 json.dump(d, open(sys.argv[2], "w"))
 PY
 		F=$D/small.json
