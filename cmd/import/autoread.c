@@ -14,7 +14,8 @@
  * threads, and the import's warnings and exit status come before any
  * output, in the order of the inputs.  Memory stays bounded as in
  * trace-import (its sort spills to temporary files); the disk holds the
- * imported trace, about a tenth of the JSON, until the input is closed.
+ * imported trace (a fiftieth of the JSON or less on PyTorch traces)
+ * until the input is closed.
  *
  * What an input holds is told from its first bytes, never its name, and
  * without consuming them: pread(2) on a file, tee(2) on a pipe (so that
