@@ -31,10 +31,9 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 DEPS_CFLAGS := $(shell pkg-config --cflags jansson zlib libdeflate 2>/dev/null)
 DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
                echo -ljansson -lz -ldeflate) -lcsv -lm -pthread
-# trace-import reads Nsight Systems exports with SQLite: that command and
-# the unit tests (which link its archive) link it.
+# The importer (cmd/import) reads Nsight Systems exports with SQLite:
+# the commands and the unit tests (which link its archive) link it.
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
-CMD_EXTRA_LIBS_trace-import := $(SQLITE_LIBS)
 SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
                -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden -pthread \
@@ -65,21 +64,23 @@ endif
 LIB_SRC := $(wildcard lib/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
 # cmd/ is layered: common/ (front-end helpers: exit codes and messages,
-# tables, short names, JSON output) over lib/, analysis/ (aggregation,
-# distributions, busy time, per-instance views, statistical tests) over
-# common/, and a folder per command over both.  Each layer is a static
+# tables, short names, JSON output) over lib/, import/ (Chrome JSON and
+# Nsight Systems exports to tracekit events) over common/, analysis/
+# (aggregation, distributions, busy time, per-instance views, statistical
+# tests) over import/, and a folder per command over them all.  Each layer is a static
 # archive; `make check-layers` fails on an include or call that goes up
 # or across commands.
 CMDS := $(notdir $(wildcard cmd/trace-*))
 CMD_BINS := $(CMDS:%=$(O)/bin/%)
 COMMON_LIB := $(O)/cmd/common/libcommon.a
 ANALYSIS_LIB := $(O)/cmd/analysis/libanalysis.a
+IMPORT_LIB := $(O)/cmd/import/libimport.a
 # A command's own archive: every file of its folder but the one with
 # main(), so that unit tests can link its parts.
 cmd_lib = $(O)/cmd/$(1)/lib$(1).a
 CMD_LIBS := $(foreach c,$(CMDS),$(call cmd_lib,$(c)))
 # What a program built from cmd/ code links, in layer order.
-CMD_LINK := $(CMD_LIBS) $(ANALYSIS_LIB) $(COMMON_LIB)
+CMD_LINK := $(CMD_LIBS) $(ANALYSIS_LIB) $(IMPORT_LIB) $(COMMON_LIB)
 CMD_HDR := $(wildcard cmd/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/unit/%)
@@ -126,6 +127,10 @@ $(COMMON_LIB): $(call objs_of,common)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
+$(IMPORT_LIB): $(call objs_of,import)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
 $(ANALYSIS_LIB): $(call objs_of,analysis)
 	$(Q)rm -f $@
 	$(Q)$(AR) rcs $@ $^
@@ -136,10 +141,10 @@ $(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
 	$$(Q)rm -f $$@
 	$$(Q)$$(AR) rcs $$@ $$^
 
-$(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(COMMON_LIB) $(STATIC_LIB)
+$(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB)
 	@mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \
-		$(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(CMD_EXTRA_LIBS_$(1))
+		$(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(SQLITE_LIBS)
 endef
 $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 
@@ -153,7 +158,7 @@ $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
 # Fuzz targets also build as plain programs that replay the corpus, so
 # `make check` runs every saved input through them with any compiler.
@@ -173,7 +178,7 @@ $(FUZZ_REPLAY_LIB): $(LIB_SRC:lib/%.c=$(O)/tests/fuzz/lib/%.o)
 $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_REPLAY_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -DTK_FUZZING -Icmd $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c \
-		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS)
+		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
@@ -201,7 +206,7 @@ fuzz:
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 		clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f \
 			$(subst $(O)/,$(FUZZ_O)/,$(CMD_LINK)) $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
-			|| exit 1; done
+			$(SQLITE_LIBS) || exit 1; done
 
 fuzz-smoke: fuzz
 	$(Q)FUZZ_O=$(FUZZ_O) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-smoke.sh
@@ -305,7 +310,7 @@ $(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
 		$(CUPTI_CONVERT_OBJ) $(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) \
-		$(CUPTI_LIBS)
+		$(SQLITE_LIBS) $(CUPTI_LIBS)
 
 tests bench: $(CUPTI_BENCH)
 endif

@@ -25,6 +25,7 @@
 #include "steps.h"
 #include "common/strmap.h"
 #include "common/util.h"
+#include "import/autoread.h"
 #include "support.h"
 
 /* A cached name: group index + 1 (0 = not looked up, -1 = filtered out). */
@@ -34,7 +35,7 @@ struct nslot {
 	uint8_t per;             /* ranges: the --per range */
 };
 
-enum { CTR_NONE, CTR_RSS, CTR_DEVMEM };
+enum { CTR_NONE, CTR_RSS, CTR_DEVMEM, CTR_ALLOCATED, CTR_RESERVED };
 
 /* A cached track of the current scope. */
 struct trk {
@@ -413,8 +414,13 @@ device_for(struct agg *a, const struct tk_device *d)
 			memcpy(key + n, d->uuid, 16);
 			n += 16;
 		}
-	} else {
+	} else if (*d->host) {
 		n = snprintf(key, sizeof(key), "%s\x1f%u", d->host, d->index);
+	} else {
+		/* no UUID and no host: nothing proves it is a GPU of another
+		 * input (GPU 0 of two imported ranks, of an A100 and a V100
+		 * run): one device per definition, in each scope */
+		n = snprintf(key, sizeof(key), "\x1e%u\x1f%u", a->run.scopes, d->id);
 	}
 	if (n < 0 || (size_t)n >= sizeof(key))
 		n = (int)sizeof(key) - 1;
@@ -490,14 +496,34 @@ join_argv(const struct tk_process *p)
 	return s;
 }
 
-/* Index in a->procs of a process track, registered on first sight. */
+int
+agg_placeholder_process(const struct tk_process *p)
+{
+	/* the PyTorch profiler's: its string pids "Spans", "Traces" and ""
+	 * (made-up ids above any OS pid once imported) hold the profiler's
+	 * own marks, not a program */
+	return p->pid >= (INT64_C(1) << 32) &&
+	       (p->argc == 0 || (p->argc == 1 && (!*p->argv[0] ||
+	        strcmp(p->argv[0], "Spans") == 0 || strcmp(p->argv[0], "Traces") == 0)));
+}
+
+/* Index in a->procs of a process track, registered on first sight (-1:
+ * a placeholder, not a process). */
 static int32_t
 process_for(struct agg *a, const struct tk_track *t)
 {
 	const struct tk_process *p = &t->u.process;
+	if (agg_placeholder_process(p))
+		return -1;
 	char key[320];
-	int n = snprintf(key, sizeof(key), "%s\x1f%" PRId64 "\x1f%" PRId64,
-	                 p->host, p->pid, p->start);
+	/* the same process in several inputs only when that is sure: same
+	 * host, pid and start time (and label: trace-merge -l tells inputs
+	 * apart by it); else one process per definition, in each scope */
+	int n = *p->host && p->start
+	      ? snprintf(key, sizeof(key), "%s\x1f%" PRId64 "\x1f%" PRId64 "\x1f%s",
+	                 p->host, p->pid, p->start, p->label)
+	      : snprintf(key, sizeof(key), "\x1e%u\x1f%u\x1f%s", a->run.scopes, t->id,
+	                 p->label);
 	if (n < 0 || (size_t)n >= sizeof(key))
 		n = (int)sizeof(key) - 1;
 	long i = strmap_get(&a->proc_map, key, (size_t)n);
@@ -594,6 +620,10 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 			k->counter = CTR_RSS;
 		else if (strcmp(t->u.counter.name, "device memory") == 0)
 			k->counter = CTR_DEVMEM;
+		else if (strcmp(t->u.counter.name, "Total Allocated") == 0)
+			k->counter = CTR_ALLOCATED;
+		else if (strcmp(t->u.counter.name, "Total Reserved") == 0)
+			k->counter = CTR_RESERVED;
 		break;
 	default:
 		break;
@@ -989,6 +1019,18 @@ counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
 		if (d->mem_tl && !d->allocs && e->u.counter.value >= 0 &&
 		    e->u.counter.value < 9e18)
 			timeline_max(d->mem_tl, e->ts, (int64_t)e->u.counter.value);
+	} else if (t->counter == CTR_ALLOCATED || t->counter == CTR_RESERVED) {
+		/* a GPU's totals, or the host's (a process counter) */
+		struct agg_allocator *m = t->dev >= 0 ? &a->devs[t->dev].pub.allocator
+		                        : t->proc >= 0 ? &a->procs[t->proc].allocator : NULL;
+		int w = t->counter == CTR_ALLOCATED ? AGG_ALLOCATED : AGG_RESERVED;
+		double v = e->u.counter.value;
+		if (m && (!m->has[w] || v > m->peak[w] ||
+		          (v == m->peak[w] && e->ts < m->peak_ts[w]))) {
+			m->peak[w] = v;
+			m->peak_ts[w] = e->ts;
+			m->has[w] = 1;
+		}
 	}
 }
 
@@ -1173,16 +1215,13 @@ find_runs(struct agg *a, int fd, const char *path)
 	return 0;
 }
 
-/* A descriptor that can be read twice: the file itself, or standard
- * input (or a pipe) copied to an unlinked temporary file. */
+/* A descriptor that can be read twice: the file itself (or its
+ * import), or standard input (or a pipe) copied to an unlinked temporary
+ * file, which `in` then holds. */
 static int
-rereadable_fd(const char *path)
+rereadable_fd(struct autoread *in)
 {
-	int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY);
-	if (fd < 0) {
-		cmd_warn("%s: %s", cmd_display_path(path), strerror(errno));
-		return -1;
-	}
+	int fd = in->fd;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		return fd;
@@ -1193,7 +1232,6 @@ rereadable_fd(const char *path)
 	if (tmp < 0) {
 		cmd_warn("cannot create a temporary file in %s: %s",
 		         dir && *dir ? dir : "/tmp", strerror(errno));
-		close(fd);
 		return -1;
 	}
 	unlink(tmpl);
@@ -1214,14 +1252,15 @@ rereadable_fd(const char *path)
 				if (errno == EINTR)
 					continue;
 				cmd_warn("temporary file: %s", strerror(errno));
-				close(fd);
 				close(tmp);
 				return -1;
 			}
 			off += w;
 		}
 	}
-	close(fd);
+	autoread_close(in);
+	in->fd = tmp;
+	in->own_fd = 1;
 	lseek(tmp, 0, SEEK_SET);
 	return tmp;
 }
@@ -1242,13 +1281,20 @@ int
 agg_read(struct agg *a, const char *path)
 {
 	struct tk_reader *r;
-	int fd = -1;
+	struct autoread in;
+	int fd;
 	a->run.inputs++;
 	a->cur_path = path;
+	int status = autoread_open(&in, path, NULL);
+	if (status)
+		return status;
+	status = in.partial ? EXIT_BADINPUT : 0;
 	int find_steps = a->opt.steps && !a->per_match.name;
 	if (a->opt.run || a->opt.by_run || find_steps) {
-		if ((fd = rereadable_fd(path)) < 0)
+		if ((fd = rereadable_fd(&in)) < 0) {
+			autoread_close(&in);
 			return EXIT_BADINPUT;
+		}
 		if (a->opt.run || a->opt.by_run)
 			find_runs(a, fd, path);
 		lseek(fd, 0, SEEK_SET);
@@ -1257,13 +1303,14 @@ agg_read(struct agg *a, const char *path)
 		lseek(fd, 0, SEEK_SET);
 		/* no table or finding reads args */
 		r = cmd_new_reader(CMD_READ_NO_ARGS);
-		if (tk_reader_open_fd(r, fd, path) != TK_OK) {
+		if (tk_reader_open_fd(r, fd, cmd_display_path(path)) != TK_OK) {
 			cmd_reader_error(path, r);
 			tk_reader_free(r);
-			close(fd);
+			autoread_close(&in);
 			return EXIT_BADINPUT;
 		}
-	} else if (!(r = cmd_open_reader_flags(path, CMD_READ_NO_ARGS))) {
+	} else if (!(r = autoread_reader_flags(&in, path, CMD_READ_NO_ARGS))) {
+		autoread_close(&in);
 		return EXIT_BADINPUT;
 	}
 	begin_scope(a, r);
@@ -1298,14 +1345,12 @@ agg_read(struct agg *a, const char *path)
 	}
 	end_scope(a);
 	a->run.skipped += tk_reader_skipped(r);
-	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
-	if (fd >= 0)
-		close(fd);
+	autoread_close(&in);
 	return status;
 }
 

@@ -23,6 +23,7 @@
 #ifndef TK_CMD_AGGREGATE_H
 #define TK_CMD_AGGREGATE_H
 
+#include "tracekit.h"
 #include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,16 @@ struct agg_group {
 	struct summary s;        /* filled by agg_finish() */
 };
 
+/* The PyTorch allocator's own totals, Kineto's "Total Allocated" and
+ * "Total Reserved" counters (profile_memory=True): the highest sample of
+ * each and when it was taken. */
+enum { AGG_ALLOCATED, AGG_RESERVED };
+struct agg_allocator {
+	int has[2];
+	double peak[2];          /* bytes, by AGG_ALLOCATED, AGG_RESERVED */
+	int64_t peak_ts[2];      /* the first sample at the peak */
+};
+
 struct agg_device {
 	char *host, *name;
 	int64_t index;           /* CUDA ordinal; -1 = GPU work on no known device */
@@ -86,6 +97,7 @@ struct agg_device {
 	 * in use (allocations, else the "device memory" counter) over
 	 * time; NULL otherwise */
 	struct timeline *busy_tl, *mem_tl;
+	struct agg_allocator allocator;
 };
 
 struct agg_process {
@@ -99,6 +111,7 @@ struct agg_process {
 	uint32_t signal;
 	int has_rss;             /* an "rss" counter was seen */
 	double rss_max;
+	struct agg_allocator allocator;  /* host memory (Kineto's CPU totals) */
 	uint64_t events;
 };
 
@@ -192,6 +205,9 @@ struct agg_group *agg_find(struct agg *a, unsigned kind, const char *domain,
 size_t agg_ndevices(const struct agg *a);
 const struct agg_device *agg_device(const struct agg *a, size_t i);
 size_t agg_nprocesses(const struct agg *a);
+/* A process definition that stands for no process: the PyTorch
+ * profiler's "Spans", "Traces" and "" pids.  Not counted as a process. */
+int agg_placeholder_process(const struct tk_process *p);
 const struct agg_process *agg_process(const struct agg *a, size_t i);
 const struct agg_run *agg_run(const struct agg *a);
 /* The per-instance view (options.per or .steps), or NULL. */

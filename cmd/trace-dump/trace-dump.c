@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/util.h"
+#include "import/autoread.h"
 #include "support.h"
 
 enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
@@ -1169,15 +1170,17 @@ main(int argc, char **argv)
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
 		/* --info counts events, it never shows their args */
-		struct tk_reader *r = cmd_open_reader_flags(files[i],
-			opt->info ? CMD_READ_NO_ARGS : 0);
-		if (!r) {
-			status |= EXIT_BADINPUT;
+		struct autoread in;
+		int st;
+		struct tk_reader *r = autoread_open_reader_flags(&in, files[i],
+			opt->info ? CMD_READ_NO_ARGS : 0, &st);
+		status |= st;
+		if (!r)
 			continue;
-		}
 		status |= opt->info ? dump_info(files[i], r, opt)
 		                    : dump_events(files[i], r, &d);
 		tk_reader_free(r);
+		autoread_close(&in);
 		if (opt->limit && d.printed >= opt->limit)
 			break;
 	}

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "import.h"
-#include "nsys.h"
+#include "import/import.h"
+#include "import/nsys.h"
 #include "common/util.h"
 
 #define DEFAULT_MEMORY (8u << 20)

@@ -14,6 +14,7 @@
 
 #include "source.h"
 #include "common/util.h"
+#include "import/autoread.h"
 
 #define COPY_BLOCK (1u << 20)
 
@@ -76,14 +77,17 @@ spool(struct merge_source *s, const char *tmpdir)
 int
 merge_source_open(struct merge_source *s, int need_file, const char *tmpdir)
 {
-	s->fd = -1;
-	if (strcmp(s->path, "-") == 0) {
-		s->fd = STDIN_FILENO;
-	} else if ((s->fd = open(s->path, O_RDONLY | O_CLOEXEC)) < 0) {
-		cmd_warn("%s: %s", s->name, strerror(errno));
-		return EXIT_BADINPUT;
-	} else {
-		s->own_fd = 1;
+	struct autoread in;
+	int status = autoread_open(&in, s->path, tmpdir);
+	if (status) {
+		s->fd = -1;
+		return status;
+	}
+	s->fd = in.fd;
+	s->own_fd = in.own_fd;
+	if (in.imported) {
+		s->path = NULL;  /* its import cannot be opened again by name */
+		s->partial = in.partial;
 	}
 	if (fstat(s->fd, &s->st) < 0) {
 		cmd_warn("%s: %s", s->name, strerror(errno));

@@ -23,9 +23,13 @@ struct merge_source {
 	struct stat st;          /* the file, to notice it replaced */
 	struct tk_scan *scan;    /* files: their traces and chunks */
 	int failed;              /* reported already; skipped */
+	int partial;             /* imported, but not all of it could be read
+	                            (reported); merged, exit status 1 */
 };
 
-/* Open `s` and scan it when it is a file.  A stream (pipe, terminal)
+/* Open `s` and scan it when it is a file.  Another tool's trace (Chrome
+ * JSON, an nsys export) is imported into an unlinked file first.  A
+ * stream (pipe, terminal)
  * is copied to an unlinked file in `tmpdir` first when `need_file` (it
  * must be read twice).  Errors are reported ("trace-merge: path:
  * message"); returns 0, 1 for an input that cannot be read, 2 for a

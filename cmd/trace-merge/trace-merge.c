@@ -454,6 +454,8 @@ prepare(char **paths, size_t n)
 		merge_source_park(s);
 		if (rc == EXIT_USAGE)
 			cmd_die(EXIT_USAGE, "cannot go on");
+		if (s->partial)
+			run.status = EXIT_BADINPUT;
 		if (rc) {
 			s->failed = 1;
 			run.status = EXIT_BADINPUT;

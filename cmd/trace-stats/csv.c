@@ -221,6 +221,29 @@ csv_gpus(struct agg *a)
 	}
 }
 
+/* The PyTorch allocator's peaks of a process (host) or device: rows
+ * with source allocator_allocated, allocator_reserved. */
+static void
+csv_allocator(const char *where, int64_t pid, int64_t device,
+              const struct agg_allocator *m)
+{
+	static const char *const src[] = { "allocator_allocated", "allocator_reserved" };
+	for (int w = 0; w < 2; w++) {
+		if (!m->has[w])
+			continue;
+		struct csv_line l = { 0 };
+		l.f[0] = "memory";
+		l.f[1] = where;
+		if (pid >= 0)
+			csv_num(&l, 2, "%" PRId64, pid);
+		if (device >= 0)
+			csv_num(&l, 3, "%" PRId64, device);
+		l.f[4] = src[w];
+		csv_num(&l, 5, "%.0f", m->peak[w]);
+		csv_record(stdout, l.f, 10);
+	}
+}
+
 static void
 csv_memory(struct agg *a)
 {
@@ -242,6 +265,7 @@ csv_memory(struct agg *a)
 			csv_num(&l, 5, "%.0f", src == 0 ? (double)p->max_rss : p->rss_max);
 			csv_record(stdout, l.f, 10);
 		}
+		csv_allocator("process", p->pid, -1, &p->allocator);
 	}
 	for (size_t i = 0; i < agg_ndevices(a); i++) {
 		const struct agg_device *d = agg_device(a, i);
@@ -263,6 +287,7 @@ csv_memory(struct agg *a)
 			}
 			csv_record(stdout, l.f, 10);
 		}
+		csv_allocator("device", -1, d->index, &d->allocator);
 	}
 }
 

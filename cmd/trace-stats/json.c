@@ -213,13 +213,33 @@ json_gpus(struct agg *a)
 	return arr;
 }
 
+/* The PyTorch allocator's peaks: "allocator": {"allocated_peak_bytes",
+ * "allocated_peak_ns", "reserved_peak_bytes", "reserved_peak_ns"}. */
+static void
+allocator_json(json_t *x, const struct agg_allocator *m)
+{
+	if (!m->has[0] && !m->has[1])
+		return;
+	json_t *o = json_object();
+	if (m->has[AGG_ALLOCATED]) {
+		cmd_jset(o, "allocated_peak_bytes", jint(m->peak[AGG_ALLOCATED]));
+		cmd_jset(o, "allocated_peak_ns", json_integer(m->peak_ts[AGG_ALLOCATED]));
+	}
+	if (m->has[AGG_RESERVED]) {
+		cmd_jset(o, "reserved_peak_bytes", jint(m->peak[AGG_RESERVED]));
+		cmd_jset(o, "reserved_peak_ns", json_integer(m->peak_ts[AGG_RESERVED]));
+	}
+	cmd_jset(x, "allocator", o);
+}
+
 static json_t *
 json_memory(struct agg *a)
 {
 	json_t *o = json_object(), *procs = json_array(), *devs = json_array();
 	for (size_t i = 0; i < agg_nprocesses(a); i++) {
 		const struct agg_process *p = agg_process(a, i);
-		if (!(p->has_rusage && p->max_rss) && !p->has_rss)
+		if (!(p->has_rusage && p->max_rss) && !p->has_rss &&
+		    !p->allocator.has[0] && !p->allocator.has[1])
 			continue;
 		json_t *x = json_object();
 		cmd_jset(x, "pid", json_integer(p->pid));
@@ -228,11 +248,13 @@ json_memory(struct agg *a)
 			cmd_jset(x, "max_rss_bytes", json_integer((json_int_t)p->max_rss));
 		if (p->has_rss)
 			cmd_jset(x, "rss_peak_bytes", jint(p->rss_max));
+		allocator_json(x, &p->allocator);
 		json_array_append_new(procs, x);
 	}
 	for (size_t i = 0; i < agg_ndevices(a); i++) {
 		const struct agg_device *d = agg_device(a, i);
-		if (!d->has_counter && !d->allocs && !d->frees)
+		if (!d->has_counter && !d->allocs && !d->frees &&
+		    !d->allocator.has[0] && !d->allocator.has[1])
 			continue;
 		json_t *x = json_object();
 		cmd_jset(x, "device", d->index >= 0 ? json_integer(d->index) : json_null());
@@ -245,6 +267,7 @@ json_memory(struct agg *a)
 			cmd_jset(x, "alloc_bytes", json_integer((json_int_t)d->alloc_bytes));
 			cmd_jset(x, "not_freed_bytes", json_integer(d->in_use));
 		}
+		allocator_json(x, &d->allocator);
 		json_array_append_new(devs, x);
 	}
 	cmd_jset(o, "processes", procs);

@@ -81,20 +81,29 @@ text_origin(struct agg *a, const struct agg_run *run)
 		}
 		if (n)
 			continue;
-		for (size_t i = 0; i < agg_nprocesses(a) && n < 4; i++) {
+		/* a few commands and hosts, every label (the ranks of a
+		 * merged job), and how many more there are */
+		int limit = k == 2 ? 16 : 4, more = 0;
+		for (size_t i = 0; i < agg_nprocesses(a); i++) {
 			const struct agg_process *p = agg_process(a, i);
 			const char *v = k == 0 ? p->command : k == 1 ? p->host : p->label;
 			if (!*v)
 				continue;
 			int dup = 0;
-			for (size_t j = 0; j < i; j++) {
+			for (size_t j = 0; j < i && !dup; j++) {
 				const struct agg_process *q = agg_process(a, j);
 				const char *w = k == 0 ? q->command : k == 1 ? q->host : q->label;
 				dup |= strcmp(v, w) == 0;
 			}
-			if (!dup)
+			if (dup)
+				continue;
+			if (n < limit)
 				printf("  %-10s%s\n", n++ ? "" : titles[k], v);
+			else
+				more++;
 		}
+		if (more)
+			printf("  %-10s(%d more)\n", "", more);
 	}
 }
 
@@ -364,6 +373,25 @@ text_gpus(struct stats *st)
 	table_free(&tb);
 }
 
+/* The allocator's peaks of one device or host: a row each. */
+static void
+allocator_rows(struct table *tb, const char *where, const struct agg_allocator *m,
+               int64_t t0)
+{
+	static const char *const what[] = { "allocated", "reserved" };
+	static const char *const counter[] = { "Total Allocated", "Total Reserved" };
+	char b[64], t[64];
+	for (int w = 0; w < 2; w++) {
+		if (!m->has[w])
+			continue;
+		table_row(tb);
+		table_set(tb, 0, "%s", where);
+		table_set(tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), m->peak[w]));
+		table_set(tb, 2, "%s by the PyTorch allocator (%s), at %s", what[w],
+		          counter[w], cmd_fmt_duration(t, sizeof(t), m->peak_ts[w] - t0));
+	}
+}
+
 static void
 text_memory(struct stats *st)
 {
@@ -388,6 +416,9 @@ text_memory(struct stats *st)
 			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), p->rss_max));
 			table_set(&tb, 2, "rss counter (sampled)");
 		}
+		char where[96];
+		snprintf(where, sizeof(where), "pid %" PRId64 " %s (host)", p->pid, p->name);
+		allocator_rows(&tb, where, &p->allocator, agg_run(a)->t_min);
 	}
 	for (size_t i = 0; i < agg_ndevices(a); i++) {
 		const struct agg_device *d = agg_device(a, i);
@@ -402,6 +433,7 @@ text_memory(struct stats *st)
 			table_set(&tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), d->counter_max));
 			table_set(&tb, 2, "device memory counter");
 		}
+		allocator_rows(&tb, where, &d->allocator, agg_run(a)->t_min);
 		if (d->allocs || d->frees) {
 			table_row(&tb);
 			table_set(&tb, 0, "%s", where);

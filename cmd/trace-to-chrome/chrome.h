@@ -178,6 +178,10 @@ struct chrome_lane {
 	int64_t os_pid;          /* processes */
 	uint32_t dev_index;      /* GPUs */
 	uint8_t uuid[16];
+	char *label;             /* processes: trace-merge's label */
+	/* what has no host (and no UUID, or no start) is itself only: the
+	 * scope and the .tkt id of its definition */
+	uint32_t only_scope, only_id;
 	int kind;                /* enum chrome_lane_kind */
 	uint32_t *tracks;        /* its tracks, for tid uniqueness */
 	uint32_t ntracks;
@@ -212,6 +216,7 @@ struct chrome_layout {
 	struct chrome_tkmap *map;       /* by .tkt track id */
 	size_t nmap;                    /* entries, all zeroed when made */
 	int64_t next_pid;
+	uint32_t scope;                 /* scopes begun so far */
 	uint32_t max_overflow;          /* extra tracks per base track */
 	uint64_t moved;                 /* slices placed on extra tracks */
 	uint64_t overflow_tracks;

@@ -81,6 +81,7 @@ chrome_layout_free(struct chrome_layout *l)
 		free(l->lanes[i].name);
 		free(l->lanes[i].labels);
 		free(l->lanes[i].host);
+		free(l->lanes[i].label);
 		free(l->lanes[i].tracks);
 	}
 	for (uint32_t i = 1; i < l->ntracks; i++) {
@@ -97,6 +98,7 @@ void
 chrome_layout_scope(struct chrome_layout *l)
 {
 	free_map(l);
+	l->scope++;
 }
 
 void
@@ -148,16 +150,25 @@ base_name(const char *path)
 }
 
 static uint32_t
-process_lane(struct chrome_layout *l, const struct tk_process *p)
+process_lane(struct chrome_layout *l, const struct tk_process *p, uint32_t id)
 {
+	/* the same process in two inputs only when that is sure: same host,
+	 * pid, start (and trace-merge's label) */
+	int sure = *p->host && p->start;
 	for (uint32_t i = 1; i < l->nlanes; i++) {
 		struct chrome_lane *ln = &l->lanes[i];
 		if (ln->kind == CL_PROCESS && ln->os_pid == p->pid &&
-		    strcmp(ln->host, p->host) == 0)
+		    strcmp(ln->host, p->host) == 0 && strcmp(ln->label, p->label) == 0 &&
+		    (sure ? !ln->only_scope : ln->only_scope == l->scope && ln->only_id == id))
 			return i;
 	}
 	uint32_t i = new_lane(l, CL_PROCESS, p->host, p->pid);
 	struct chrome_lane *ln = &l->lanes[i];
+	ln->label = dupstr(p->label);
+	if (!sure) {
+		ln->only_scope = l->scope;
+		ln->only_id = id;
+	}
 	ln->os_pid = p->pid;
 	ln->name = dupstr(p->argc ? base_name(p->argv[0]) : "process");
 	free(ln->labels);
@@ -180,6 +191,9 @@ gpu_lane(struct chrome_layout *l, const struct tk_device *d, const char *host)
 	host = h;
 	uint32_t index = d ? d->index : UINT32_MAX;
 	int has_uuid = d && memcmp(d->uuid, zero, 16) != 0;
+	/* no UUID and no host: nothing proves it is a GPU of another input
+	 * (GPU 0 of every imported rank): a lane of its own */
+	int only = d && !has_uuid && !*host;
 	uint32_t same_index = 0;
 	for (uint32_t i = 1; i < l->nlanes; i++) {
 		struct chrome_lane *ln = &l->lanes[i];
@@ -187,6 +201,9 @@ gpu_lane(struct chrome_layout *l, const struct tk_device *d, const char *host)
 			continue;
 		same_index++;
 		if (strcmp(ln->host, host) != 0)
+			continue;
+		if (only ? ln->only_scope != l->scope || ln->only_id != d->id
+		         : ln->only_scope != 0)
 			continue;
 		if (!has_uuid || memcmp(ln->uuid, zero, 16) == 0 ||
 		    memcmp(ln->uuid, d->uuid, 16) == 0) {
@@ -198,6 +215,10 @@ gpu_lane(struct chrome_layout *l, const struct tk_device *d, const char *host)
 	struct chrome_lane *ln = &l->lanes[i];
 	ln->gpu = 1;
 	ln->dev_index = index;
+	if (only) {
+		ln->only_scope = l->scope;
+		ln->only_id = d->id;
+	}
 	if (d) {
 		memcpy(ln->uuid, d->uuid, 16);
 		ln->name = fmtstr("GPU %u: %s", d->index, *d->name ? d->name : "unknown");
@@ -362,7 +383,7 @@ owner_lane(struct chrome_layout *l, const struct tk_reader *r, uint32_t id)
 	const struct tk_track *p = id ? tk_reader_track(r, id) : NULL;
 	if (!p || p->type != TK_TRACK_PROCESS)
 		return 0;
-	return process_lane(l, &p->u.process);
+	return process_lane(l, &p->u.process, p->id);
 }
 
 static void
@@ -374,7 +395,7 @@ resolve(struct chrome_layout *l, const struct tk_reader *r,
 	memset(m, 0, sizeof(*m));
 	switch (t->type) {
 	case TK_TRACK_PROCESS:
-		m->lane = process_lane(l, &t->u.process);
+		m->lane = process_lane(l, &t->u.process, t->id);
 		m->ctrack = process_track(l, m->lane);
 		break;
 	case TK_TRACK_THREAD: {

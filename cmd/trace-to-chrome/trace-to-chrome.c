@@ -24,6 +24,7 @@
 
 #include "chrome.h"
 #include "common/util.h"
+#include "import/autoread.h"
 
 struct options {
 	const char *output;       /* NULL = stdout */
@@ -603,6 +604,18 @@ stream_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 	key_u64(a, "stream", e->trk->u.stream.stream);
 }
 
+/* The correlation id, and the same as "External id" unless the event
+ * brought its own: HTA and TensorBoard link an API call to its GPU work
+ * by it, and trace-import does not store it when it equals the
+ * correlation id (older PyTorch profilers). */
+static void
+correlation_args(struct args *a, const struct tk_event *e, uint64_t corr)
+{
+	key_u64(a, "correlation", corr);
+	if (corr && !(e->args && memmem(e->args, e->args_len, "\"External id\"", 13)))
+		key_u64(a, "External id", corr);
+}
+
 static void
 bandwidth(struct args *a, uint64_t bytes, int64_t dur)
 {
@@ -618,7 +631,7 @@ kernel_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 {
 	const struct tk_kernel_attrs *k = &e->u.kernel;
 	stream_args(a, r, e);
-	key_u64(a, "correlation", k->correlation);
+	correlation_args(a, e, k->correlation);
 	key_u64(a, "registers per thread", k->registers);
 	key_u64(a, "shared memory", (uint64_t)k->static_smem + k->dynamic_smem);
 	key_u64(a, "static shared memory", k->static_smem);
@@ -744,7 +757,7 @@ memcpy_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 {
 	const struct tk_memcpy_attrs *c = &e->u.memcpy;
 	stream_args(a, r, e);
-	key_u64(a, "correlation", c->correlation);
+	correlation_args(a, e, c->correlation);
 	key_u64(a, "bytes", c->bytes);
 	bandwidth(a, c->bytes, e->dur);
 	key_lit(a, "copy kind", tk_copy_kind_name(c->copy_kind));
@@ -784,7 +797,7 @@ slice_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 		range_args(cv, a, &e->u.range, 0);
 		break;
 	case TK_API:
-		key_u64(a, "correlation", e->u.api.correlation);
+		correlation_args(a, e, e->u.api.correlation);
 		if (e->u.api.cbid)
 			key_u64(a, "cbid", e->u.api.cbid);
 		if (e->u.api.result) {
@@ -801,7 +814,7 @@ slice_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 	case TK_MEMSET: {
 		const struct tk_memset_attrs *s = &e->u.memset;
 		stream_args(a, r, e);
-		key_u64(a, "correlation", s->correlation);
+		correlation_args(a, e, s->correlation);
 		key_u64(a, "bytes", s->bytes);
 		bandwidth(a, s->bytes, e->dur);
 		key_u64(a, "value", s->value);
@@ -811,7 +824,7 @@ slice_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 	case TK_SYNC:
 		key_lit(a, "sync type", tk_sync_type_name(e->u.sync.type));
 		if (e->u.sync.correlation)
-			key_u64(a, "correlation", e->u.sync.correlation);
+			correlation_args(a, e, e->u.sync.correlation);
 		break;
 	case TK_OVERHEAD:
 		key_u64(a, "overhead kind", e->u.overhead.type);
@@ -1109,11 +1122,13 @@ skip:
 static int
 convert_file(struct conv *cv, const char *path)
 {
-	struct tk_reader *r = cmd_open_reader(path);
+	struct autoread in;
+	int status;
+	struct tk_reader *r = autoread_open_reader(&in, path, &status);
 	json_array_append_new(cv->inputs, jstr(cmd_display_path(path)));
 	if (!r) {
 		json_array_append_new(cv->errors, jstr(cmd_display_path(path)));
-		return EXIT_BADINPUT;
+		return status;
 	}
 	new_scope(cv);
 	struct tk_record rec;
@@ -1161,7 +1176,6 @@ convert_file(struct conv *cv, const char *path)
 			cv->released_early++;
 	}
 	release(cv, INT64_MAX);
-	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		char msg[512];
@@ -1171,6 +1185,7 @@ convert_file(struct conv *cv, const char *path)
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
+	autoread_close(&in);
 	return status;
 }
 

@@ -24,6 +24,7 @@
 
 #include "perfetto.h"
 #include "common/util.h"
+#include "import/autoread.h"
 
 #define END_PACKET_MAX 32     /* bytes of one slice-end packet, at most */
 #define FINAL_RESERVE 1024    /* the closing attributes packet */
@@ -395,9 +396,11 @@ definition(struct conv *C, const struct tk_record *rec)
 static int
 convert_file(struct conv *C, const char *path)
 {
-	struct tk_reader *r = cmd_open_reader(path);
+	struct autoread in;
+	int status;
+	struct tk_reader *r = autoread_open_reader(&in, path, &status);
 	if (!r)
-		return EXIT_BADINPUT;
+		return status;
 	new_scope(C);
 	struct tk_record rec;
 	uint64_t chunk = UINT64_MAX;
@@ -423,12 +426,12 @@ convert_file(struct conv *C, const char *path)
 		}
 	}
 	release(C, INT64_MAX);
-	int status = 0;
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
 		status = EXIT_BADINPUT;
 	}
 	tk_reader_free(r);
+	autoread_close(&in);
 	return status;
 }
 

@@ -12,6 +12,9 @@ independently of tracekit, for tests/cli/trace-stats-pytorch.bats.
         trace-merge -l labels them) or "rank N" from distributedInfo.rank
     pytorch_reference.py --compare-distributed REF.json STATS.json
         check trace-stats --json --distributed against it.
+    pytorch_reference.py --memory TRACE.json[.gz]
+        the allocator's peaks, one line each: "gpu DEVICE|host WHAT BYTES NS",
+        sorted (tests/cli/memory.bats).
 
 Times are integer nanoseconds read from the digits of ts and dur
 (microseconds), fractions of a nanosecond rounded half away from zero,
@@ -34,6 +37,10 @@ as trace-import documents.  Definitions (trace-stats(1) says the same):
              starting, after "void ", with nccl, rccl, msccl or nvshmem,
              any case), of memcpys and memsets, of all of them (busy);
              exposed = communication minus compute; idle = window - busy.
+  memory     [memory] instants (profile_memory=True): the highest "Total
+             Allocated" and "Total Reserved" of each device (Device Type
+             1, its Device Id) and of the host (Device Type 0), with the
+             time of the first sample at that peak.
 """
 import gzip
 import json
@@ -376,6 +383,27 @@ def compare(ref, ours):
     return bad
 
 
+def memory(path):
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        doc = json.load(f, parse_float=Decimal)
+    base = int(doc.get("baseTimeNanoseconds", 0))
+    peaks = {}
+    for e in doc["traceEvents"]:
+        a = e.get("args") or {}
+        if e.get("name") != "[memory]" or e.get("ph") not in ("i", "I"):
+            continue
+        where = f"gpu {a['Device Id']}" if a.get("Device Type") == 1 else "host"
+        for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
+            if key not in a:
+                continue
+            v, t = int(a[key]), ns(e["ts"]) + base
+            old = peaks.get((where, what))
+            if old is None or v > old[0] or (v == old[0] and t < old[1]):
+                peaks[(where, what)] = (v, t)
+    return sorted(f"{w} {k} {v} {t}" for (w, k), (v, t) in peaks.items())
+
+
 def main():
     if sys.argv[1] == "--distributed":
         args, labels = sys.argv[2:], []
@@ -389,6 +417,9 @@ def main():
         for b in bad[:30]:
             print(b)
         sys.exit(1 if bad else 0)
+    if sys.argv[1] == "--memory":
+        print("\n".join(memory(sys.argv[2])))
+        return
     if sys.argv[1] == "--compare":
         ref = json.load(open(sys.argv[2]))
         ours = json.load(open(sys.argv[3]))

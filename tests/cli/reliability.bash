@@ -24,7 +24,7 @@ rel_fixtures() {
 	# enough output to fill a pipe many times over
 	synth -n 60000 --seed 9 -o "$d/big.tkt"
 	: > "$d/empty.tkt"
-	printf '{"traceEvents": []}\n' > "$d/magic.tkt"
+	printf '\211PNG\r\n\032\n\0\0\0\rIHDR' > "$d/magic.tkt"
 	badtrace version 2 0 "$d/base.tkt" "$d/v2.tkt"
 	badtrace version 1 0 0 4 "$d/base.tkt" "$d/features.tkt"
 	badtrace version 1 9 8 "$d/base.tkt" "$d/v1.9.tkt"
@@ -204,7 +204,7 @@ cell_empty() {
 cell_magic() {
 	local f=$BATS_FILE_TMPDIR/magic.tkt
 	rel_run "$1" "$f"
-	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'not a tracekit trace \(bad magic at byte 0\)')"
+	rel_expect "$BAD" "$(rel_msg "$1" "$f" 'not a tracekit trace, Chrome JSON or Nsight Systems SQLite export \(first bytes 89 50 4e 47\)')"
 	rel_output_valid "$1"
 	rel_delivered "$1" 0
 }

@@ -8,8 +8,10 @@
 #   cmd/common/     front-end helpers: lib/'s public header (tracekit.h),
 #                   its header-only support.h (growable array, hash), and
 #                   itself
-#   cmd/analysis/   the analysis layer: common/ and lib/ below it
-#   cmd/trace-*/    one folder per command: analysis/, common/, lib/;
+#   cmd/import/     the importer (Chrome JSON, Nsight Systems exports):
+#                   common/ and lib/ below it
+#   cmd/analysis/   the analysis layer: import/, common/ and lib/ below it
+#   cmd/trace-*/    one folder per command: analysis/, import/, common/, lib/;
 #                   never another command's folder
 #
 # An include or a call that goes up a layer or across commands fails, and
@@ -23,12 +25,12 @@ cd "$top" || exit 2
 bad=0
 fail() { echo "check-layers: $*"; bad=1; }
 
-# The layer of a source folder: lib 0, lib/inject 1, common 1, analysis 2,
-# a command 3.  Commands are also told apart by name.
+# The layer of a source folder: lib 0, lib/inject 1, common 1, import 2,
+# analysis 3, a command 4.  Commands are also told apart by name.
 layer_of() {
 	case $1 in
-	lib) echo 0 ;; lib/inject|cmd/common) echo 1 ;; cmd/analysis) echo 2 ;;
-	cmd/trace-*) echo 3 ;; *) echo 9 ;;
+	lib) echo 0 ;; lib/inject|cmd/common) echo 1 ;; cmd/import) echo 2 ;;
+	cmd/analysis) echo 3 ;; cmd/trace-*) echo 4 ;; *) echo 9 ;;
 	esac
 }
 

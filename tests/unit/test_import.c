@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "tap.h"
-#include "trace-import/import.h"
+#include "import/import.h"
 
 /* ---- numbers --------------------------------------------------------------- */
 

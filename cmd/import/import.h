@@ -3,6 +3,8 @@
  * The parts of trace-import, one job per file:
  *   run.c        one import from start to end (trace-import.c has the
  *                options; the fuzz target calls this too)
+ *   autoread.c   what the reading commands open: a .tkt as it is, or
+ *                another trace imported on the way in (autoread.h)
  *   input.c      the input bytes: plain or gzip, told apart by content
  *   scan.c       the splitter: walks the top-level JSON and hands out
  *                each event's bytes (and each other top-level value)
@@ -83,6 +85,9 @@ struct imp_input {
  * inflated, plain text passed on, anything else refused.  Returns 0, or
  * -1 with a message in in->errmsg. */
 int imp_input_open(struct imp_input *in, const char *path);
+/* Read `fd` (borrowed: not closed) from where it is; `name` (borrowed)
+ * is for messages. */
+int imp_input_open_fd(struct imp_input *in, int fd, const char *name);
 /* Open a memory buffer (for tests and the fuzzer); borrowed. */
 int imp_input_open_mem(struct imp_input *in, const void *buf, size_t len,
                        const char *name);

@@ -132,6 +132,15 @@ init(struct imp_input *in, const char *name)
 	in->name = name;
 }
 
+static int
+start(struct imp_input *in)
+{
+	in->raw_cap = RAW_SIZE;
+	if (!(in->raw = malloc(in->raw_cap)))
+		return fail(in, "out of memory");
+	return detect(in);
+}
+
 int
 imp_input_open(struct imp_input *in, const char *path)
 {
@@ -144,10 +153,15 @@ imp_input_open(struct imp_input *in, const char *path)
 			return fail(in, strerror(errno));
 		in->own_fd = 1;
 	}
-	in->raw_cap = RAW_SIZE;
-	if (!(in->raw = malloc(in->raw_cap)))
-		return fail(in, "out of memory");
-	return detect(in);
+	return start(in);
+}
+
+int
+imp_input_open_fd(struct imp_input *in, int fd, const char *name)
+{
+	init(in, name);
+	in->fd = fd;
+	return start(in);
 }
 
 int
