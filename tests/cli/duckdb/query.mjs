@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Run SQL statements in DuckDB (an in-memory database) and print the
+// rows of the last one, one JSON array per line, every value as text
+// (BIGINTs as their decimal digits, nothing rounded through a double),
+// null as null.  With --types, print each column's name and DuckDB
+// type instead of the rows.
+//
+// Usage: node query.mjs [--types] SQL...
+// The package is looked for in $TK_NODE_MODULES, else in node_modules/
+// beside this file (npm ci --prefix tests/cli/duckdb).
+import path from 'node:path';
+import url from 'node:url';
+
+const modules = process.env.TK_NODE_MODULES ||
+    path.join(path.dirname(url.fileURLToPath(import.meta.url)), 'node_modules');
+const duckdb = await import(url.pathToFileURL(
+    path.join(modules, '@duckdb/node-api/lib/index.js')).href);
+
+let args = process.argv.slice(2);
+const types = args[0] === '--types';
+if (types)
+  args = args.slice(1);
+const instance = await duckdb.DuckDBInstance.create(':memory:');
+const conn = await instance.connect();
+let reader;
+for (const sql of args)
+  reader = await conn.runAndReadAll(sql);
+const out = [];
+if (types) {
+  const names = reader.columnNames(), t = reader.columnTypes();
+  for (let i = 0; i < names.length; i++)
+    out.push(JSON.stringify([names[i], t[i].toString()]));
+} else {
+  for (const row of reader.getRows())
+    out.push(JSON.stringify(row.map((v) => v === null ? null : String(v))));
+}
+process.stdout.write(out.length ? out.join('\n') + '\n' : '');
