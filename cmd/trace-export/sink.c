@@ -83,12 +83,16 @@ sink_str(struct sink *s, const char *v)
 {
 	if (!v)
 		v = "";
+	/* readers refuse a STRING column that is not UTF-8: recorded names
+	 * are bytes, so invalid sequences become U+FFFD */
+	size_t n;
+	v = cmd_utf8(v, strlen(v), &n);
 	if (s->pq) {
-		pq_str(s->pq, v, strlen(v));
+		pq_str(s->pq, v, n);
 		return;
 	}
 	csv_sep(s);
-	csv_fwrite(s->csv, v, strlen(v));
+	csv_fwrite(s->csv, v, n);
 }
 
 void
