@@ -153,12 +153,27 @@ spool_stdin(const char *path)
 	return 0;
 }
 
+/* A reader of `path`, or NULL after a message that names `name`. */
+static struct tk_reader *
+open_trace(const char *path, const char *name)
+{
+	struct tk_reader *r = tk_reader_new();
+	if (!r)
+		cmd_die(EXIT_USAGE, "out of memory");
+	if (tk_reader_open_path(r, path) != TK_OK) {
+		cmd_reader_error(name, r);
+		tk_reader_free(r);
+		return NULL;
+	}
+	return r;
+}
+
 /* The rows of the trace.  0, or 1 when it could not be read whole
  * (reported). */
 static int
-export_rows(struct ex *x, const char *path)
+export_rows(struct ex *x, const char *path, const char *name)
 {
-	struct tk_reader *r = cmd_open_reader(path);
+	struct tk_reader *r = open_trace(path, name);
 	if (!r)
 		return 1;
 	x->r = r;
@@ -176,10 +191,10 @@ export_rows(struct ex *x, const char *path)
 		default: break;
 		}
 	}
-	ex_run_row(x, cmd_display_path(path));
+	ex_run_row(x, cmd_display_path(name));
 	int status = 0;
 	if (rc != TK_EOF) {
-		cmd_reader_error(path, r);
+		cmd_reader_error(name, r);
 		status = 1;
 	}
 	tk_reader_free(r);
@@ -206,8 +221,8 @@ remove_tmp(const char *tmp)
 /* Write the tables of one run into tmp; 0, 1 (input incomplete), or -1
  * (output failed, reported). */
 static int
-write_run(const struct options *o, const char *path, const char *tmp,
-          const char *run_id)
+write_run(const struct options *o, const char *path, const char *name,
+          const char *tmp, const char *run_id)
 {
 	struct ex x;
 	memset(&x, 0, sizeof(x));
@@ -220,9 +235,15 @@ write_run(const struct options *o, const char *path, const char *tmp,
 	struct xsteps steps;
 	memset(&steps, 0, sizeof(steps));
 	if (out == 0) {
-		status |= ex_summaries(&x, path, &steps);
+		/* damage is told once, by the second pass, in its words */
+		FILE *quiet = fopen("/dev/null", "w");
+		cmd_warn_to(quiet);
+		ex_summaries(&x, path, &steps);
+		cmd_warn_to(NULL);
+		if (quiet)
+			fclose(quiet);
 		x.steps = &steps;
-		status |= export_rows(&x, path);
+		status |= export_rows(&x, path, name);
 	}
 	for (int t = 0; t < XT_NTABLES; t++) {
 		if (x.t[t].def && sink_close(&x.t[t]) < 0)
@@ -254,17 +275,23 @@ export_trace(const struct options *o, const char *path, unsigned n)
 		}
 		src = spool;
 	}
+	/* not a trace at all: no run */
+	struct tk_reader *r = open_trace(src, path);
+	int ok = r != NULL;
+	tk_reader_free(r);
 	const char *run_id = o->run_id;
-	if (!run_id) {
-		if (content_id(src, id) < 0) {
-			/* not readable: let the reader say why, in its words */
-			struct tk_reader *r = cmd_open_reader(src);
-			tk_reader_free(r);
-			remove_tmp(tmp);
-			return EXIT_BADINPUT;
-		}
-		run_id = id;
+	if (ok && !run_id && content_id(src, id) < 0) {
+		cmd_warn("%s: %s", cmd_display_path(path), strerror(errno));
+		ok = 0;
 	}
+	if (!ok) {
+		if (src != path)
+			unlink(spool);
+		remove_tmp(tmp);
+		return EXIT_BADINPUT;
+	}
+	if (!run_id)
+		run_id = id;
 	snprintf(final, sizeof(final), "%s/run=%s", o->dir, run_id);
 	struct stat st;
 	if (stat(final, &st) == 0) {
@@ -273,7 +300,7 @@ export_trace(const struct options *o, const char *path, unsigned n)
 		remove_tmp(tmp);
 		return 0;
 	}
-	int rc = write_run(o, src, tmp, run_id);
+	int rc = write_run(o, src, path, tmp, run_id);
 	if (src != path)
 		unlink(spool);
 	if (rc < 0) {

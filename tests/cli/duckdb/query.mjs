@@ -5,7 +5,10 @@
 // null as null.  With --types, print each column's name and DuckDB
 // type instead of the rows.
 //
-// Usage: node query.mjs [--types] SQL...
+// With --all, print the rows of every statement, each statement's rows
+// followed by a line '--'.
+//
+// Usage: node query.mjs [--types | --all] SQL...
 // The package is looked for in $TK_NODE_MODULES, else in node_modules/
 // beside this file (npm ci --prefix tests/cli/duckdb).
 import path from 'node:path';
@@ -17,21 +20,28 @@ const duckdb = await import(url.pathToFileURL(
     path.join(modules, '@duckdb/node-api/lib/index.js')).href);
 
 let args = process.argv.slice(2);
-const types = args[0] === '--types';
-if (types)
+const types = args[0] === '--types', all = args[0] === '--all';
+if (types || all)
   args = args.slice(1);
 const instance = await duckdb.DuckDBInstance.create(':memory:');
 const conn = await instance.connect();
+const text = (row) => JSON.stringify(row.map((v) => v === null ? null : String(v)));
 let reader;
-for (const sql of args)
-  reader = await conn.runAndReadAll(sql);
 const out = [];
+for (const sql of args) {
+  reader = await conn.runAndReadAll(sql);
+  if (all) {
+    for (const row of reader.getRows())
+      out.push(text(row));
+    out.push('--');
+  }
+}
 if (types) {
   const names = reader.columnNames(), t = reader.columnTypes();
   for (let i = 0; i < names.length; i++)
     out.push(JSON.stringify([names[i], t[i].toString()]));
-} else {
+} else if (!all) {
   for (const row of reader.getRows())
-    out.push(JSON.stringify(row.map((v) => v === null ? null : String(v))));
+    out.push(text(row));
 }
 process.stdout.write(out.length ? out.join('\n') + '\n' : '');
