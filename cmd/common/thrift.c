@@ -13,7 +13,7 @@ bytebuf_free(struct bytebuf *b)
 }
 
 void
-bytebuf_put(struct bytebuf *b, const void *p, size_t n)
+bytebuf_put_slow(struct bytebuf *b, const void *p, size_t n)
 {
 	if (b->oom || n == 0)
 		return;

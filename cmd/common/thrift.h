@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct bytebuf {
 	uint8_t *p;
@@ -23,7 +24,23 @@ struct bytebuf {
 };
 
 void bytebuf_free(struct bytebuf *b);
-void bytebuf_put(struct bytebuf *b, const void *p, size_t n);
+/* Grows the buffer for n more bytes and appends them (the slow path). */
+void bytebuf_put_slow(struct bytebuf *b, const void *p, size_t n);
+
+/* Appends n bytes: inline when they fit, as they nearly always do (the
+ * writer appends every value of every row). */
+static inline void
+bytebuf_put(struct bytebuf *b, const void *p, size_t n)
+{
+	if (b->n + n <= b->cap && !b->oom) {
+		if (n)
+			memcpy(b->p + b->n, p, n);
+		b->n += n;
+		return;
+	}
+	bytebuf_put_slow(b, p, n);
+}
+
 void bytebuf_byte(struct bytebuf *b, uint8_t v);
 /* Little-endian fixed widths. */
 void bytebuf_le32(struct bytebuf *b, uint32_t v);

@@ -51,7 +51,7 @@ process_row(struct ex *x, const struct tk_process *p)
 {
 	struct sink *s = &x->t[XT_PROCESSES];
 	char *cmd = join_argv(p);
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, p->pid);
 	if (p->ppid)
 		sink_i64(s, p->ppid);
@@ -83,7 +83,7 @@ ex_track(struct ex *x, const struct tk_track *t)
 		break;
 	case TK_TRACK_THREAD:
 		s = &x->t[XT_THREADS];
-		sink_str(s, x->run_id);
+		sink_run(s, x);
 		put_pid(x, s, t->u.thread.process);
 		sink_i64(s, t->u.thread.tid);
 		sink_str(s, t->u.thread.name);
@@ -91,7 +91,7 @@ ex_track(struct ex *x, const struct tk_track *t)
 		break;
 	case TK_TRACK_STREAM:
 		s = &x->t[XT_STREAMS];
-		sink_str(s, x->run_id);
+		sink_run(s, x);
 		put_pid(x, s, t->u.stream.process);
 		put_device(x, s, t->u.stream.device);
 		sink_u64(s, t->u.stream.context);
@@ -111,7 +111,7 @@ ex_device(struct ex *x, const struct tk_device *d)
 	char uuid[33];
 	for (int i = 0; i < 16; i++)
 		snprintf(uuid + 2 * i, 3, "%02x", d->uuid[i]);
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, d->index);
 	sink_str(s, d->host);
 	sink_str(s, d->name);
@@ -149,7 +149,7 @@ ex_string(struct ex *x, uint32_t id, const char *str)
 		return;
 	x->seen_string[id / 8] |= (uint8_t)(1u << (id % 8));
 	struct sink *s = &x->t[XT_STRINGS];
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, x->scope);
 	sink_i64(s, id);
 	sink_str(s, str);
@@ -171,7 +171,7 @@ ex_run_row(struct ex *x, const char *source)
 	struct sink *s = &x->t[XT_RUNS];
 	const char *host = tk_reader_meta_get(x->r, "host");
 	const char *cmd = tk_reader_meta_get(x->r, "command");
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_str(s, source);
 	opt_str(s, host ? host : x->host);
 	opt_str(s, cmd ? cmd : x->command);

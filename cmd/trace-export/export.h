@@ -57,6 +57,8 @@ void sink_i64(struct sink *s, int64_t v);
 void sink_u64(struct sink *s, uint64_t v);
 void sink_f64(struct sink *s, double v);
 void sink_str(struct sink *s, const char *v);
+/* Text known to be UTF-8 already (the run id, enumeration names). */
+void sink_text(struct sink *s, const char *v, size_t n);
 void sink_null(struct sink *s);
 /* 0, or -1 after a message. */
 int sink_end_row(struct sink *s);
@@ -71,7 +73,8 @@ struct xsteps {
 
 /* One run being exported. */
 struct ex {
-	const char *run_id;
+	const char *run_id;      /* UTF-8 (checked once) */
+	size_t run_id_len;
 	struct sink t[XT_NTABLES];
 	const struct tk_reader *r;
 	unsigned scope;
@@ -85,6 +88,13 @@ struct ex {
 	int64_t t_min, t_max;
 	char *host, *command, *gpu;
 };
+
+/* The run id, first column of every row. */
+static inline void
+sink_run(struct sink *s, const struct ex *x)
+{
+	sink_text(s, x->run_id, x->run_id_len);
+}
 
 /* defs.c */
 void ex_track(struct ex *x, const struct tk_track *t);

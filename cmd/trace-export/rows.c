@@ -68,7 +68,7 @@ put_stream(struct ex *x, struct sink *s, const struct tk_track *t, int ids)
 static void
 put_span(struct ex *x, struct sink *s, const struct tk_event *e)
 {
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, e->ts);
 	sink_i64(s, e->ts + e->dur);
 	sink_i64(s, e->dur);
@@ -207,7 +207,7 @@ memory_row(struct ex *x, const struct tk_event *e)
 {
 	struct sink *s = &x->t[XT_MEMORY];
 	const struct tk_memory_attrs *m = &e->u.memory;
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, e->ts);
 	put_owner(x, s, e->trk, 0);
 	put_stream(x, s, e->trk, 0);
@@ -225,7 +225,7 @@ counter_row(struct ex *x, const struct tk_event *e)
 	struct sink *s = &x->t[XT_COUNTERS];
 	const struct tk_track *t = e->trk;
 	int is_counter = t->type == TK_TRACK_COUNTER;
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_i64(s, e->ts);
 	put_owner(x, s, t, 0);
 	put_stream(x, s, t, 0);

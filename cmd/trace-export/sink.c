@@ -87,6 +87,12 @@ sink_str(struct sink *s, const char *v)
 	 * are bytes, so invalid sequences become U+FFFD */
 	size_t n;
 	v = cmd_utf8(v, strlen(v), &n);
+	sink_text(s, v, n);
+}
+
+void
+sink_text(struct sink *s, const char *v, size_t n)
+{
 	if (s->pq) {
 		pq_str(s->pq, v, n);
 		return;

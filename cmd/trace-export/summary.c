@@ -22,7 +22,7 @@ summary_row(struct ex *x, const struct agg_group *g)
 {
 	struct sink *s = &x->t[XT_SUMMARIES];
 	const struct summary *m = &g->s;
-	sink_str(s, x->run_id);
+	sink_run(s, x);
 	sink_str(s, table_names[g->table]);
 	sink_str(s, tk_kind_name(g->kind));
 	sink_str(s, g->domain);
@@ -54,7 +54,7 @@ steps_rows(struct ex *x, const struct agg *a, struct xsteps *st)
 		const struct perinst_instance *in = &p->inst[i];
 		st->begin[i] = in->begin;
 		st->end[i] = in->begin + in->dur;
-		sink_str(s, x->run_id);
+		sink_run(s, x);
 		sink_i64(s, (int64_t)i + 1);
 		sink_str(s, name);
 		sink_i64(s, in->begin);

@@ -82,12 +82,15 @@ parse_options(struct options *o, int argc, char **argv)
 			else
 				cmd_usage_error("invalid --format '%s' (parquet or csv)", optarg);
 			break;
-		case OPT_RUN_ID:
-			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n"))
+		case OPT_RUN_ID: {
+			size_t n;
+			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n") ||
+			    cmd_utf8(optarg, strlen(optarg), &n) != optarg)
 				cmd_usage_error("invalid --run-id '%s' (a folder name: no '/', "
 				                "'=' or leading '.')", optarg);
 			o->run_id = optarg;
 			break;
+		}
 		case OPT_ROW_GROUP:
 			if (cmd_parse_uint(optarg, &v) < 0 || v == 0 || v > (1u << 30))
 				cmd_usage_error("invalid --row-group '%s' (rows, 1 or more)", optarg);
@@ -227,6 +230,7 @@ write_run(const struct options *o, const char *path, const char *name,
 	struct ex x;
 	memset(&x, 0, sizeof(x));
 	x.run_id = run_id;
+	x.run_id_len = strlen(run_id);
 	int out = 0;
 	for (int t = 0; t < XT_NTABLES; t++)
 		if (sink_open(&x.t[t], xt_def(t), tmp, o->format, &o->pq) < 0)

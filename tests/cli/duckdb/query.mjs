@@ -8,7 +8,10 @@
 // With --all, print the rows of every statement, each statement's rows
 // followed by a line '--'.
 //
-// Usage: node query.mjs [--types | --all] SQL...
+// With --time, print the milliseconds each statement took to stderr
+// (for tests/bench/export; DuckDB's start-up not counted).
+//
+// Usage: node query.mjs [--time] [--types | --all] SQL...
 // The package is looked for in $TK_NODE_MODULES, else in node_modules/
 // beside this file (npm ci --prefix tests/cli/duckdb).
 import path from 'node:path';
@@ -20,6 +23,9 @@ const duckdb = await import(url.pathToFileURL(
     path.join(modules, '@duckdb/node-api/lib/index.js')).href);
 
 let args = process.argv.slice(2);
+const timed = args[0] === '--time';
+if (timed)
+  args = args.slice(1);
 const types = args[0] === '--types', all = args[0] === '--all';
 if (types || all)
   args = args.slice(1);
@@ -29,7 +35,10 @@ const text = (row) => JSON.stringify(row.map((v) => v === null ? null : String(v
 let reader;
 const out = [];
 for (const sql of args) {
+  const t0 = performance.now();
   reader = await conn.runAndReadAll(sql);
+  if (timed)
+    process.stderr.write(`${(performance.now() - t0).toFixed(1)}\n`);
   if (all) {
     for (const row of reader.getRows())
       out.push(text(row));
