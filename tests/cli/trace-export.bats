@@ -151,7 +151,7 @@ full_check() {
 	d=$BATS_TEST_TMPDIR
 	t=$(synth_trace a.tkt -n 5000)
 	trace-export -o "$d/pq" "$t"
-	trace-export -f csv -o "$d/csv" "$t"
+	trace-export --format csv --output "$d/csv" "$t"
 	[ "$(basename "$(run_dir "$d/pq")")" = "$(basename "$(run_dir "$d/csv")")" ]
 	for table in runs processes threads devices streams strings kernels memops api ranges memory counters steps summaries; do
 		p=$(run_dir "$d/pq")/$table.parquet c=$(run_dir "$d/csv")/$table.csv
@@ -187,6 +187,8 @@ full_check() {
 	run -2 trace-export --row-group 0 "$t"
 	run -0 trace-export --help
 	[[ "$output" == *"--row-group"* ]]
+	run -0 trace-export --version
+	[[ "$output" == "trace-export (tracekit) "* ]]
 	# an output that cannot be written: status 2
 	run -2 trace-export -o /proc/version/x "$t"
 	[ -z "$(ls -A "$d/lake" 2>/dev/null | grep -v '^run=')" ]
