@@ -12,8 +12,8 @@
  *
  * Two passes over each trace: trace-stats' aggregation for the summaries
  * and the steps (summary.c), then the rows, streamed, every table's
- * writer holding at most one row group.  Standard input is spooled to a
- * file in the hidden folder for that.
+ * writer holding at most one row group.  Standard input and pipes are
+ * spooled to a file in the hidden folder for that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,9 +128,10 @@ content_id(const char *path, char id[17])
 	return 0;
 }
 
-/* Copy standard input to `path`, so that it can be read twice. */
+/* Copy `in` (standard input, a pipe) to `path`, so that it can be read
+ * twice.  `name` for messages. */
 static int
-spool_stdin(const char *path)
+spool(int in, const char *name, const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	if (fd < 0) {
@@ -139,7 +140,7 @@ spool_stdin(const char *path)
 	}
 	char buf[1 << 16];
 	ssize_t n;
-	while ((n = read(0, buf, sizeof(buf))) > 0)
+	while ((n = read(in, buf, sizeof(buf))) > 0)
 		for (ssize_t off = 0; off < n;) {
 			ssize_t w = write(fd, buf + off, (size_t)(n - off));
 			if (w < 0) {
@@ -149,8 +150,13 @@ spool_stdin(const char *path)
 			}
 			off += w;
 		}
-	if (n < 0 || close(fd) != 0) {
-		cmd_warn("(stdin): %s", strerror(errno));
+	if (n < 0) {
+		cmd_warn("%s: %s", name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (close(fd) != 0) {
+		cmd_warn("%s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -264,20 +270,33 @@ write_run(const struct options *o, const char *path, const char *name,
 static int
 export_trace(const struct options *o, const char *path, unsigned n)
 {
-	char tmp[4096], final[4200], spool[4200], id[17];
+	char tmp[4096], final[4200], spool_path[4200], id[17];
 	snprintf(tmp, sizeof(tmp), "%s/.run-%ld-%u.tmp", o->dir, (long)getpid(), n);
 	if (mkdir(tmp, 0777) != 0) {
 		cmd_warn("%s: %s", tmp, strerror(errno));
 		return EXIT_USAGE;
 	}
+	/* what cannot be read twice (stdin, a pipe) is copied first */
 	const char *src = path;
-	if (!strcmp(path, "-")) {
-		snprintf(spool, sizeof(spool), "%s/stdin.tkt", tmp);
-		if (spool_stdin(spool) < 0) {
+	struct stat st;
+	int in = !strcmp(path, "-") ? 0 : -1;
+	if (in < 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+	    !S_ISDIR(st.st_mode) && (in = open(path, O_RDONLY)) < 0) {
+		cmd_warn("%s: %s", path, strerror(errno));
+		remove_tmp(tmp);
+		return EXIT_BADINPUT;
+	}
+	if (in >= 0) {
+		snprintf(spool_path, sizeof(spool_path), "%s/stdin.tkt", tmp);
+		int rc = spool(in, cmd_display_path(path), spool_path);
+		if (in > 0)
+			close(in);
+		if (rc < 0) {
+			unlink(spool_path);
 			remove_tmp(tmp);
 			return EXIT_USAGE;
 		}
-		src = spool;
+		src = spool_path;
 	}
 	/* not a trace at all: no run */
 	struct tk_reader *r = open_trace(src, path);
@@ -290,14 +309,13 @@ export_trace(const struct options *o, const char *path, unsigned n)
 	}
 	if (!ok) {
 		if (src != path)
-			unlink(spool);
+			unlink(spool_path);
 		remove_tmp(tmp);
 		return EXIT_BADINPUT;
 	}
 	if (!run_id)
 		run_id = id;
 	snprintf(final, sizeof(final), "%s/run=%s", o->dir, run_id);
-	struct stat st;
 	if (stat(final, &st) == 0) {
 		cmd_warn("%s: run %s is in %s already; left as it is",
 		         cmd_display_path(path), run_id, o->dir);
@@ -306,7 +324,7 @@ export_trace(const struct options *o, const char *path, unsigned n)
 	}
 	int rc = write_run(o, src, path, tmp, run_id);
 	if (src != path)
-		unlink(spool);
+		unlink(spool_path);
 	if (rc < 0) {
 		remove_tmp(tmp);
 		return EXIT_USAGE;

@@ -97,6 +97,12 @@ full_check() {
 	# --run-id names it; stdin works
 	trace-export -o "$lake" --run-id nightly-7 < "$a"
 	[ -f "$lake/run=nightly-7/kernels.parquet" ]
+	# a named pipe is read once, and gets the id of the same bytes
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	cat "$b" > "$BATS_TEST_TMPDIR/fifo" &
+	run -0 timeout 120 trace-export -o "$BATS_TEST_TMPDIR/lake2" "$BATS_TEST_TMPDIR/fifo"
+	wait
+	[ -d "$lake/$(basename "$(run_dir "$BATS_TEST_TMPDIR/lake2")")" ]
 }
 
 @test "the Parquet writer: random tables round-trip through DuckDB (nulls, unicode, extremes, row groups, pages)" {
