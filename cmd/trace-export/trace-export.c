@@ -6,9 +6,10 @@
  *
  * Each TRACE is a run.  Its id is given (--run-id) or derived from the
  * trace file's bytes, so exporting the same trace again finds its
- * folder and leaves it alone.  A run is written into a hidden folder beside the others and
- * renamed into place when complete: a reader of DIR never sees half a
- * run, and adding a run never touches another.
+ * folder and leaves it alone.  A run is written into a hidden folder,
+ * DIR/.tmp/run-PID-N, and renamed into place when complete: a reader
+ * of DIR globbing its folders (engines' globs match hidden names too) never
+ * sees half a run, and adding a run never touches another.
  *
  * Two passes over each trace: trace-stats' aggregation for the summaries
  * and the steps (summary.c), then the rows, streamed, every table's
@@ -211,6 +212,20 @@ export_rows(struct ex *x, const char *path, const char *name)
 	return status;
 }
 
+/* Remove DIR/.tmp, the parent of run folder `tmp`, once empty (another
+ * trace-export may still be writing there: then it stays). */
+static void
+remove_aside(const char *tmp)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", tmp);
+	char *slash = strrchr(p, '/');
+	if (slash) {
+		*slash = 0;
+		rmdir(p);
+	}
+}
+
 /* Remove a hidden run folder and what is in it (only files we wrote). */
 static void
 remove_tmp(const char *tmp)
@@ -225,6 +240,7 @@ remove_tmp(const char *tmp)
 	snprintf(p, sizeof(p), "%s/stdin.tkt", tmp);
 	unlink(p);
 	rmdir(tmp);
+	remove_aside(tmp);
 }
 
 /* Write the tables of one run into tmp; 0, 1 (input incomplete), or -1
@@ -270,9 +286,11 @@ write_run(const struct options *o, const char *path, const char *name,
 static int
 export_trace(const struct options *o, const char *path, unsigned n)
 {
-	char tmp[4096], final[4200], spool_path[4200], id[17];
-	snprintf(tmp, sizeof(tmp), "%s/.run-%ld-%u.tmp", o->dir, (long)getpid(), n);
-	if (mkdir(tmp, 0777) != 0) {
+	char tmp[4096], final[4200], spool_path[4200], id[17], aside[4096];
+	/* two levels down, where a glob of the runs does not reach */
+	snprintf(aside, sizeof(aside), "%s/.tmp", o->dir);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp/run-%ld-%u", o->dir, (long)getpid(), n);
+	if ((mkdir(aside, 0777) != 0 && errno != EEXIST) || mkdir(tmp, 0777) != 0) {
 		cmd_warn("%s: %s", tmp, strerror(errno));
 		return EXIT_USAGE;
 	}
@@ -334,6 +352,7 @@ export_trace(const struct options *o, const char *path, unsigned n)
 		remove_tmp(tmp);
 		return EXIT_USAGE;
 	}
+	remove_aside(tmp);
 	return rc;
 }
 
