@@ -128,7 +128,6 @@ ex_device(struct ex *x, const struct tk_device *d)
 void
 ex_scope(struct ex *x)
 {
-	x->scope = tk_reader_scope(x->r);
 	memset(x->seen_string, 0, x->nseen);
 }
 
@@ -150,7 +149,7 @@ ex_string(struct ex *x, uint32_t id, const char *str)
 	x->seen_string[id / 8] |= (uint8_t)(1u << (id % 8));
 	struct sink *s = &x->t[XT_STRINGS];
 	sink_run(s, x);
-	sink_i64(s, x->scope);
+	sink_i64(s, tk_reader_scope(x->r));
 	sink_i64(s, id);
 	sink_str(s, str);
 	sink_end_row(s);
@@ -189,7 +188,7 @@ ex_run_row(struct ex *x, const char *source)
 		sink_null(s);
 	}
 	sink_u64(s, x->events);
-	sink_i64(s, x->scope);
+	sink_i64(s, tk_reader_scope(x->r));
 	sink_end_row(s);
 }
 

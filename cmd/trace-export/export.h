@@ -77,7 +77,6 @@ struct ex {
 	size_t run_id_len;
 	struct sink t[XT_NTABLES];
 	const struct tk_reader *r;
-	unsigned scope;
 	uint8_t *seen_string;    /* strings of this scope with a row */
 	size_t nseen;
 	struct depth_stack *stacks; /* per track id: ends of open ranges */

@@ -64,9 +64,14 @@ full_check() {
 	got=$(ddb "SELECT run, run_id, count(*) FROM read_parquet('$lake/*/kernels.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY 1")
 	assert_eq "$got" "$want"
 	# the runs table: one row each, its event count the trace's
-	got=$(ddb "SELECT count(*), sum(events) FROM read_parquet('$lake/*/runs.parquet')")
+	got=$(ddb "SELECT count(*), sum(events), sum(traces) FROM read_parquet('$lake/*/runs.parquet')")
 	n=$(cat "$BATS_TEST_TMPDIR"/s?.tkt | trace-dump --json | wc -l)
-	assert_eq "$got" "[\"3\",\"$n\"]"
+	assert_eq "$got" "[\"3\",\"$n\",\"3\"]"
+	# two traces concatenated: one run of two traces, string ids of each
+	cat "$BATS_TEST_TMPDIR/s1.tkt" "$BATS_TEST_TMPDIR/s2.tkt" > "$BATS_TEST_TMPDIR/both.tkt"
+	trace-export -o "$BATS_TEST_TMPDIR/lake2" "$BATS_TEST_TMPDIR/both.tkt"
+	got=$(ddb "SELECT (SELECT traces FROM read_parquet('$BATS_TEST_TMPDIR/lake2/*/runs.parquet')), (SELECT string_agg(DISTINCT trace::text, ',' ORDER BY trace::text) FROM read_parquet('$BATS_TEST_TMPDIR/lake2/*/strings.parquet'))")
+	assert_eq "$got" '["2","1,2"]'
 	# steps: synth's step ranges, and every kernel of a step inside it
 	steps=$(trace-dump --json -k range "$BATS_TEST_TMPDIR/s1.tkt" | jq -s '[.[] | select(.name == "step")] | length')
 	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/steps.parquet') s JOIN read_parquet('$lake/*/runs.parquet') r USING (run_id) WHERE r.source LIKE '%s1.tkt'")
