@@ -5,8 +5,9 @@
  * memory for allocations and frees; counters).  Process lives, runs,
  * synchronisations, flows and drops have no table yet.
  *
- * A range's depth is its nesting on its thread: the ranges still open
- * there when it begins, kept per track as a stack of end times.  That
+ * A range's depth is its nesting on its track (a thread; a GPU stream
+ * for imported GPU annotations): the ranges still open there when it
+ * begins, kept per track as a stack of end times.  That
  * needs the events of a track in begin order, as every recorder and
  * importer writes them.
  */

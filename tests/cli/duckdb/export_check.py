@@ -122,6 +122,8 @@ EVENTS = {
         ('sum(start % 1000003)', lambda e: e['ts'] % 1000003),
         ('sum(length(name))', lambda e: len(e['name'])),
         ("sum((kind = 'mark')::int)", lambda e: e['kind'] == 'mark'),
+        ('sum(coalesce(depth, 0) * 10 + (depth IS NULL)::int)',
+         lambda e: e['_depth'] * 10 if e['kind'] == 'range' else 1),
     ]),
     'memory': (('memory',), [
         ('sum(bytes)', lambda e: e.get('bytes', 0)),
@@ -134,8 +136,25 @@ EVENTS = {
 }
 
 
+def add_depths(events):
+    """A push/pop range's depth: the ranges of its track (thread, or GPU
+    stream for annotations) still open when it begins, in the order the
+    trace lists them."""
+    open_ends = collections.defaultdict(list)
+    for e in events:
+        if e['kind'] != 'range':
+            continue
+        ends = open_ends[(e.get('pid'), e.get('tid'), e.get('device'),
+                          e.get('stream'))]
+        while ends and ends[-1] <= e['ts']:
+            ends.pop()
+        e['_depth'] = len(ends)
+        ends.append(e['ts'] + e['dur'])
+
+
 def check_events(dump, rundir):
     events = [json.loads(l) for l in open(dump, encoding='utf-8')]
+    add_depths(events)
     bad, rows = [], 0
     results = query_all([
         f"SELECT count(*), {', '.join(s for s, _ in sums)} FROM {pq(rundir, t)}"
