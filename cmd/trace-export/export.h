@@ -65,9 +65,11 @@ int sink_end_row(struct sink *s);
 int sink_close(struct sink *s);
 void sink_free(struct sink *s);
 
-/* The steps found by the aggregation: windows by begin time. */
+/* The steps: windows by begin time, and the time of the kernels,
+ * copies and sets, and API calls that begin in each. */
 struct xsteps {
 	int64_t *begin, *end;
+	int64_t *kernel, *copy, *api;
 	size_t n;
 };
 
@@ -81,7 +83,7 @@ struct ex {
 	size_t nseen;
 	struct depth_stack *stacks; /* per track id: ends of open ranges */
 	size_t nstacks;
-	const struct xsteps *steps;
+	struct xsteps *steps;
 	/* for the runs table */
 	uint64_t events;
 	int64_t t_min, t_max;
@@ -109,11 +111,15 @@ void ex_event(struct ex *x, const struct tk_event *e);
 void ex_rows_scope(struct ex *x);
 void ex_rows_free(struct ex *x);
 
-/* summary.c: the aggregation of `path` as trace-stats makes it: steps
- * (filled in *steps, to free with xsteps_free) and the summaries
+/* summary.c: the summaries of `path` as trace-stats makes them,
  * written to x's tables.  0, or 1 when the input could not be read
  * whole (reported). */
-int ex_summaries(struct ex *x, const char *path, struct xsteps *steps);
+int ex_summaries(struct ex *x, const char *path);
+/* The steps of `path` (to free with xsteps_free): their name, malloc'd,
+ * or NULL when there are none. */
+char *ex_find_steps(const char *path, struct xsteps *st);
+/* The steps table, once the rows have added up their times. */
+void ex_steps_rows(struct ex *x, const char *name);
 void xsteps_free(struct xsteps *s);
 /* The step (1, 2, ...) whose window holds ts, or 0. */
 uint32_t xsteps_at(const struct xsteps *s, int64_t ts);

@@ -75,10 +75,19 @@ put_span(struct ex *x, struct sink *s, const struct tk_event *e)
 	sink_i64(s, e->dur);
 }
 
+/* The step the event begins in, its time added to the step's `sum`
+ * (kernel, copy or api); a null when none. */
 static void
-put_step(struct ex *x, struct sink *s, int64_t ts)
+put_step(struct ex *x, struct sink *s, const struct tk_event *e, int sum)
 {
-	uint32_t step = xsteps_at(x->steps, ts);
+	uint32_t step = xsteps_at(x->steps, e->ts);
+	if (step) {
+		int64_t *t = sum == 0 ? x->steps->kernel :
+		             sum == 1 ? x->steps->copy : x->steps->api;
+		t[step - 1] += e->dur;
+	}
+	if (!s)
+		return;
 	if (step)
 		sink_i64(s, step);
 	else
@@ -107,7 +116,7 @@ kernel_row(struct ex *x, const struct tk_event *e)
 	sink_i64(s, k->registers);
 	sink_i64(s, k->graph_id);
 	sink_u64(s, k->graph_node);
-	put_step(x, s, e->ts);
+	put_step(x, s, e, 0);
 	sink_end_row(s);
 }
 
@@ -136,7 +145,7 @@ memop_row(struct ex *x, const struct tk_event *e)
 	}
 	unsigned flags = copy ? e->u.memcpy.flags : e->u.memset.flags;
 	sink_i64(s, (flags & TK_FLAG_ASYNC) != 0);
-	put_step(x, s, e->ts);
+	put_step(x, s, e, 1);
 	sink_end_row(s);
 }
 
@@ -152,6 +161,7 @@ api_row(struct ex *x, const struct tk_event *e)
 	sink_i64(s, e->u.api.cbid);
 	sink_i64(s, e->u.api.result);
 	sink_end_row(s);
+	put_step(x, NULL, e, 2);
 }
 
 /* The nesting depth of a range beginning at ts on track t (0 outermost),

@@ -4,13 +4,19 @@
  * makes (cmd/analysis/aggregate.h, with its default 1 GiB for exact
  * percentiles, past which a group keeps a sketch as trace-stats does):
  * so the figures are trace-stats' own, percentiles interpolated at rank
- * q(n-1) (dist.h).  Steps are those of trace-stats --steps.
+ * q(n-1) (dist.h).  Steps are the ranges trace-stats --steps finds
+ * (steps.h), found in a pass of their own over the common columns, so
+ * that memory stays bounded: their windows, the work that begins in
+ * each added up as the rows go by.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "analysis/aggregate.h"
+#include "analysis/steps.h"
 #include "common/util.h"
 
 static const char *const table_names[AGG_NTABLES] = {
@@ -39,41 +45,92 @@ summary_row(struct ex *x, const struct agg_group *g)
 	sink_end_row(s);
 }
 
-static void
-steps_rows(struct ex *x, const struct agg *a, struct xsteps *st)
+void
+ex_steps_rows(struct ex *x, const char *name)
 {
-	const struct perinst_result *p = agg_per(a);
-	const char *name = agg_per_name(a);
-	if (!p || !name || p->ninst == 0)
-		return;
-	st->begin = cmd_xrealloc(NULL, p->ninst * sizeof(*st->begin));
-	st->end = cmd_xrealloc(NULL, p->ninst * sizeof(*st->end));
-	st->n = p->ninst;
+	const struct xsteps *st = x->steps;
 	struct sink *s = &x->t[XT_STEPS];
-	for (size_t i = 0; i < p->ninst; i++) {
-		const struct perinst_instance *in = &p->inst[i];
-		st->begin[i] = in->begin;
-		st->end[i] = in->begin + in->dur;
+	for (size_t i = 0; st && i < st->n; i++) {
 		sink_run(s, x);
 		sink_i64(s, (int64_t)i + 1);
 		sink_str(s, name);
-		sink_i64(s, in->begin);
-		sink_i64(s, in->begin + in->dur);
-		sink_i64(s, in->dur);
-		sink_i64(s, in->kernel);
-		sink_i64(s, in->copy);
-		sink_i64(s, in->api);
+		sink_i64(s, st->begin[i]);
+		sink_i64(s, st->end[i]);
+		sink_i64(s, st->end[i] - st->begin[i]);
+		sink_i64(s, st->kernel[i]);
+		sink_i64(s, st->copy[i]);
+		sink_i64(s, st->api[i]);
 		sink_end_row(s);
 	}
 }
 
+static int
+cmp_begin(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The windows of the steps trace-stats --steps finds, by a pass over
+ * the common columns only; their name (malloc'd), or NULL for none. */
+char *
+ex_find_steps(const char *path, struct xsteps *st)
+{
+	memset(st, 0, sizeof(*st));
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	char *name = steps_find(fd, path);
+	close(fd);
+	struct step_match m;
+	if (!name || step_match_init(&m, name) < 0)
+		return name;
+	struct tk_reader *r = tk_reader_new();
+	if (!r || tk_reader_open_path(r, path) != TK_OK) {
+		tk_reader_free(r);
+		step_match_free(&m);
+		return name;
+	}
+	int64_t *w = NULL;      /* begin, end pairs */
+	size_t n = 0, cap = 0;
+	struct tk_columns c;
+	while (tk_reader_next_columns(r, &c) == TK_OK)
+		for (size_t i = 0; i < c.n; i++) {
+			if (c.kind[i] != TK_RANGE ||
+			    step_match(&m, tk_reader_string(r, c.name_id[i])) != 1)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				w = cmd_xrealloc(w, cap * 2 * sizeof(*w));
+			}
+			w[2 * n] = c.ts[i];
+			w[2 * n + 1] = c.ts[i] + c.dur[i];
+			n++;
+		}
+	tk_reader_free(r);
+	step_match_free(&m);
+	qsort(w, n, 2 * sizeof(*w), cmp_begin);
+	st->n = n;
+	st->begin = cmd_xrealloc(NULL, (n ? n : 1) * sizeof(int64_t));
+	st->end = cmd_xrealloc(NULL, (n ? n : 1) * sizeof(int64_t));
+	st->kernel = calloc(n ? n : 1, sizeof(int64_t));
+	st->copy = calloc(n ? n : 1, sizeof(int64_t));
+	st->api = calloc(n ? n : 1, sizeof(int64_t));
+	if (!st->kernel || !st->copy || !st->api)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		st->begin[i] = w[2 * i];
+		st->end[i] = w[2 * i + 1];
+	}
+	free(w);
+	return name;
+}
+
 int
-ex_summaries(struct ex *x, const char *path, struct xsteps *steps)
+ex_summaries(struct ex *x, const char *path)
 {
 	struct agg_options o = AGG_OPTIONS_INIT;
 	o.exact_budget = (size_t)1 << 30;  /* trace-stats' default -S */
-	o.steps = 1;
-	memset(steps, 0, sizeof(*steps));
 	struct agg *a = agg_new(&o);
 	if (!a)
 		cmd_die(EXIT_USAGE, "out of memory");
@@ -81,7 +138,6 @@ ex_summaries(struct ex *x, const char *path, struct xsteps *steps)
 	agg_finish(a);
 	for (size_t i = 0; i < agg_ngroups(a); i++)
 		summary_row(x, agg_group(a, i));
-	steps_rows(x, a, steps);
 	agg_free(a);
 	return status;
 }
@@ -91,6 +147,9 @@ xsteps_free(struct xsteps *s)
 {
 	free(s->begin);
 	free(s->end);
+	free(s->kernel);
+	free(s->copy);
+	free(s->api);
 	memset(s, 0, sizeof(*s));
 }
 

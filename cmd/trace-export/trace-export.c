@@ -261,15 +261,18 @@ write_run(const struct options *o, const char *path, const char *name,
 	struct xsteps steps;
 	memset(&steps, 0, sizeof(steps));
 	if (out == 0) {
-		/* damage is told once, by the second pass, in its words */
+		/* damage is told once, by the last pass, in its words */
 		FILE *quiet = fopen("/dev/null", "w");
 		cmd_warn_to(quiet);
-		ex_summaries(&x, path, &steps);
+		ex_summaries(&x, path);
+		char *step_name = ex_find_steps(path, &steps);
 		cmd_warn_to(NULL);
 		if (quiet)
 			fclose(quiet);
 		x.steps = &steps;
 		status |= export_rows(&x, path, name);
+		ex_steps_rows(&x, step_name);
+		free(step_name);
 	}
 	for (int t = 0; t < XT_NTABLES; t++) {
 		if (x.t[t].def && sink_close(&x.t[t]) < 0)

@@ -78,6 +78,9 @@ full_check() {
 	assert_eq "$got" "[\"$steps\"]"
 	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/kernels.parquet') k JOIN read_parquet('$lake/*/steps.parquet') s USING (run_id, step) WHERE k.start < s.start OR k.start >= s.end")
 	assert_eq "$got" '["0"]'
+	# each step's kernel time: the kernels that begin in its window
+	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/steps.parquet') s WHERE kernel_time <> (SELECT coalesce(sum(duration), 0) FROM read_parquet('$lake/*/kernels.parquet') k WHERE k.run_id = s.run_id AND k.start >= s.start AND k.start < s.end)")
+	assert_eq "$got" '["0"]'
 }
 
 @test "adding a run leaves the others as they were; the same trace again is left alone" {
