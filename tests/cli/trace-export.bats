@@ -1,0 +1,252 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# trace-export (issue 26): its Parquet and CSV read by a real engine,
+# DuckDB (npm @duckdb/node-api under tests/cli/duckdb: npm ci --prefix
+# tests/cli/duckdb), and checked against figures computed elsewhere:
+# the schema of tracekit-tables(5), the events trace-dump --json lists,
+# trace-stats --json's per-name figures, random tables from pqrand.
+
+load helpers
+
+DDB=$BATS_TEST_DIRNAME/duckdb
+CHECK=$DDB/export_check.py
+MAN5=$TK_SRC/man/tracekit-tables.5
+
+need_duckdb() {
+	command -v node > /dev/null || skip "node not found (apt-get install nodejs)"
+	[ -d "${TK_NODE_MODULES:-$DDB/node_modules}/@duckdb/node-api" ] ||
+		skip "DuckDB for node not installed (npm ci --prefix tests/cli/duckdb)"
+}
+
+# ddb SQL: the rows of a DuckDB query, one JSON array per line
+ddb() { node "$DDB/query.mjs" "$@"; }
+
+# the one run folder under $1
+run_dir() {
+	local d=("$1"/run=*)
+	[ "${#d[@]}" -eq 1 ] && [ -d "${d[0]}" ] || return 1
+	printf '%s\n' "${d[0]}"
+}
+
+# full_check TRACE LAKE: export TRACE alone and check it every way
+full_check() {
+	local t=$1 lake=$2 d
+	trace-export -o "$lake" "$t" 2> "$lake.err" || { cat "$lake.err"; return 1; }
+	d=$(run_dir "$lake")
+	trace-dump --json "$t" > "$lake.dump"
+	trace-stats --json -n 1000000 "$t" > "$lake.stats"
+	python3 "$CHECK" all "$MAN5" "$lake.dump" "$lake.stats" "$d"
+}
+
+@test "a synthetic trace: schema of the man page, rows and sums of the events, trace-stats' figures" {
+	need_duckdb
+	t=$(synth_trace a.tkt -n 20000 -s 3)
+	run -0 full_check "$t" "$BATS_TEST_TMPDIR/lake"
+	echo "$output"
+	[[ "$output" == *"14 tables"* ]]
+	[[ "$output" == *"groups"* ]]
+}
+
+@test "runs concatenate: hive partitions over several runs, each run's rows, steps and run rows" {
+	need_duckdb
+	lake=$BATS_TEST_TMPDIR/lake
+	for s in 1 2 3; do
+		t=$(synth_trace "s$s.tkt" -n 5000 -s $s)
+		trace-export -o "$lake" "$t"
+	done
+	[ "$(ls -d "$lake"/run=* | wc -l)" -eq 3 ]
+	# per run, from the events themselves
+	want=$(for s in 1 2 3; do
+		id=$(ddb "SELECT run_id FROM read_parquet('$lake/*/runs.parquet') WHERE source LIKE '%s$s.tkt'" | jq -r '.[0]')
+		n=$(trace-dump --json -k kernel "$BATS_TEST_TMPDIR/s$s.tkt" | wc -l)
+		echo "[\"$id\",\"$id\",\"$n\"]"
+	done | sort)
+	got=$(ddb "SELECT run, run_id, count(*) FROM read_parquet('$lake/*/kernels.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY 1")
+	assert_eq "$got" "$want"
+	# the runs table: one row each, its event count the trace's
+	got=$(ddb "SELECT count(*), sum(events), sum(traces) FROM read_parquet('$lake/*/runs.parquet')")
+	n=$(cat "$BATS_TEST_TMPDIR"/s?.tkt | trace-dump --json | wc -l)
+	assert_eq "$got" "[\"3\",\"$n\",\"3\"]"
+	# two traces concatenated: one run of two traces, string ids of each
+	cat "$BATS_TEST_TMPDIR/s1.tkt" "$BATS_TEST_TMPDIR/s2.tkt" > "$BATS_TEST_TMPDIR/both.tkt"
+	trace-export -o "$BATS_TEST_TMPDIR/lake2" "$BATS_TEST_TMPDIR/both.tkt"
+	got=$(ddb "SELECT (SELECT traces FROM read_parquet('$BATS_TEST_TMPDIR/lake2/*/runs.parquet')), (SELECT string_agg(DISTINCT trace::text, ',' ORDER BY trace::text) FROM read_parquet('$BATS_TEST_TMPDIR/lake2/*/strings.parquet'))")
+	assert_eq "$got" '["2","1,2"]'
+	# steps: synth's step ranges, and every kernel of a step inside it
+	steps=$(trace-dump --json -k range "$BATS_TEST_TMPDIR/s1.tkt" | jq -s '[.[] | select(.name == "step")] | length')
+	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/steps.parquet') s JOIN read_parquet('$lake/*/runs.parquet') r USING (run_id) WHERE r.source LIKE '%s1.tkt'")
+	assert_eq "$got" "[\"$steps\"]"
+	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/kernels.parquet') k JOIN read_parquet('$lake/*/steps.parquet') s USING (run_id, step) WHERE k.start < s.start OR k.start >= s.end")
+	assert_eq "$got" '["0"]'
+	# each step's kernel time: the kernels that begin in its window
+	got=$(ddb "SELECT count(*) FROM read_parquet('$lake/*/steps.parquet') s WHERE kernel_time <> (SELECT coalesce(sum(duration), 0) FROM read_parquet('$lake/*/kernels.parquet') k WHERE k.run_id = s.run_id AND k.start >= s.start AND k.start < s.end)")
+	assert_eq "$got" '["0"]'
+}
+
+@test "adding a run leaves the others as they were; the same trace again is left alone" {
+	lake=$BATS_TEST_TMPDIR/lake
+	a=$(synth_trace a.tkt -n 3000 -s 1)
+	b=$(synth_trace b.tkt -n 3000 -s 2)
+	trace-export -o "$lake" "$a"
+	before=$(cd "$lake" && find . -type f -exec sha256sum {} + | sort)
+	stamp=$(stat -c %Y "$(run_dir "$lake")")
+	trace-export -o "$lake" "$b"
+	# the first run's files as they were, their folder not written to
+	now=$(cd "$lake" && find . -type f -exec sha256sum {} + | sort | grep -F -f <(echo "$before" | awk '{print $2}'))
+	assert_eq "$now" "$before"
+	first=$(awk '{print $2}' <<< "$before" | head -1 | cut -d/ -f2)
+	assert_eq "$(stat -c %Y "$lake/$first")" "$stamp"
+	[ "$(ls -d "$lake"/run=* | wc -l)" -eq 2 ]
+	run -0 trace-export -o "$lake" "$a"
+	[[ "$output" == *"already; left as it is"* ]]
+	[ "$(ls -d "$lake"/run=* | wc -l)" -eq 2 ]
+	# no hidden folder left behind
+	[ -z "$(ls -A "$lake" | grep -v '^run=')" ]
+	# --run-id names it; stdin works
+	trace-export -o "$lake" --run-id nightly-7 < "$a"
+	[ -f "$lake/run=nightly-7/kernels.parquet" ]
+	# a named pipe is read once, and gets the id of the same bytes
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	cat "$b" > "$BATS_TEST_TMPDIR/fifo" &
+	run -0 timeout 120 trace-export -o "$BATS_TEST_TMPDIR/lake2" "$BATS_TEST_TMPDIR/fifo"
+	wait
+	[ -d "$lake/$(basename "$(run_dir "$BATS_TEST_TMPDIR/lake2")")" ]
+}
+
+@test "the Parquet writer: random tables round-trip through DuckDB (nulls, unicode, extremes, row groups, pages)" {
+	need_duckdb
+	d=$BATS_TEST_TMPDIR
+	# seed rows group_rows page_rows gzip-level
+	cases="1 1000 300 64 6
+2 20000 7000 1000 0
+3 1 1 1 6
+4 0 10 10 6
+5 5000 5000 5000 1
+6 3000 128 7 12"
+	under_valgrind || under_sanitizers || cases="$cases
+7 200000 65536 16384 6"
+	while read -r seed rows g p l; do
+		pqrand "$seed" "$rows" "$d/t.parquet" "$d/want.jsonl" "$g" "$p" "$l"
+		ddb "SELECT * FROM read_parquet('$d/t.parquet') ORDER BY i" > "$d/got.jsonl"
+		run python3 "$DDB/same_rows.py" "$d/want.jsonl" "$d/got.jsonl" 4
+		[ "$status" -eq 0 ] || { echo "seed $seed: $output"; return 1; }
+		# several row groups when asked
+		groups=$(ddb "SELECT count(DISTINCT row_group_id) FROM parquet_metadata('$d/t.parquet')" | jq -r '.[0]')
+		[ "$rows" -eq 0 ] || [ "$groups" -eq $(((rows + g - 1) / g)) ]
+	done <<< "$cases"
+	# types: the tool's columns as DuckDB sees them
+	got=$(ddb --types "SELECT * FROM read_parquet('$d/t.parquet')" | jq -c . | tr -d '\n')
+	assert_eq "$got" '["i","BIGINT"]["a","BIGINT"]["b","BIGINT"]["c","INTEGER"]["d","DOUBLE"]["s","VARCHAR"]["t","VARCHAR"]["z","VARCHAR"]'
+}
+
+@test "the comparison can fail: a row changed, a figure off" {
+	need_duckdb
+	d=$BATS_TEST_TMPDIR
+	pqrand 9 100 "$d/t.parquet" "$d/want.jsonl"
+	ddb "SELECT * FROM read_parquet('$d/t.parquet') ORDER BY i" > "$d/got.jsonl"
+	sed -i '50s/"[^"]*"/"x"/2' "$d/got.jsonl"
+	run python3 "$DDB/same_rows.py" "$d/want.jsonl" "$d/got.jsonl" 4
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"row 49"* ]]
+	t=$(synth_trace a.tkt -n 3000)
+	trace-export -o "$d/lake" "$t"
+	trace-stats --json -n 100000 "$t" | jq '.kernels[0].p95_ns += 1' > "$d/stats.json"
+	run python3 "$CHECK" stats "$d/stats.json" "$(run_dir "$d/lake")"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"p95_ns"* ]]
+	trace-dump --json "$t" | sed '0,/"kind":"kernel"/s/"kind":"kernel"/"kind":"other"/' > "$d/dump.jsonl"
+	run python3 "$CHECK" events "$d/dump.jsonl" "$(run_dir "$d/lake")"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"kernels: count"* ]]
+}
+
+@test "CSV: the same tables and rows as Parquet, nulls apart from empty strings" {
+	need_duckdb
+	d=$BATS_TEST_TMPDIR
+	t=$(synth_trace a.tkt -n 5000)
+	trace-export -o "$d/pq" "$t"
+	trace-export --format csv --output "$d/csv" "$t"
+	[ "$(basename "$(run_dir "$d/pq")")" = "$(basename "$(run_dir "$d/csv")")" ]
+	for table in runs processes threads devices streams strings kernels memops api ranges memory counters steps summaries; do
+		p=$(run_dir "$d/pq")/$table.parquet c=$(run_dir "$d/csv")/$table.csv
+		# the CSV read with the Parquet file's types; "" is not a null
+		types=$(ddb --types "SELECT * FROM read_parquet('$p', hive_partitioning = false)" |
+		        jq -rs 'map("'"'"'\(.[0])'"'"': '"'"'\(.[1])'"'"'") | "{" + join(", ") + "}"')
+		csv="read_csv('$c', header = true, columns = $types, allow_quoted_nulls = false, hive_partitioning = false)"
+		got=$(ddb "SELECT (SELECT count(*) FROM (SELECT * FROM read_parquet('$p', hive_partitioning = false) EXCEPT ALL SELECT * FROM $csv)), (SELECT count(*) FROM $csv), (SELECT count(*) FROM read_parquet('$p', hive_partitioning = false))")
+		n=$(jq -r '.[2]' <<< "$got")
+		assert_eq "$table $got" "$table [\"0\",\"$n\",\"$n\"]"
+	done
+	# a memset's copy_kind is null, a kernel's mangled name empty
+	assert_eq "$(ddb "SELECT count(*) FROM read_csv('$(run_dir "$d/csv")/memops.csv', header = true) WHERE kind = 'memset' AND copy_kind IS NOT NULL")" '["0"]'
+}
+
+@test "bad input: one line naming the file, status 1, nothing half written; usage errors say so" {
+	d=$BATS_TEST_TMPDIR
+	printf 'not a trace\n' > "$d/bad.tkt"
+	run -1 trace-export -o "$d/lake" "$d/bad.tkt"
+	[[ "$output" == "trace-export: $d/bad.tkt: "* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run -1 trace-export -o "$d/lake" "$d/missing.tkt"
+	[[ "$output" == "trace-export: $d/missing.tkt: "* ]]
+	# a truncated trace: what could be read is exported, status 1
+	t=$(synth_trace a.tkt -n 5000)
+	head -c 20000 "$t" > "$d/cut.tkt"
+	run -1 trace-export -o "$d/lake2" "$d/cut.tkt"
+	[ -f "$(run_dir "$d/lake2")/kernels.parquet" ]
+	run -2 trace-export --format xml "$t"
+	[[ "$output" == *"invalid --format 'xml'"* ]]
+	run -2 trace-export --run-id a/b "$t"
+	run -2 trace-export --run-id x "$t" "$t"
+	run -2 trace-export --row-group 0 "$t"
+	run -0 trace-export --help
+	[[ "$output" == *"--row-group"* ]]
+	run -0 trace-export --version
+	[[ "$output" == "trace-export (tracekit) "* ]]
+	# an output that cannot be written: status 2
+	run -2 trace-export -o /proc/version/x "$t"
+	[ -z "$(ls -A "$d/lake" 2>/dev/null | grep -v '^run=')" ]
+}
+
+@test "every real trace of the test data, imported, exports and checks (schema, events, trace-stats)" {
+	need_duckdb
+	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
+	n=0
+	while IFS= read -r src; do
+		tkt=$BATS_TEST_TMPDIR/real$n.tkt
+		trace-import -o "$tkt" "$src" 2> /dev/null || [ $? -eq 1 ]
+		run full_check "$tkt" "$BATS_TEST_TMPDIR/lake$n"
+		[ "$status" -eq 0 ] || { echo "$src: $output"; return 1; }
+		n=$((n + 1))
+		# under valgrind or the sanitizers, the smallest few only: every
+		# trace is checked by the plain build's run
+		{ under_valgrind || under_sanitizers; } && [ $n -ge 3 ] && break
+	done < <(find "$TK_SHARED/testdata" -name '*.json' -o -name '*.json.gz' -o -name '*.gz' |
+	         xargs ls -S -r)
+	echo "# $n real traces checked" >&3
+	[ "$n" -gt 0 ]
+}
+
+@test "the README's query: the kernels made slower come first" {
+	need_duckdb
+	d=$BATS_TEST_TMPDIR
+	mkdir -p "$d/before" "$d/after"
+	for s in 1 2 3; do
+		synth -n 3000 -s $s -o "$d/before/r$s.tkt"
+		synth -n 3000 -s $((s + 3)) --slow elementwise=1.3 -o "$d/after/r$s.tkt"
+	done
+	# the SQL block of README.md's trace-export section, as it is
+	sql=$(awk '/^## trace-export/ { on = 1 } on && /^```sql/ { q = 1; next }
+	           q && /^```/ { exit } q' "$TK_SRC/README.md")
+	[ -n "$sql" ]
+	(cd "$d" && trace-export -o lake before/*.tkt after/*.tkt)
+	run -0 bash -c 'cd "$1" && node "$2/query.mjs" "$3"' _ "$d" "$DDB" "$sql"
+	[ "${#lines[@]}" -eq 5 ]
+	# the four elementwise kernels (30 % slower), then the others, within noise
+	for i in 0 1 2 3; do
+		[[ "${lines[$i]}" == *vectorized_elementwise* ]]
+		pct=$(jq -r '.[3]' <<< "${lines[$i]}")
+		awk -v p="$pct" 'BEGIN { exit !(p > 20 && p < 40) }'
+	done
+	[[ "${lines[4]}" != *elementwise* ]]
+}
