@@ -13,6 +13,10 @@
  * run that starts the reader's pool (whose workers' own allocations are
  * then never failed).
  *
+ * The analysis layer's allocations (cmd/analysis, also linked
+ * statically) go through the same functions: distributions, sketches
+ * and step names are run the same way.
+ *
  * Each sequence is run with the 1st, 2nd, ... allocation failing until
  * one run never reaches the failing call: every run must stop with
  * TK_ENOMEM (or a NULL handle, where that is the documented answer) and
@@ -27,10 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libdeflate.h>
 
+#include "analysis/dist.h"
+#include "analysis/steps.h"
 #include "helpers.h"
 #include "tap.h"
 
@@ -893,6 +900,210 @@ TEST(etrunc_truncated_file)
 	free(buf);
 }
 
+
+/* ---- the analysis layer ------------------------------------------------------ */
+
+#define NDIST 2000
+
+static int64_t
+dist_value(size_t i)
+{
+	/* durations over several powers of two: the sketch keeps growing */
+	return (int64_t)((i * 2654435761u) % 1000003) * (int64_t)(1 + i % 7);
+}
+
+/* Distributions of every mode, merged every way: -1 from any call is
+ * out of memory, after which each must still free to nothing. */
+static int
+dist_sequence(void *arg)
+{
+	(void)arg;
+	/* 512 exact values fit: the distribution turns into a sketch */
+	struct dist_budget b = DIST_BUDGET_INIT(4096);
+	struct dist d, x, y, e;
+	dist_init_budget(&d, 0, &b);
+	dist_init(&x, 1);
+	dist_init(&y, 0);
+	dist_init(&e, 0);
+	int rc = TK_ENOMEM;
+	for (size_t i = 0; i < NDIST; i++)
+		if (dist_add(&d, dist_value(i)) < 0 ||
+		    dist_add(&x, dist_value(i)) < 0 ||
+		    dist_add(&y, dist_value(i)) < 0)
+			goto out;
+	if (dist_add(&e, 5) < 0 ||
+	    dist_merge(&e, &y) < 0 ||  /* exact into exact: it grows */
+	    dist_merge(&e, &x) < 0 ||  /* approximate into exact */
+	    dist_merge(&d, &x) < 0 ||  /* approximate into approximate */
+	    dist_merge(&d, &y) < 0)    /* exact into approximate */
+		goto out;
+	rc = TK_OK;
+	int64_t mn = INT64_MAX, mx = INT64_MIN;
+	for (size_t i = 0; i < NDIST; i++) {
+		mn = dist_value(i) < mn ? dist_value(i) : mn;
+		mx = dist_value(i) > mx ? dist_value(i) : mx;
+	}
+	if (d.count != 3 * NDIST || e.count != 2 * NDIST + 1 || !d.approx ||
+	    !e.approx || d.min != mn || d.max != mx || e.min != (mn < 5 ? mn : 5) ||
+	    b.converted != 1) {
+		fprintf(stderr, "# dist: counts %llu %llu, min %lld, converted %zu\n",
+		        (unsigned long long)d.count, (unsigned long long)e.count,
+		        (long long)d.min, b.converted);
+		rc = 98;
+	}
+out:
+	dist_free(&d);
+	dist_free(&x);
+	dist_free(&y);
+	dist_free(&e);
+	/* what a failure left behind is given back to the budget too */
+	if (b.used != 0)
+		rc = 97;
+	return rc;
+}
+
+TEST(nomem_dist)
+{
+	CHECK(each_failure("dist", dist_sequence, NULL, 0) > 5);
+}
+
+struct summary_arg {
+	struct dist d;
+	double want[3];
+	int mismatches;
+};
+
+/* A summary needs no memory: without its buffers it selects in place,
+ * and must give the same figures. */
+static int
+summary_sequence(void *argp)
+{
+	struct summary_arg *a = argp;
+	struct summary s;
+	dist_summary(&a->d, &s);
+	if (s.p50 != a->want[0] || s.p95 != a->want[1] || s.p99 != a->want[2])
+		a->mismatches++;
+	/* one allocation at least, so that each_failure sees the calls */
+	void *p = malloc(1);
+	if (!p)
+		return TK_ENOMEM;
+	free(p);
+	return TK_OK;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+TEST(nomem_summary)
+{
+	/* enough values for the sampled selection, with its buffers */
+	enum { N = 30000 };
+	static int64_t sorted[N];
+	struct summary_arg a = { .mismatches = 0 };
+	dist_init(&a.d, 0);
+	for (size_t i = 0; i < N; i++) {
+		sorted[i] = dist_value(i);
+		CHECK_EQ_INT(dist_add(&a.d, sorted[i]), 0);
+	}
+	qsort(sorted, N, sizeof(sorted[0]), cmp_i64);
+	static const double q[3] = { 0.50, 0.95, 0.99 };
+	for (int j = 0; j < 3; j++) {
+		double r = q[j] * (N - 1);
+		size_t lo = (size_t)r;
+		double f = r - (double)lo;
+		a.want[j] = (double)sorted[lo] +
+		            f * (double)(sorted[lo + 1] - sorted[lo]);
+	}
+	CHECK(each_failure("summary", summary_sequence, &a, 1) > 1);
+	CHECK_EQ_INT(a.mismatches, 0);
+	dist_free(&a.d);
+}
+
+static int
+steps_sequence(void *arg)
+{
+	(void)arg;
+	struct step_match m;
+	if (step_match_init(&m, "ProfilerStep") < 0)
+		return TK_ENOMEM;
+	int rc = TK_OK;
+	int yes = step_match(&m, "ProfilerStep#12");
+	int no = step_match(&m, "optimizer.step");
+	int k1 = step_kind("", "ProfilerStep#7");
+	int k2 = step_kind("", "iteration");
+	if (yes < 0 || no < 0 || k1 < 0 || k2 < 0)
+		rc = TK_ENOMEM;
+	else if (yes != 1 || no != 0 || k1 != 1 || k2 != 2)
+		rc = 98;
+	step_match_free(&m);
+	return rc;
+}
+
+TEST(nomem_steps)
+{
+	CHECK(each_failure("steps", steps_sequence, NULL, 0) > 3);
+}
+
+TEST(nomem_steps_find)
+{
+	/* steps_find() ends the command when out of memory (cmd_die with
+	 * status 2); a reader's failure is left to the main pass.  Each
+	 * failure runs in a child. */
+	int fd = scratch_fd();
+	struct tk_writer *w = tk_writer_new();
+	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "steps", NULL), TK_OK);
+	struct tk_thread t = { .tid = 1, .name = "" };
+	uint32_t thr = tk_writer_thread(w, 0, &t);
+	static const char *const names[] = { "iteration", "fwd",
+		"ProfilerStep#1", "iteration" };
+	for (int i = 0; i < 4; i++) {
+		struct tk_event e;
+		memset(&e, 0, sizeof(e));
+		e.kind = TK_RANGE;
+		e.track = thr;
+		e.ts = 100 * i;
+		e.dur = 50;
+		e.name = names[i];
+		CHECK_EQ_INT(tk_writer_event(w, &e), TK_OK);
+	}
+	CHECK_EQ_INT(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	int died = 0, done = 0;
+	fflush(NULL);
+	for (long n = 1; n < 2000 && !done; n++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			/* the children share the descriptor's position */
+			if (lseek(fd, 0, SEEK_SET) < 0)
+				_exit(5);
+			arm(n);
+			char *best = steps_find(fd, "steps");
+			disarm();
+			/* 0: no failure reached, and the right answer */
+			int st = failed_one ? 3 :
+			         best && strcmp(best, "ProfilerStep#1") == 0 ? 0 : 4;
+			free(best);
+			_exit(st);
+		}
+		int status;
+		CHECK(waitpid(pid, &status, 0) == pid);
+		CHECK(WIFEXITED(status));
+		int st = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (!(st == 0 || st == 2 || st == 3))
+			fprintf(stderr, "# allocation %ld: status %d\n", n, st);
+		CHECK(st == 0 || st == 2 || st == 3);
+		died += st == 2;
+		done = st == 0 || !(st == 2 || st == 3);
+	}
+	CHECK(done);
+	CHECK(died > 0);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -912,5 +1123,9 @@ main(void)
 	RUN(nomem_read_pool);
 	RUN(nomem_merge);
 	RUN(nomem_merge_spill);
+	RUN(nomem_dist);
+	RUN(nomem_summary);
+	RUN(nomem_steps);
+	RUN(nomem_steps_find);
 	return tap_done();
 }
