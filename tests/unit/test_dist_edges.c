@@ -203,6 +203,7 @@ TEST(sketch_past_the_ends)
 	double mn = sorted_quantile(v, n, 0), mx = sorted_quantile(v, n, 1);
 	CHECK(sketch_quantile(&s, -0.5) == mn);
 	CHECK(sketch_quantile(&s, 1.5) == mx);
+	CHECK(sketch_quantile(&s, 1e30) == mx); /* no rank out of range */
 	CHECK(sketch_quantile(&s, 0.5) == sorted_quantile(v, n, 0.5));
 	/* a rank past the last is the largest value */
 	CHECK(sketch_rank(&s, n) == mx);
