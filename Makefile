@@ -155,6 +155,14 @@ $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
 		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
 
+# test_nomem makes the Nth allocation of the library fail: the library's
+# calls to these go through its own __wrap_ functions (link-time
+# wrapping; the library is linked statically, so its calls are seen and
+# production code stays as it is).
+NOMEM_WRAP := malloc calloc realloc strdup libdeflate_alloc_compressor \
+              libdeflate_alloc_decompressor pthread_create
+$(O)/tests/unit/test_nomem: ALL_LDFLAGS += $(NOMEM_WRAP:%=-Wl,--wrap=%)
+
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \

@@ -139,11 +139,13 @@ nomem(struct tk_merge *m)
 	return merge_fail(m, TK_ENOMEM, ENOMEM, "out of memory");
 }
 
-/* The output writer failed: its errno is the merge's. */
+/* The output writer failed: its errno is the merge's, and the code is
+ * TK_ENOMEM when the writer ran out of memory, as when the merge does. */
 static int
 out_fail(struct tk_merge *m)
 {
-	return merge_fail(m, TK_EIO, tk_writer_errno(m->out), "output: %s",
+	int e = tk_writer_errno(m->out);
+	return merge_fail(m, e == ENOMEM ? TK_ENOMEM : TK_EIO, e, "output: %s",
 	                  tk_writer_error(m->out));
 }
 
@@ -344,8 +346,14 @@ map_string(struct tk_merge *m, struct input *in, uint32_t id, const char *s)
 	if (out)
 		return out;
 	out = tk_writer_cstring(m->out, s);
-	if (!out || map_set(&in->smap, &in->smap_cap, id, out) < 0)
+	if (!out)
 		return 0;
+	if (map_set(&in->smap, &in->smap_cap, id, out) < 0) {
+		/* the merge's own memory: said here, as the output's
+		 * failure would be said by the caller */
+		nomem(m);
+		return 0;
+	}
 	return out;
 }
 
@@ -981,10 +989,17 @@ spill_input(struct tk_merge *m, struct tk_writer *w, int fd, unsigned level,
 		return spill_abandon(m, w, fd, rc);
 	tk_writer_free(w);
 	struct tk_reader *r = tk_reader_new();
-	if (!r || lseek(fd, 0, SEEK_SET) < 0 || tk_reader_open_fd(r, fd, "(spill)")) {
+	if (!r) {
+		rc = nomem(m);
+	} else if (lseek(fd, 0, SEEK_SET) < 0) {
 		int e = errno;
-		rc = r ? merge_fail(m, TK_EIO, e, "temporary file: %s", strerror(e))
-		       : nomem(m);
+		rc = merge_fail(m, TK_EIO, e, "temporary file: %s", strerror(e));
+	} else if ((rc = tk_reader_open_fd(r, fd, "(spill)"))) {
+		/* the reader's own code: out of memory is not an I/O error */
+		rc = merge_fail(m, rc, tk_reader_errno(r), "temporary file: %s",
+		                tk_reader_error(r));
+	}
+	if (rc) {
 		tk_reader_free(r);
 		close(fd);
 		return rc;

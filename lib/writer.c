@@ -145,6 +145,17 @@ nomem(struct tk_writer *w)
 	return fail(w, TK_ENOMEM, ENOMEM, "out of memory");
 }
 
+/* The sealer's failure, an errno value: ENOMEM is its own buffer that
+ * could not grow, told as every other allocation failure is; anything
+ * else is the output's. */
+static int
+sealer_fail(struct tk_writer *w, int e)
+{
+	if (e == ENOMEM)
+		return nomem(w);
+	return fail(w, TK_EIO, e, "%s", strerror(e));
+}
+
 TK_PUBLIC struct tk_writer *
 tk_writer_new(void)
 {
@@ -378,8 +389,15 @@ maybe_seal(struct tk_writer *w)
 static uint32_t
 intern_string(struct tk_writer *w, const char *s, size_t len)
 {
-	if (w->opt.raw_ids || (!s && len))
+	/* a rejected call says why, as every other one does */
+	if (w->opt.raw_ids) {
+		reject(w, "no strings in a raw-id writer");
 		return 0;
+	}
+	if (!s && len) {
+		reject(w, "no bytes for a string of %zu", len);
+		return 0;
+	}
 	if (len > TKP_CHUNK_RAW_MAX / 8) {
 		reject(w, "string of %zu bytes is too long", len);
 		return 0;
@@ -1390,7 +1408,7 @@ seal_chunk(struct tk_writer *w, uint32_t extra_flags, int heartbeat)
 		head.watermark = watermark = INT64_MAX; /* nothing follows */
 	int e = tkp_sealer_seal(&w->sealer, buf, raw, raw_len, &head);
 	if (e)
-		return fail(w, TK_EIO, e, "%s", strerror(e));
+		return sealer_fail(w, e);
 	w->sealed_watermark = watermark;
 	reset_chunk(w);
 	return TK_OK;
@@ -1401,7 +1419,7 @@ static int
 wait_sealed(struct tk_writer *w)
 {
 	int e = tkp_sealer_wait(&w->sealer);
-	return e ? fail(w, TK_EIO, e, "%s", strerror(e)) : TK_OK;
+	return e ? sealer_fail(w, e) : TK_OK;
 }
 
 static int
@@ -1432,7 +1450,7 @@ tk_writer_close(struct tk_writer *w)
 	/* every chunk put before the descriptor closes, even after an error */
 	int e = tkp_sealer_wait(&w->sealer);
 	if (e && !rc)
-		rc = fail(w, TK_EIO, e, "%s", strerror(e));
+		rc = sealer_fail(w, e);
 	w->open = 0;
 	if (w->own_fd && w->fd >= 0 && close(w->fd) < 0 && rc == TK_OK)
 		rc = fail(w, TK_EIO, errno, "%s", strerror(errno));
