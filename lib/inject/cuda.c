@@ -169,6 +169,10 @@ set_collection(int on)
 		pthread_mutex_unlock(&enable_lock);
 		return NKINDS;
 	}
+	/* a call counted must be one CUPTI records: stop counting before
+	 * collection stops, start after it starts */
+	if (!on)
+		atomic_store_explicit(&collecting, 0, memory_order_relaxed);
 	for (size_t i = 0; i < NKINDS; i++) {
 		if (!(kinds & kind_map[i].bit))
 			continue;
@@ -182,7 +186,8 @@ set_collection(int on)
 			                       result_name(r), (int)r);
 	}
 	enabled = on;
-	atomic_store_explicit(&collecting, on, memory_order_relaxed);
+	if (on)
+		atomic_store_explicit(&collecting, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&enable_lock);
 	if (errors[0] && ok)
 		tki_activity_meta("cuda.errors", errors);
