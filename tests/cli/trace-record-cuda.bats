@@ -284,6 +284,11 @@ dropped() {
 	assert_eq "$(dropped)" "kernel 4
 runtime 4"
 	assert_eq "$(ev 'select(.kind=="dropped") | .reason' | sort -u)" "CUDA activity CUPTI had not delivered when the process died without its last flush (SIGKILL, _exit, a crash, exec)"
+	# CUPTI not in use (another client holds it): nothing dropped
+	rm -f "$BATS_TEST_TMPDIR/ready"
+	FAKE_CUPTI_SUBSCRIBE=39 record_killed 4 --flush-interval 10s
+	assert_eq "$(ev 'select(.kind=="range") | .name' | sort | uniq -c | sed 's/^ *//')" "4 step"
+	assert_eq "$(dropped)" ""
 }
 
 @test "SIGKILL with work still running: the trace's kernels and calls plus the dropped ones, exactly" {
