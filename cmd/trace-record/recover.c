@@ -504,6 +504,33 @@ write_dropped(struct rec_recovery *r, int64_t tid, uint64_t count, int64_t from)
 		rec_die("%s", tk_writer_error(rec_self()));
 }
 
+/* The CUDA activity CUPTI had not delivered when the process died
+ * (protocol.h): counted in its callbacks as it was issued, never seen
+ * since.  Nothing when CUPTI was not active: both counts stay 0. */
+static void
+cuda_undelivered(struct rec_recovery *r, int64_t from)
+{
+	for (unsigned k = 0; k < TKI_CUDA_COUNTED; k++) {
+		uint64_t issued = __atomic_load_n(&r->h->cuda_issued[k], __ATOMIC_RELAXED);
+		uint64_t delivered = __atomic_load_n(&r->h->cuda_delivered[k],
+		                                     __ATOMIC_RELAXED);
+		if (issued <= delivered)
+			continue;
+		struct tk_event e = { 0 };
+		e.kind = TK_DROPPED;
+		e.track = r->proc_track;
+		e.ts = from;
+		e.dur = r->end > from ? r->end - from : 0;
+		e.name = tki_cuda_counted_names[k];
+		e.u.dropped.count = issued - delivered;
+		e.u.dropped.reason = "CUDA activity CUPTI had not delivered when the "
+		                     "process died without its last flush (SIGKILL, "
+		                     "_exit, a crash, exec)";
+		if (tk_writer_event(rec_self(), &e) != TK_OK)
+			rec_die("%s", tk_writer_error(rec_self()));
+	}
+}
+
 static void
 read_threads(struct rec_recovery *r, const struct rthread *ts, size_t n,
              int64_t from)
@@ -567,6 +594,7 @@ rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from)
 		size_t n = read_snapshot(&r, &ts);
 		read_threads(&r, ts, n, from);
 		free(ts);
+		cuda_undelivered(&r, from);
 		/* what is still open ended with the process */
 		for (size_t i = 0; i < r.nopen; i++)
 			if (!r.open[i].pending_end)

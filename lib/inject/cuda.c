@@ -24,6 +24,12 @@
  * from the final round when a fatal signal ends the process.  The
  * library's destructor comes after libcupti's: it converts what came,
  * and never calls CUPTI.
+ *
+ * No handler runs at SIGKILL: what CUPTI holds then is never delivered.
+ * So that it is counted rather than missing, the API callback counts,
+ * in the durable file, what each call issues while the kinds are
+ * collected (protocol.h, "CUDA activity"); trace-record subtracts what
+ * CUPTI delivered.
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -32,9 +38,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
 #include "cuda_record.h"
+#include "tbuf.h"
 
 #define LAG_INTERVALS 10            /* as the flusher's */
 #define BUFFER_BYTES (8u << 20)
@@ -56,6 +64,22 @@ static int enabled, schedule_over;
 static int map_threads, judge_calls;
 static enum tki_phase last_phase;
 static uint64_t cycles_done;
+/* the kinds are collected now: each API call counts what it issues */
+static atomic_int collecting;
+
+/* What each API call issues besides its own record, by callback id:
+ * WORK_* (a kernel, a copy, a set), told from its name once at attach
+ * (so that new CUDA calls are counted without a list to keep up), read
+ * without a lock afterwards. */
+#define WORK_NONE 0
+#define WORK_KERNEL 1
+#define WORK_MEMCPY 2
+#define WORK_MEMSET 3
+static uint8_t runtime_work[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static uint8_t driver_work[CUPTI_DRIVER_TRACE_CBID_SIZE];
+/* runtime calls this thread is inside: the driver calls they make issue
+ * nothing more */
+static __thread int in_runtime __attribute__((tls_model("initial-exec")));
 
 /* ---- saying why not --------------------------------------------------------------- */
 
@@ -145,6 +169,10 @@ set_collection(int on)
 		pthread_mutex_unlock(&enable_lock);
 		return NKINDS;
 	}
+	/* a call counted must be one CUPTI records: stop counting before
+	 * collection stops, start after it starts */
+	if (!on)
+		atomic_store_explicit(&collecting, 0, memory_order_relaxed);
 	for (size_t i = 0; i < NKINDS; i++) {
 		if (!(kinds & kind_map[i].bit))
 			continue;
@@ -158,6 +186,8 @@ set_collection(int on)
 			                       result_name(r), (int)r);
 	}
 	enabled = on;
+	if (on)
+		atomic_store_explicit(&collecting, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&enable_lock);
 	if (errors[0] && ok)
 		tki_activity_meta("cuda.errors", errors);
@@ -188,6 +218,32 @@ context_created(CUcontext ctx)
 		tki_activity_context(id, device, null_stream);
 }
 
+static const unsigned work_bit[] = { 0, TKI_CUDA_KERNEL, TKI_CUDA_MEMCPY, TKI_CUDA_MEMSET };
+static const unsigned work_count[] = { 0, TKI_CUDA_COUNT_KERNEL, TKI_CUDA_COUNT_MEMCPY,
+                                       TKI_CUDA_COUNT_MEMSET };
+
+/* An API call begins while the kinds are collected: count the records
+ * CUPTI will write for it, so that those it never delivers (SIGKILL)
+ * are counted as lost (protocol.h). */
+static void
+count_issued(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	unsigned work = WORK_NONE;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		if (kinds & TKI_CUDA_RUNTIME)
+			tki_buf_cuda_issued(TKI_CUDA_COUNT_RUNTIME);
+		if (cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+			work = runtime_work[cbid];
+	} else {
+		if (kinds & TKI_CUDA_DRIVER)
+			tki_buf_cuda_issued(TKI_CUDA_COUNT_DRIVER);
+		if (!in_runtime && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+			work = driver_work[cbid];
+	}
+	if (work != WORK_NONE && kinds & work_bit[work])
+		tki_buf_cuda_issued(work_count[work]);
+}
+
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
             const void *data)
@@ -214,8 +270,15 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
 	const CUpti_CallbackData *cd = data;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cd->callbackSite == CUPTI_API_EXIT &&
+	    in_runtime > 0)
+		in_runtime--;
 	if (cd->callbackSite != CUPTI_API_ENTER)
 		return;
+	if (atomic_load_explicit(&collecting, memory_order_relaxed))
+		count_issued(domain, cbid);
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		in_runtime++;
 	if (judge_calls)
 		tki_activity_launch(cd->correlationId);
 	/* CUPTI could not give kernel thread ids: map pthread ids */
@@ -395,6 +458,41 @@ subscribe(void)
 	return 0;
 }
 
+/* The work a call named `name` issues: "cudaLaunchKernel",
+ * "cuLaunchKernelEx", "cudaMemcpyAsync", "cuMemsetD8", ... (not a host
+ * function's launch: no kernel runs). */
+static unsigned
+work_of(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) != 0)
+		return WORK_NONE;
+	name += n;
+	if (strncmp(name, "Launch", 6) == 0 && !strstr(name, "HostFunc"))
+		return WORK_KERNEL;
+	if (strncmp(name, "Memcpy", 6) == 0)
+		return WORK_MEMCPY;
+	if (strncmp(name, "Memset", 6) == 0)
+		return WORK_MEMSET;
+	return WORK_NONE;
+}
+
+/* Fill runtime_work and driver_work from CUPTI's names of the calls;
+ * before the API domains are enabled. */
+static void
+classify_calls(void)
+{
+	const char *name;
+	for (uint32_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
+		if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, i, &name) ==
+		    CUPTI_SUCCESS && name)
+			runtime_work[i] = (uint8_t)work_of(name, "cuda");
+	for (uint32_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+		if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, i, &name) ==
+		    CUPTI_SUCCESS && name)
+			driver_work[i] = (uint8_t)work_of(name, "cu");
+}
+
 /* CUPTI's clock and thread ids, and the API callbacks they and the
  * capture filter need: fills the converter's settings, `clock` (how
  * times are taken) and `note` (about thread ids, when they are mapped). */
@@ -416,11 +514,15 @@ set_clock_and_threads(struct tki_cuda_conv *cv, char *clock, size_t nclock,
 	}
 	cv->filter = tki_cfg.capture || tki_cfg.win_begin != INT64_MIN ||
 	             tki_cfg.win_end != INT64_MAX;
-	/* every call's callback: to map its thread, or to judge it as it
-	 * begins (tki_activity_launch) */
+	/* every call's callback: to map its thread, to judge it as it
+	 * begins (tki_activity_launch), or to count what it issues */
 	map_threads = cv->thread_map;
 	judge_calls = cv->filter;
-	if (cv->thread_map || cv->filter) {
+	int counting = (kinds & (TKI_CUDA_KERNEL | TKI_CUDA_MEMCPY | TKI_CUDA_MEMSET |
+	                         TKI_CUDA_RUNTIME | TKI_CUDA_DRIVER)) != 0;
+	if (counting)
+		classify_calls();
+	if (cv->thread_map || cv->filter || counting) {
 		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 		api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	}

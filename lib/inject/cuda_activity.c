@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cuda_record.h"
+#include "tbuf.h"
 
 #define CORR_SLOTS (1u << 18)       /* launch verdicts remembered */
 #define PHASES 256                  /* active phases remembered */
@@ -228,6 +229,24 @@ tki_activity_context(uint32_t id, uint32_t device, uint32_t null_stream)
 	pthread_mutex_unlock(&contexts_lock);
 }
 
+/* The records CUPTI has delivered, by counted kind, into the durable
+ * file: against what was issued (cuda.c), what a process killed before
+ * CUPTI completed its buffers lost.  Spool lock held. */
+static void
+publish_delivered(void)
+{
+	const uint64_t *k = cupti_convert_stats(conv)->by_kind;
+	uint64_t n[TKI_CUDA_COUNTED];
+	n[TKI_CUDA_COUNT_KERNEL] = k[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] +
+	                           k[CUPTI_ACTIVITY_KIND_KERNEL];
+	n[TKI_CUDA_COUNT_MEMCPY] = k[CUPTI_ACTIVITY_KIND_MEMCPY] +
+	                           k[CUPTI_ACTIVITY_KIND_MEMCPY2];
+	n[TKI_CUDA_COUNT_MEMSET] = k[CUPTI_ACTIVITY_KIND_MEMSET];
+	n[TKI_CUDA_COUNT_RUNTIME] = k[CUPTI_ACTIVITY_KIND_RUNTIME];
+	n[TKI_CUDA_COUNT_DRIVER] = k[CUPTI_ACTIVITY_KIND_DRIVER];
+	tki_buf_cuda_delivered(n);
+}
+
 /* Count what the converter wrote in the status page: what a killed
  * process lost is told from it. */
 static void
@@ -328,6 +347,7 @@ tki_activity_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size
 		/* an error is the writer's, for good: the spool says the rest */
 		cupti_convert_buffer(conv, buf, buf ? valid : 0, dropped);
 		count_events(before);
+		publish_delivered();
 		buffers++;
 	}
 	pthread_mutex_unlock(&tki_lock);

@@ -280,3 +280,26 @@ tki_buf_snap_commit(void)
 	/* the one store that makes the snapshot the current one */
 	__atomic_store_n(&h->snap_cur, snap_half, __ATOMIC_RELEASE);
 }
+
+/* ---- CUDA activity counts ---------------------------------------------------------- */
+
+void
+tki_buf_cuda_issued(unsigned k)
+{
+	/* any thread, inside CUPTI's callback: no lock, one relaxed add */
+	uint8_t *m = __atomic_load_n(&map, __ATOMIC_ACQUIRE);
+	if (m && k < TKI_CUDA_COUNTED)
+		__atomic_fetch_add(&((struct tki_buf_head *)m)->cuda_issued[k], 1,
+		                   __ATOMIC_RELAXED);
+}
+
+void
+tki_buf_cuda_delivered(const uint64_t n[TKI_CUDA_COUNTED])
+{
+	uint8_t *m = __atomic_load_n(&map, __ATOMIC_ACQUIRE);
+	if (!m)
+		return;
+	struct tki_buf_head *h = (struct tki_buf_head *)m;
+	for (unsigned k = 0; k < TKI_CUDA_COUNTED; k++)
+		__atomic_store_n(&h->cuda_delivered[k], n[k], __ATOMIC_RELAXED);
+}

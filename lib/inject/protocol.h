@@ -128,6 +128,32 @@ struct tki_status {
  * (attached after the commit) is read from its first block.
  */
 #define TKI_BUF_MAGIC 0x31425454u      /* "TTB1" */
+
+/*
+ * CUDA activity a process asked CUPTI for and what CUPTI gave back, by
+ * kind (tki_buf_head.cuda_issued, cuda_delivered): CUPTI keeps records
+ * in buffers that reach the library only when complete or flushed, and
+ * a process killed by SIGKILL never flushes them.  `issued` is counted
+ * as each API call begins, in CUPTI's API callback, while the kind is
+ * collected: one RUNTIME or DRIVER record per call, one kernel, memcpy
+ * or memset per launch, copy or set call (a driver call made by a
+ * runtime call is not counted a second time as work); `delivered` is
+ * the records of the kind in the buffers CUPTI completed, stored after
+ * each is converted.  Both only grow (relaxed atomic stores and adds).
+ * When the process died without its last flush, trace-record writes
+ * issued - delivered of each kind as dropped (recover.c); what was
+ * delivered but not yet in the spool is counted by the status page.
+ */
+#define TKI_CUDA_COUNT_KERNEL 0
+#define TKI_CUDA_COUNT_MEMCPY 1
+#define TKI_CUDA_COUNT_MEMSET 2
+#define TKI_CUDA_COUNT_RUNTIME 3
+#define TKI_CUDA_COUNT_DRIVER 4
+#define TKI_CUDA_COUNTED 5
+/* their names in `dropped` events: the --cuda words */
+static const char *const tki_cuda_counted_names[TKI_CUDA_COUNTED] = {
+	"kernel", "memcpy", "memset", "runtime", "driver",
+};
 #define TKI_BUF_UNIT (64u * 1024u)
 #define TKI_BUF_THREADS 1024u
 #define TKI_BUF_NAMES_BYTES (4u << 20)
@@ -150,6 +176,10 @@ struct tki_buf_head {
 	uint64_t blocks_off;
 	int64_t win_end;         /* the recording window cuts ranges there */
 	uint64_t snap_lost;      /* open ranges the snapshot had no room for */
+	/* CUDA activity: what CUPTI was asked to record and what it has
+	 * handed back (below); zero when CUPTI is not active */
+	uint64_t cuda_issued[TKI_CUDA_COUNTED];
+	uint64_t cuda_delivered[TKI_CUDA_COUNTED];
 };
 
 #define TKI_SLOT_FREE 0

@@ -49,6 +49,11 @@ void tki_buf_snap_begin(void);
 void tki_buf_snap_add(const struct tki_snap *e, const char *name,
                       uint32_t len);
 void tki_buf_snap_commit(void);
+/* CUDA activity (protocol.h): one more record of counted kind `k`
+ * issued (any thread, no lock); the totals CUPTI delivered so far
+ * (spool lock held). */
+void tki_buf_cuda_issued(unsigned k);
+void tki_buf_cuda_delivered(const uint64_t n[TKI_CUDA_COUNTED]);
 
 /* ---- threads ------------------------------------------------------------------- */
 

@@ -21,6 +21,9 @@
  *   FAKE_CUPTI_GPU_LAG=NS   kernels begin NS nanoseconds after their launch
  *                           (default 1000), and each kernel's record comes
  *                           before its launch's, as a busy GPU's do
+ *   FAKE_CUPTI_PENDING=K    the records of the last K launches stay in
+ *                           their buffer at a flush that is not forced,
+ *                           as those of work still running on a GPU do
  *   FAKE_CUPTI_LOG=FILE     one line per call that matters: subscribe,
  *                           enable KIND, disable KIND, flush FLAG, ...,
  *                           and one per kernel and launch record written,
@@ -49,6 +52,9 @@ static void *subscriber_data;
 static uint32_t corr;
 static uint8_t *buf;
 static size_t size, used;
+/* where each launch's records begin in the buffer (FAKE_CUPTI_PENDING) */
+#define STARTS 4096
+static size_t starts[STARTS], nstarts;
 
 static void
 note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -101,8 +107,44 @@ hand_back(void)
 	size_t s = size, u = used;
 	buf = NULL;
 	used = size = 0;
+	nstarts = 0;
 	pthread_mutex_unlock(&lock);
 	completed(NULL, 0, b, s, u);
+	pthread_mutex_lock(&lock);
+}
+
+/* A flush that is not forced: all but the records of the last K
+ * launches (FAKE_CUPTI_PENDING), which move to a new buffer. */
+static void
+hand_back_completed(void)
+{
+	const char *e = getenv("FAKE_CUPTI_PENDING");
+	size_t k = e ? strtoul(e, NULL, 10) : 0;
+	if (!k || nstarts >= STARTS) {
+		hand_back();
+		return;
+	}
+	if (nstarts <= k)
+		return;          /* every launch of the buffer still running */
+	size_t split = starts[nstarts - k];
+	uint8_t *nb = NULL;
+	size_t nsize = 0, max;
+	requested(&nb, &nsize, &max);
+	if (!nb || nsize < used - split) {
+		hand_back();
+		return;
+	}
+	memcpy(nb, buf + split, used - split);
+	uint8_t *b = buf;
+	size_t s = size;
+	buf = nb;
+	size = nsize;
+	used -= split;
+	for (size_t i = 0; i < k; i++)
+		starts[i] = starts[nstarts - k + i] - split;
+	nstarts = k;
+	pthread_mutex_unlock(&lock);
+	completed(NULL, 0, b, s, split);
 	pthread_mutex_lock(&lock);
 }
 
@@ -186,6 +228,8 @@ fake_launch(const char *name)
 	send_devices();
 	uint32_t c = ++corr;
 	uint64_t t = now();
+	if (nstarts < STARTS)
+		starts[nstarts++] = buf ? used : 0;
 	if (runtime_callbacks && subscriber_cb) {
 		CUpti_CallbackData cd;
 		memset(&cd, 0, sizeof(cd));
@@ -400,8 +444,10 @@ cuptiActivityFlushAll(uint32_t flag)
 	pthread_mutex_lock(&lock);
 	if (subscribed)
 		send_devices();
-	if (buf && used)
+	if (buf && used && flag == CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
 		hand_back();
+	else if (buf && used)
+		hand_back_completed();
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }

@@ -5,19 +5,22 @@
  * InitializeInjection().  For trace-record's tests on machines without
  * a GPU (tests/cli/trace-record-cuda.bats).
  *
- *   fake_driver [STEPS [term]]
+ *   fake_driver [STEPS [term | wait FILE]]
  *
  * Prints what InitializeInjection returned (or why it could not be
  * called).  Then, STEPS times, an NVTX range "step" around a kernel
  * launch, when the CUPTI in use is tests/apps/fake_cupti.c (loaded
  * through TRACEKIT_CUPTI): it records the launch and the kernel as CUPTI
- * would.  "term": end by SIGTERM, as a killed program does.
+ * would.  "term": end by SIGTERM, as a killed program does.  "wait
+ * FILE": write the pid into FILE once the launches are made, then wait
+ * to be killed (SIGKILL, from the test).
  */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef TK_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
@@ -66,5 +69,16 @@ main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "term") == 0)
 		raise(SIGTERM);
+	if (argc > 3 && strcmp(argv[2], "wait") == 0) {
+		/* whole or not at all: the test reads it as soon as it exists */
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", argv[3]);
+		FILE *out = fopen(tmp, "w");
+		if (!out || fprintf(out, "%ld\n", (long)getpid()) < 0 || fclose(out) != 0 ||
+		    rename(tmp, argv[3]) != 0)
+			return 1;
+		for (;;)
+			pause();
+	}
 	return 0;
 }

@@ -215,12 +215,15 @@ print(n, "records,", len(got), "events not from one")' "$BATS_TEST_TMPDIR/log" >
 	[[ "$m" == "recorded (pid $pid): kernel,memcpy,memset,memory,runtime,driver,sync,overhead; CUPTI 130001 ($FAKE); clock CLOCK_REALTIME (timestamp callback)" ]]
 	[[ "$(meta cuda.stats)" == "pid $pid: 12 records, 10 events, 0 dropped by CUPTI, 1 buffers (0 refused: pool full), 0 late, longest delay "* ]]
 	# what was asked of CUPTI, in order: kernel thread ids and our clock
-	# before any kind; CONCURRENT_KERNEL (10), never KERNEL (3); a forced
-	# flush at exit after collection stops
+	# before any kind, the API callbacks (they count what each call
+	# issues); CONCURRENT_KERNEL (10), never KERNEL (3); a forced flush
+	# at exit after collection stops
 	log=$BATS_TEST_TMPDIR/log
-	assert_eq "$(head -4 "$log")" "subscribe tracekit -> 0
+	assert_eq "$(head -6 "$log")" "subscribe tracekit -> 0
 timestamp-callback
 thread-id-type 1
+domain 1 2
+domain 1 1
 buffer-callbacks"
 	assert_eq "$(sed -n 's/^enable //p' "$log" | sort -n | paste -sd,)" "1,2,4,5,8,9,10,17,22,37,38,48,49"
 	assert_eq "$(tail -1 "$log")" "flush 1"
@@ -245,6 +248,69 @@ buffer-callbacks"
 	run -143 trace-record -o "$T" -- "$APPS/fake_driver" 4 term
 	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3,4"
 	assert_eq "$(ev 'select(.kind=="dropped")')" ""
+}
+
+# Record fake_driver making $1 launches, then kill it with SIGKILL (no
+# handler runs: CUPTI's buffers are never flushed); trace-record's other
+# options follow.
+record_killed() {
+	local n=$1
+	shift
+	trace-record -o "$T" "$@" -- "$APPS/fake_driver" "$n" wait "$BATS_TEST_TMPDIR/ready" &
+	local rec=$!
+	for _ in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+	[ -e "$BATS_TEST_TMPDIR/ready" ]
+	# long enough for several flush rounds of the short interval
+	sleep 1
+	kill -KILL "$(cat "$BATS_TEST_TMPDIR/ready")"
+	local st=0
+	wait "$rec" || st=$?
+	assert_eq "$st" 137
+}
+
+# "<name> <count>" of each dropped event, sorted.
+dropped() {
+	ev 'select(.kind=="dropped") | "\(.name) \(.count)"' | sort
+}
+
+@test "SIGKILL before CUPTI delivered anything: every launch and kernel counted as dropped" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE
+	# no flush before the kill: CUPTI still holds every record
+	record_killed 4 --flush-interval 10s
+	assert_eq "$(ev 'select(.kind=="range") | .name' | sort | uniq -c | sed 's/^ *//')" "4 step"
+	assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api")')" ""
+	assert_eq "$(dropped)" "kernel 4
+runtime 4"
+	assert_eq "$(ev 'select(.kind=="dropped") | .reason' | sort -u)" "CUDA activity CUPTI had not delivered when the process died without its last flush (SIGKILL, _exit, a crash, exec)"
+	# CUPTI not in use (another client holds it): nothing dropped
+	rm -f "$BATS_TEST_TMPDIR/ready"
+	FAKE_CUPTI_SUBSCRIBE=39 record_killed 4 --flush-interval 10s
+	assert_eq "$(ev 'select(.kind=="range") | .name' | sort | uniq -c | sed 's/^ *//')" "4 step"
+	assert_eq "$(dropped)" ""
+}
+
+@test "SIGKILL with work still running: the trace's kernels and calls plus the dropped ones, exactly" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# CUPTI delivers the first 4 launches at the flushes, never the last 3
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_PENDING=3
+	record_killed 7 --flush-interval 20ms
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3,4"
+	assert_eq "$(ev 'select(.kind=="api") | .correlation' | paste -sd,)" "1,2,3,4"
+	# nothing else lost: no "nvtx+cuda" of the status page's count
+	assert_eq "$(dropped)" "kernel 3
+runtime 3"
+	# --cuda=kernel: only what it recorded is counted
+	rm -f "$BATS_TEST_TMPDIR/ready"
+	record_killed 7 --flush-interval 20ms --cuda=kernel
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3,4"
+	assert_eq "$(dropped)" "kernel 3"
+	# a normal exit: CUPTI hands back everything, nothing is dropped
+	run -0 trace-record -o "$T" --flush-interval 20ms -- "$APPS/fake_driver" 7
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3,4,5,6,7"
+	assert_eq "$(dropped)" ""
 }
 
 @test "the capture schedule: CUPTI collects from the warmup, the trace keeps the active steps" {
