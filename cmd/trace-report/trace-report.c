@@ -96,6 +96,8 @@ main(int argc, char **argv)
 	struct agg_options o = AGG_OPTIONS_INIT;
 	o.steps = 1;
 	o.timeline = 1;
+	/* the ranks, for the straggler finding and its highlight */
+	o.distributed = 1;
 	o.exact_budget = (size_t)1 << 30;
 	if (!(r.agg = agg_new(&o)))
 		cmd_die(EXIT_USAGE, "out of memory");
@@ -121,6 +123,7 @@ main(int argc, char **argv)
 			if (fd < 0 || !(r.out = fdopen(fd, "w")))
 				cmd_die(EXIT_USAGE, "%s: %s", output, strerror(errno));
 		}
+		report_compute_findings(&r);
 		report_page(&r);
 		if (tmp) {
 			int bad = ferror(r.out) | fclose(r.out);
@@ -134,6 +137,7 @@ main(int argc, char **argv)
 			cmd_check_output(stdout);
 		}
 	}
+	findings_free(&r.findings);
 	agg_free(r.agg);
 	return cmd_finish(status);
 }
