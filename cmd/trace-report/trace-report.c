@@ -2,7 +2,7 @@
 /*
  * trace-report: one self-contained HTML page of pictures of traces (run
  * header, GPU busy over time, step times by category, top kernels and
- * ranges, their duration histograms, memory over time), with
+ * ranges, their duration histograms, memory over time, findings), with
  * the figures beside each.  This file reads the options and the inputs;
  * report.h lists the others.
  */
@@ -22,7 +22,8 @@ usage(FILE *f)
 	fprintf(f, "Usage: %s [OPTIONS] [FILE...]\n"
 	       "Write one self-contained HTML page of pictures of traces (stdin when no\n"
 	       "FILE or -): GPU busy over time, step times, top kernels and ranges, their\n"
-	       "duration histograms, memory over time.\n"
+	       "duration histograms, memory over time, the findings (the straggler rank\n"
+	       "in red when the ranks of a job are read together).\n"
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
 	       "  -n, --top N          operations per table (default 10)\n"
