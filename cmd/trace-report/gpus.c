@@ -192,7 +192,10 @@ report_gpus(struct report *r)
 static int
 has_memory(const struct agg_device *d)
 {
-	return d->has_counter || d->allocs || d->frees;
+	/* the PyTorch allocator's counters too: trace-stats lists such a
+	 * device in its memory report, so the page has its row */
+	return d->has_counter || d->allocs || d->frees ||
+	       d->allocator.has[AGG_ALLOCATED] || d->allocator.has[AGG_RESERVED];
 }
 
 static void
@@ -247,6 +250,12 @@ memory_table(struct report *r)
 			report_data(f, "allocs", (long long)d->allocs);
 			report_data(f, "frees", (long long)d->frees);
 		}
+		if (d->allocator.has[AGG_ALLOCATED])
+			report_data(f, "allocator-allocated-peak-bytes",
+			            cmd_ns_int(d->allocator.peak[AGG_ALLOCATED]));
+		if (d->allocator.has[AGG_RESERVED])
+			report_data(f, "allocator-reserved-peak-bytes",
+			            cmd_ns_int(d->allocator.peak[AGG_RESERVED]));
 		fputs(">", f);
 		device_label(label, sizeof(label), d);
 		report_td(f, "l", label);

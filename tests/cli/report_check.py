@@ -203,6 +203,12 @@ def check_page(path, stats_path):
             if j in d and num(a, "data-" + k) != d[j]:
                 bad(f"memory of device {d['device']} {k}: {a.get('data-' + k)} != {d[j]}")
             checked += j in d
+        for k in ("allocated_peak_bytes", "reserved_peak_bytes"):
+            j = d.get("allocator", {}).get(k)
+            got = a.get("data-allocator-" + k.replace("_", "-"))
+            if (j is None) != (got is None) or (j is not None and int(got) != j):
+                bad(f"memory of device {d['device']} allocator {k}: {got} != {j}")
+            checked += 1
 
     checked += check_findings(text, items, st)
     return checked, nsvg
