@@ -984,6 +984,9 @@ rank_event(struct agg *a, const struct trk *t, const struct tk_event *e,
            int is_per)
 {
 	int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+	if ((e->kind == TK_KERNEL || e->kind == TK_MEMCPY || e->kind == TK_MEMSET) &&
+	    t->dev >= 0 && !a->devs[t->dev].pub.rank)
+		a->devs[t->dev].pub.rank = ranks_name(a->ranks, t->rank);
 	switch (e->kind) {
 	case TK_KERNEL:
 		oom_if(ranks_gpu(a->ranks, t->rank, ranks_is_comm(e->name) ? RANK_COMM

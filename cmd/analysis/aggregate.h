@@ -98,6 +98,10 @@ struct agg_device {
 	 * time; NULL otherwise */
 	struct timeline *busy_tl, *mem_tl;
 	struct agg_allocator allocator;
+	/* options.distributed: the rank (ranks.h's name) whose GPU work
+	 * came first on it, so that a view by device can point at a rank
+	 * the distributed view names; NULL without GPU work or ranks */
+	const char *rank;
 };
 
 struct agg_process {

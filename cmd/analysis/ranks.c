@@ -109,6 +109,12 @@ ranks_step(struct ranks *r, int32_t i, const char *name, int64_t begin, int64_t 
 	return 0;
 }
 
+const char *
+ranks_name(const struct ranks *r, int32_t i)
+{
+	return i >= 0 && (size_t)i < r->n ? r->v[i].name : NULL;
+}
+
 int
 ranks_is_comm(const char *k)
 {

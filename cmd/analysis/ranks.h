@@ -77,4 +77,7 @@ const struct rank_step_row *ranks_step_rows(const struct ranks *r, size_t *n);
  * msccl or nvshmem, in any case. */
 int ranks_is_comm(const char *kernel);
 
+/* The name of rank i (ranks_key()'s index), valid until ranks_free(). */
+const char *ranks_name(const struct ranks *r, int32_t i);
+
 #endif

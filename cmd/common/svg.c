@@ -36,7 +36,7 @@ static const char page_style[] =
 	".k0{background:#2b6cb0}.k1{background:#dd8452}.k2{background:#e7b27a}"
 	".k3{background:#55a868}.k4{background:#c44e52}.k5{background:#8172b3}"
 	".k6{background:#cfcfcf}\n"
-	"ul.findings li{margin:2px 0}\n"
+	"ul.findings li{margin:2px 0}ul.findings li.warning,p.straggler{color:#9b2c2c}\n"
 	"svg .before{fill:#9aa5b1}svg .after{fill:#2b6cb0}svg .faster{fill:#38a169}"
 	"svg .slower{fill:#c53030}svg .total{fill:#718096}\n"
 	"tr.faster td.v{color:#276749}tr.slower td.v{color:#9b2c2c}\n";

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
 #include "common/svg.h"
@@ -22,12 +23,36 @@
 long
 report_straggler(const struct report *r)
 {
-	/* Which rank lags needs a distributed analysis (per rank compute,
-	 * communication and idle: trace-stats --distributed, being added
-	 * as analysis/ranks.h with agg_ranks()); none is in this tree yet.
-	 * Returning a device index here highlights its strip and row. */
-	(void)r;
+	/* the rank the distributed view names, found by the rank of each
+	 * device's work: the first of its devices is highlighted */
+	const struct finding *x = report_straggler_finding(r);
+	for (size_t i = 0; x && i < agg_ndevices(r->agg); i++) {
+		const struct agg_device *d = agg_device(r->agg, i);
+		if (d->ops && d->rank && strcmp(d->rank, x->name) == 0)
+			return (long)i;
+	}
 	return -1;
+}
+
+/* The straggler's line under the strips: its rank, ratio and figures. */
+static void
+straggler_note(struct report *r, long lag)
+{
+	FILE *f = r->out;
+	const struct finding *x = report_straggler_finding(r);
+	char v[40];
+	if (!x)
+		return;
+	fputs("<p class=\"straggler\"", f);
+	svg_attr(f, "data-straggler", x->name);
+	snprintf(v, sizeof(v), "%.17g", x->value);
+	svg_attr(f, "data-ratio", v);
+	if (lag >= 0)
+		report_data(f, "straggler-gpu", agg_device(r->agg, (size_t)lag)->index);
+	fprintf(f, "><b>Straggler: %s, %.2fx.</b> ", lag >= 0 ? "in red" : "not drawn",
+	        x->value);
+	svg_escape(f, x->message);
+	fputs("</p>\n", f);
 }
 
 static void
@@ -153,6 +178,7 @@ report_gpus(struct report *r)
 	svg_end(f);
 	busy_table(r, lag);
 	fputs("</div>\n", f);
+	straggler_note(r, lag);
 	if (shown < n)
 		fprintf(f, "<p class=\"note\">The first %zu of %zu devices.</p>\n",
 		        shown, n);
@@ -166,7 +192,10 @@ report_gpus(struct report *r)
 static int
 has_memory(const struct agg_device *d)
 {
-	return d->has_counter || d->allocs || d->frees;
+	/* the PyTorch allocator's counters too: trace-stats lists such a
+	 * device in its memory report, so the page has its row */
+	return d->has_counter || d->allocs || d->frees ||
+	       d->allocator.has[AGG_ALLOCATED] || d->allocator.has[AGG_RESERVED];
 }
 
 static void
@@ -221,6 +250,12 @@ memory_table(struct report *r)
 			report_data(f, "allocs", (long long)d->allocs);
 			report_data(f, "frees", (long long)d->frees);
 		}
+		if (d->allocator.has[AGG_ALLOCATED])
+			report_data(f, "allocator-allocated-peak-bytes",
+			            cmd_ns_int(d->allocator.peak[AGG_ALLOCATED]));
+		if (d->allocator.has[AGG_RESERVED])
+			report_data(f, "allocator-reserved-peak-bytes",
+			            cmd_ns_int(d->allocator.peak[AGG_RESERVED]));
 		fputs(">", f);
 		device_label(label, sizeof(label), d);
 		report_td(f, "l", label);

@@ -104,5 +104,6 @@ report_page(struct report *r)
 	report_ops(r);
 	report_memory(r);
 	report_processes(r);
+	report_findings(r);
 	svg_html_end(f);
 }

@@ -4,7 +4,7 @@
  * inputs), page.c (the document and the run header; the style is
  * common/svg.c's), gpus.c (busy strips, memory over time), steps.c (step
  * times by category), ops.c (top operations, their histograms),
- * procs.c (processes).  Every
+ * procs.c (processes), findings.c (the findings, the straggler).  Every
  * figure comes from one aggregation (analysis/aggregate.h), the one
  * trace-stats prints, so that the report and `trace-stats --json` agree
  * to the nanosecond.  Each figure is also written, exactly, in data-*
@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "analysis/aggregate.h"
+#include "analysis/findings.h"
 
 /* The width of a picture (px); numbers go beside it. */
 #define REPORT_FIG_W 640
@@ -30,6 +31,7 @@ struct report {
 	uint64_t top;            /* rows of the operation tables */
 	uint64_t nhist;          /* histograms per table */
 	int64_t t0, t1;          /* the time axis: the trace's span */
+	struct findings findings; /* report_compute_findings() */
 };
 
 /* page.c */
@@ -40,8 +42,13 @@ char *report_time(char *buf, int64_t ns);
 void report_td(FILE *f, const char *cls, const char *text);
 void report_data(FILE *f, const char *name, long long v);
 
-/* gpus.c: the device whose rank lags (highlighted), or -1.  The hook
- * for a distributed analysis: none is available in this tree yet. */
+/* findings.c: the findings of the aggregation, as trace-stats computes
+ * them; the section; the straggler finding (compute first), or NULL */
+void report_compute_findings(struct report *r);
+void report_findings(struct report *r);
+const struct finding *report_straggler_finding(const struct report *r);
+/* gpus.c: the index of the device of the straggler rank (its strip and
+ * row highlighted), or -1 */
 long report_straggler(const struct report *r);
 void report_gpus(struct report *r);
 void report_memory(struct report *r);

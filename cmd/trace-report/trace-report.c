@@ -2,7 +2,7 @@
 /*
  * trace-report: one self-contained HTML page of pictures of traces (run
  * header, GPU busy over time, step times by category, top kernels and
- * ranges, their duration histograms, memory over time), with
+ * ranges, their duration histograms, memory over time, findings), with
  * the figures beside each.  This file reads the options and the inputs;
  * report.h lists the others.
  */
@@ -22,7 +22,8 @@ usage(FILE *f)
 	fprintf(f, "Usage: %s [OPTIONS] [FILE...]\n"
 	       "Write one self-contained HTML page of pictures of traces (stdin when no\n"
 	       "FILE or -): GPU busy over time, step times, top kernels and ranges, their\n"
-	       "duration histograms, memory over time.\n"
+	       "duration histograms, memory over time, the findings (the straggler rank\n"
+	       "in red when the ranks of a job are read together).\n"
 	       "\n"
 	       "  -o, --output FILE    write FILE instead of standard output\n"
 	       "  -n, --top N          operations per table (default 10)\n"
@@ -96,6 +97,8 @@ main(int argc, char **argv)
 	struct agg_options o = AGG_OPTIONS_INIT;
 	o.steps = 1;
 	o.timeline = 1;
+	/* the ranks, for the straggler finding and its highlight */
+	o.distributed = 1;
 	o.exact_budget = (size_t)1 << 30;
 	if (!(r.agg = agg_new(&o)))
 		cmd_die(EXIT_USAGE, "out of memory");
@@ -121,6 +124,7 @@ main(int argc, char **argv)
 			if (fd < 0 || !(r.out = fdopen(fd, "w")))
 				cmd_die(EXIT_USAGE, "%s: %s", output, strerror(errno));
 		}
+		report_compute_findings(&r);
 		report_page(&r);
 		if (tmp) {
 			int bad = ferror(r.out) | fclose(r.out);
@@ -134,6 +138,7 @@ main(int argc, char **argv)
 			cmd_check_output(stdout);
 		}
 	}
+	findings_free(&r.findings);
 	agg_free(r.agg);
 	return cmd_finish(status);
 }

@@ -18,34 +18,13 @@
 char *
 stats_fmt_time(const struct stats *st, char *buf, size_t n, double ns)
 {
-	if (st->opt.unit > 0) {
-		if (st->opt.unit == 1)
-			snprintf(buf, n, "%.0f", ns);
-		else
-			snprintf(buf, n, "%.3f", ns / st->opt.unit);
-		return buf;
-	}
-	double a = fabs(ns);
-	if (a < 1e3)
-		snprintf(buf, n, "%.0f ns", ns);
-	else if (a < 1e6)
-		snprintf(buf, n, "%.3f us", ns / 1e3);
-	else if (a < 1e9)
-		snprintf(buf, n, "%.3f ms", ns / 1e6);
-	else
-		snprintf(buf, n, "%.3f s", ns / 1e9);
-	return buf;
+	return findings_fmt_time(&st->fo, buf, n, ns);
 }
 
 char *
 stats_fmt_span(const struct stats *st, char *buf, size_t n, double ns)
 {
-	stats_fmt_time(st, buf, n, ns);
-	if (st->opt.unit > 0) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, n > l ? n - l : 0, " %s", st->opt.unit_name);
-	}
-	return buf;
+	return findings_fmt_span(&st->fo, buf, n, ns);
 }
 
 /* Column title for a time: "Total" or "Total [ms]". */
@@ -203,8 +182,8 @@ sort_value(enum sort_key sort, const struct agg_group *g)
 }
 
 /* qsort_r: `key` points to the enum sort_key. */
-static int
-cmp_rows(const void *x, const void *y, void *key)
+int
+stats_cmp_rows(const void *x, const void *y, void *key)
 {
 	const struct agg_group *a = *(struct agg_group *const *)x;
 	const struct agg_group *b = *(struct agg_group *const *)y;
@@ -240,7 +219,7 @@ stats_table_rows(const struct stats *st, enum agg_table t)
 		r.count += g->s.count;
 	}
 	enum sort_key sort = st->opt.sort;
-	qsort_r(r.v, r.n, sizeof(*r.v), cmp_rows, &sort);
+	qsort_r(r.v, r.n, sizeof(*r.v), stats_cmp_rows, &sort);
 	r.shown = st->opt.top && st->opt.top < r.n ? st->opt.top : r.n;
 	return r;
 }
@@ -285,64 +264,4 @@ double
 stats_mean_bandwidth(const struct agg_group *g)
 {
 	return g->rate_n ? g->rate_sum / (double)g->rate_n * 1e9 : 0;
-}
-
-/* ---- per-instance children ---------------------------------------------------- */
-
-
-struct stats_child
-stats_child(struct agg *a, const struct perinst_child *c)
-{
-	struct stats_child d = { 0, "gpu", "", "" };
-	if (c->group == PERINST_ALL_KERNELS) {
-		d.rank = 1;
-		d.name = "all kernels";
-		return d;
-	}
-	if (c->group == PERINST_ALL_COPIES) {
-		d.rank = 3;
-		d.name = "all copies and memsets";
-		return d;
-	}
-	const struct agg_group *g = agg_group(a, c->group);
-	static const int rank[AGG_NTABLES] = { 2, 4, 5, 0 };
-	d.rank = rank[g->table];
-	d.kind = tk_kind_name(g->kind);
-	d.domain = g->domain;
-	d.name = g->name;
-	return d;
-}
-
-/* What cmp_children() compares the indices of. */
-struct children_sort {
-	struct agg *a;
-	const struct perinst_result *p;
-};
-
-static int
-cmp_children(const void *x, const void *y, void *ctx)
-{
-	const struct children_sort *cs = ctx;
-	const struct perinst_child *a = &cs->p->children[*(const size_t *)x];
-	const struct perinst_child *b = &cs->p->children[*(const size_t *)y];
-	struct stats_child da = stats_child(cs->a, a), db = stats_child(cs->a, b);
-	if (da.rank != db.rank)
-		return da.rank - db.rank;
-	if (a->time.total != b->time.total)
-		return a->time.total > b->time.total ? -1 : 1;
-	return strcmp(da.name, db.name);
-}
-
-/* Indices of the children in display order (caller frees). */
-size_t *
-stats_children_order(struct agg *a, const struct perinst_result *p)
-{
-	size_t *order = calloc(p->nchildren + 1, sizeof(*order));
-	if (!order)
-		cmd_die(EXIT_USAGE, "out of memory");
-	for (size_t i = 0; i < p->nchildren; i++)
-		order[i] = i;
-	struct children_sort cs = { a, p };
-	qsort_r(order, p->nchildren, sizeof(*order), cmp_children, &cs);
-	return order;
 }

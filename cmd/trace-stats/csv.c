@@ -323,10 +323,10 @@ csv_per(struct stats *st)
 	csv_num(&l, 15, "%" PRId64, s.max);
 	csv_num(&l, 16, "100");
 	csv_record(stdout, l.f, 17);
-	size_t *order = stats_children_order(a, p);
+	size_t *order = per_children_order(a, p);
 	for (size_t i = 0; i < p->nchildren; i++) {
 		const struct perinst_child *ch = &p->children[order[i]];
-		struct stats_child d = stats_child(a, ch);
+		struct per_child d = per_child(a, ch);
 		struct dist cd = ch->count, td = ch->time;
 		struct summary cs, ts;
 		dist_summary(&cd, &cs);
@@ -386,11 +386,11 @@ csv_findings(const struct stats *st)
 {
 	static const char *const cols[] = { "report", "type", "table", "name", "value", "message" };
 	csv_record(stdout, cols, 6);
-	for (size_t i = 0; i < st->nfindings; i++) {
+	for (size_t i = 0; i < st->findings.n; i++) {
 		char v[48];
-		snprintf(v, sizeof(v), "%.4f", st->findings[i].value);
-		const char *f[6] = { "findings", st->findings[i].type, st->findings[i].report,
-		                     st->findings[i].name, v, st->findings[i].message };
+		snprintf(v, sizeof(v), "%.4f", st->findings.v[i].value);
+		const char *f[6] = { "findings", st->findings.v[i].type, st->findings.v[i].report,
+		                     st->findings.v[i].name, v, st->findings.v[i].message };
 		csv_record(stdout, f, 6);
 	}
 }

@@ -293,10 +293,10 @@ json_per(const struct stats *st)
 	jstats(d, &s, "");
 	cmd_jset(o, "duration", d);
 	json_t *arr = json_array();
-	size_t *order = stats_children_order(a, p);
+	size_t *order = per_children_order(a, p);
 	for (size_t i = 0; i < p->nchildren; i++) {
 		const struct perinst_child *ch = &p->children[order[i]];
-		struct stats_child dd = stats_child(a, ch);
+		struct per_child dd = per_child(a, ch);
 		struct dist cd = ch->count, td = ch->time;
 		struct summary cs, ts;
 		dist_summary(&cd, &cs);
@@ -358,13 +358,13 @@ static json_t *
 json_findings(const struct stats *st)
 {
 	json_t *arr = json_array();
-	for (size_t i = 0; i < st->nfindings; i++) {
+	for (size_t i = 0; i < st->findings.n; i++) {
 		json_t *o = json_object();
-		cmd_jset(o, "type", json_string(st->findings[i].type));
-		cmd_jset(o, "report", json_string(st->findings[i].report));
-		cmd_jset(o, "name", cmd_jstr(st->findings[i].name));
-		cmd_jset(o, "value", json_real(st->findings[i].value));
-		cmd_jset(o, "message", cmd_jstr(st->findings[i].message));
+		cmd_jset(o, "type", json_string(st->findings.v[i].type));
+		cmd_jset(o, "report", json_string(st->findings.v[i].report));
+		cmd_jset(o, "name", cmd_jstr(st->findings.v[i].name));
+		cmd_jset(o, "value", json_real(st->findings.v[i].value));
+		cmd_jset(o, "message", cmd_jstr(st->findings.v[i].message));
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace-stats' reports, shared by its files: trace-stats.c (options),
- * common.c (units, names, rows), findings.c, and one file per
+ * common.c (units, names, rows), and one file per
  * output format (text.c, csv.c, json.c).  The figures
- * come from analysis/aggregate.h; these files choose, order and print them.
+ * come from analysis/aggregate.h, the findings from analysis/findings.h;
+ * these files choose, order and print them.
  * They share no variable: main() owns one struct stats (the options, the
  * aggregation, the findings) and hands it to each part.
  */
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "analysis/aggregate.h"
+#include "analysis/findings.h"
 
 enum format { FMT_TEXT, FMT_CSV, FMT_JSON };
 
@@ -42,16 +44,14 @@ struct stats_options {
 	struct agg_options agg;  /* agg.exact_budget: -S */
 };
 
-struct stats_finding;
-
 /* One run of trace-stats. */
 struct stats {
 	struct stats_options opt;
 	char **files;            /* the operands ("-" = stdin) */
 	int nfiles;
 	struct agg *agg;         /* the figures */
-	struct stats_finding *findings; /* stats_compute_findings() */
-	size_t nfindings, capfindings;
+	struct findings_options fo; /* the options as the findings' text needs them */
+	struct findings findings;  /* findings_compute() */
 	/* text output */
 	unsigned sections;       /* sections printed so far */
 	char titles[16][32];     /* stats_time_title()'s, reused in turn */
@@ -95,6 +95,8 @@ struct stats_rows {
 	int64_t total;           /* time of all stats_rows */
 	uint64_t count;
 };
+/* The --sort order of groups (qsort_r; arg: the enum sort_key). */
+int stats_cmp_rows(const void *x, const void *y, void *arg);
 /* Caller frees rows.v. */
 struct stats_rows stats_table_rows(const struct stats *st, enum agg_table t);
 /* The rows past --top, added up (the "... N more" line). */
@@ -117,29 +119,6 @@ extern const char *const stats_bd_titles[BD_NCATS];
 extern const char *const stats_bd_keys[BD_NCATS];
 /* GPU busy in a step's window: kernel, memcpy and memset time. */
 int64_t stats_step_busy(const struct perinst_instance *in);
-
-/* A child of the per-instance view, described for printing. */
-struct stats_child {
-	int rank;                /* display order: ranges, kernels, copies, API */
-	const char *kind, *domain, *name;
-};
-struct stats_child stats_child(struct agg *a, const struct perinst_child *c);
-/* Indices of the children in display order (caller frees). */
-size_t *stats_children_order(struct agg *a, const struct perinst_result *p);
-
-/* ---- findings (findings.c) ---- */
-
-struct stats_finding {
-	const char *type;        /* bottleneck, hotspot, variance, warmup,
-	                            gpu_idle, dropped, straggler */
-	const char *report;
-	char *name;
-	double value;
-	char *message;
-};
-/* Fill st->findings from st->agg; stats_free_findings() empties them. */
-void stats_compute_findings(struct stats *st);
-void stats_free_findings(struct stats *st);
 
 /* ---- the operator view (operators.c) ---- */
 

@@ -496,12 +496,12 @@ text_per(struct stats *st)
 	};
 	struct table tb;
 	table_init(&tb, cols, 11);
-	size_t *order = stats_children_order(a, p);
+	size_t *order = per_children_order(a, p);
 	int last_rank = -1;
 	uint64_t in_rank = 0;
 	for (size_t i = 0; i < p->nchildren; i++) {
 		const struct perinst_child *ch = &p->children[order[i]];
-		struct stats_child d = stats_child(a, ch);
+		struct per_child d = per_child(a, ch);
 		if (d.rank != last_rank) {
 			last_rank = d.rank;
 			in_rank = 0;
@@ -597,18 +597,18 @@ static void
 text_findings(struct stats *st)
 {
 	text_section(st, "Findings");
-	if (!st->nfindings) {
+	if (!st->findings.n) {
 		printf("  none\n");
 		return;
 	}
-	for (size_t i = 0; i < st->nfindings; i++) {
-		const char *t = st->findings[i].type;
+	for (size_t i = 0; i < st->findings.n; i++) {
+		const char *t = st->findings.v[i].type;
 		const char *label = !strcmp(t, "hotspot") ? "worth a look"
 		                  : !strcmp(t, "warmup") ? "warm-up"
 		                  : !strcmp(t, "gpu_idle") ? "GPU idle"
 		                  : !strcmp(t, "variance") ? "high variance"
 		                  : !strcmp(t, "dropped") ? "data loss" : t;
-		printf("  %-13s %s\n", label, st->findings[i].message);
+		printf("  %-13s %s\n", label, st->findings.v[i].message);
 	}
 }
 

@@ -449,6 +449,10 @@ main(int argc, char **argv)
 		free_selection(&sel, &st.opt.agg);
 		cmd_usage_error("no input: give a FILE, or pipe a trace into standard input");
 	}
+	/* the findings write times and names as the tables do */
+	st.fo = (struct findings_options){ .unit = st.opt.unit, .unit_name = st.opt.unit_name,
+	                                   .full_names = st.opt.full_names,
+	                                   .cmp = stats_cmp_rows, .cmp_arg = &st.opt.sort };
 	st.files = first < argc ? argv + first : stdin_only;
 	st.nfiles = first < argc ? argc - first : 1;
 	skip_unwanted(&st.opt);
@@ -466,14 +470,14 @@ main(int argc, char **argv)
 	} else if (!status || agg_run(st.agg)->events_read) {
 		unsigned reports = chosen_reports(&st);
 		if (reports & 1u << R_FINDINGS)
-			stats_compute_findings(&st);
+			findings_compute(&st.findings, st.agg, &st.fo);
 		switch (st.opt.format) {
 		case FMT_TEXT: stats_text(&st, reports); break;
 		case FMT_CSV: stats_csv(&st, reports); break;
 		case FMT_JSON: stats_json(&st, reports); break;
 		}
 		cmd_check_output(stdout);
-		stats_free_findings(&st);
+		findings_free(&st.findings);
 	}
 	agg_free(st.agg);
 	free_selection(&sel, &st.opt.agg);

@@ -13,6 +13,7 @@ Exit 0 when all holds; else 1, with what is wrong on stderr.  The PNG is
 decoded here (zlib and the filters of the PNG specification), PIL may be
 missing.
 """
+import html
 import html.parser
 import json
 import re
@@ -202,7 +203,89 @@ def check_page(path, stats_path):
             if j in d and num(a, "data-" + k) != d[j]:
                 bad(f"memory of device {d['device']} {k}: {a.get('data-' + k)} != {d[j]}")
             checked += j in d
+        for k in ("allocated_peak_bytes", "reserved_peak_bytes"):
+            j = d.get("allocator", {}).get(k)
+            got = a.get("data-allocator-" + k.replace("_", "-"))
+            if (j is None) != (got is None) or (j is not None and int(got) != j):
+                bad(f"memory of device {d['device']} allocator {k}: {got} != {j}")
+            checked += 1
+
+    checked += check_findings(text, items, st)
     return checked, nsvg
+
+
+def check_findings(text, items, st):
+    """The findings, in trace-stats --json's order and words; their
+    figures against the JSON's tables (not the findings' own text)."""
+    checked = 0
+    want = st.get("findings", [])
+    got = [a for t, a in items if "data-finding" in a]
+    lines = [html.unescape(re.sub(r"<[^>]*>", "", m.group(1)))
+             for m in re.finditer(r"<li\b[^>]*\bdata-finding=[^>]*>(.*?)</li>", text, re.S)]
+    if len(got) != len(want) or len(lines) != len(got):
+        bad(f"{len(got)} findings ({len(lines)} lines), the JSON has {len(want)}")
+    # ranges of one name in several domains: the finding names no domain
+    groups = {}
+    for k in ("kernels", "memops", "api", "ranges"):
+        for g in st.get(k, []):
+            groups.setdefault((k, g["name"]), []).append(g)
+    tables = {k: sum(g["total_ns"] for g in st.get(k, [])) for k in ("kernels", "memops", "api", "ranges")}
+    gpus = {f"GPU {g['device']}": g for g in st.get("gpus", [])}
+    ranks = {r["rank"]: r for r in st.get("distributed", {}).get("ranks", [])}
+    for a, line, f in zip(got, lines, want):
+        for k in ("type", "report", "name"):
+            if a.get("data-finding" if k == "type" else "data-" + k) != f[k]:
+                bad(f"finding {f['type']} {f['name']!r}: {k} differs")
+        if abs(float(a["data-value"]) - f["value"]) > 1e-9 * max(1, abs(f["value"])):
+            bad(f"finding {f['type']} {f['name']!r}: value {a['data-value']} != {f['value']}")
+        if line != f"{f['type']} {f['message']}":
+            bad(f"finding text {line!r} != {f['type']} {f['message']!r}")
+        sev = "warning" if f["type"] in ("dropped", "bottleneck", "straggler") else "note"
+        if a.get("data-severity") != sev:
+            bad(f"finding {f['type']} {f['name']!r}: severity {a.get('data-severity')}")
+        # each figure from the table, device or rank the finding is about
+        cands = groups.get((f["report"], f["name"]), [{}])
+        g = next((c for c in cands if all(
+            "data-" + k not in a or num(a, "data-" + k) == c.get(j)
+            for k, j in (("total-ns", "total_ns"), ("min-ns", "min_ns"), ("max-ns", "max_ns")))),
+            cands[0])
+        ref = {"total-ns": g.get("total_ns"), "min-ns": g.get("min_ns"),
+               "max-ns": g.get("max_ns"), "table-ns": tables.get(f["report"])}
+        if f["type"] == "gpu_idle":
+            d = gpus.get(f["name"], {})
+            ref = {"idle-ns": d.get("idle_ns"), "wall-ns": st["run"]["wall_ns"],
+                   "span-ns": d.get("last_ns", 0) - d.get("first_ns", 0)}
+        elif f["type"] == "straggler":
+            r = ranks.get(f["name"], {})
+            ref = {"compute-ns": r.get("compute_ns"), "step-total-ns": r.get("step_total_ns"),
+                   "steps": r.get("steps")}
+        elif f["report"] == "per":
+            per = st.get("per", {})
+            ch = [c for c in per.get("children", []) if c["name"] == f["name"]
+                  and c["kind"] not in ("kernel", "memcpy", "memset", "gpu")]
+            ref = {"instances-ns": per.get("duration", {}).get("total_ns"),
+                   "total-ns": ch[0]["time_per_instance"]["total_ns"] if ch else None}
+        elif f["type"] == "dropped":
+            ref = {"events": st["run"]["dropped"] if "dropped" in f["message"]
+                   else st["run"]["skipped_unknown"]}
+        for k, v in ref.items():
+            if "data-" + k in a:
+                if num(a, "data-" + k) != v:
+                    bad(f"finding {f['type']} {f['name']!r} {k}: {a['data-' + k]} != {v}")
+                checked += 1
+    # the straggler's strip: the rank the (compute, else step) finding names
+    strag = [f for f in want if f["type"] == "straggler"]
+    strag.sort(key=lambda f: "computes" not in f["message"])
+    note = [a for t, a in items if "data-straggler" in a]
+    if len(note) != (1 if strag else 0):
+        bad(f"{len(note)} straggler notes for {len(strag)} straggler findings")
+    elif strag:
+        if note[0]["data-straggler"] != strag[0]["name"] or \
+                abs(float(note[0]["data-ratio"]) - strag[0]["value"]) > 1e-9 * strag[0]["value"]:
+            bad(f"straggler {note[0]['data-straggler']} {note[0]['data-ratio']} where "
+                f"{strag[0]['name']} {strag[0]['value']}")
+        checked += 1
+    return checked
 
 
 def check_diff(path, diff_path):

@@ -21,7 +21,7 @@ import() {
 # check_report TRACE: its page against trace-stats --json
 check_report() {
 	local d=$BATS_TEST_TMPDIR
-	trace-stats --json --steps -r all "$1" > "$d/stats.json" || return 1
+	trace-stats --json --steps --distributed -r all "$1" > "$d/stats.json" || return 1
 	trace-report -o "$d/page.html" "$1" || return 1
 	python3 "$CHECK" page "$d/page.html" "$d/stats.json" ||
 		{ echo "$1: the page differs from trace-stats --json" >&2; return 1; }
@@ -70,12 +70,61 @@ check_report() {
 		fi
 	done
 	[ "${#ranks[@]}" -ge 2 ]
-	trace-stats --json --steps -r all "${ranks[@]}" > "$d/stats.json"
+	trace-stats --json --steps --distributed -r all "${ranks[@]}" > "$d/stats.json"
 	trace-report -o "$d/page.html" "${ranks[@]}"
 	python3 "$CHECK" page "$d/page.html" "$d/stats.json"
 	# each rank has its own GPU: one strip each
 	[ "$(grep -o 'data-strip=' "$d/page.html" | wc -l)" -eq "${#ranks[@]}" ]
 	[ "$(jq '.gpus | length' "$d/stats.json")" -eq "${#ranks[@]}" ]
+}
+
+@test "the DLRM ranks merged with labels: the straggler of trace-stats --distributed in red, with its ratio" {
+	[ -d "$TK_SHARED/testdata/param/dlrm_kineto" ] || skip "real test data not found: $TK_SHARED/testdata/param/dlrm_kineto"
+	d=$BATS_TEST_TMPDIR
+	n=8
+	if under_valgrind || under_sanitizers; then n=2; fi
+	t=() l=() dev=()
+	i=0
+	for f in $(ls "$TK_SHARED"/testdata/param/dlrm_kineto/worker*_step_12.*.pt.trace.json | head -n "$n"); do
+		t+=("$(import "$f")")
+		l+=(-l "worker$i")
+		# the GPU of each rank, from its own trace
+		dev+=("$(trace-stats --json -r gpu "${t[$i]}" | jq '.gpus[0].device')")
+		i=$((i + 1))
+	done
+	trace-merge "${l[@]}" -o "$d/job.tkt" "${t[@]}"
+	trace-stats --json --steps --distributed -r all "$d/job.tkt" > "$d/stats.json"
+	trace-report -o "$d/page.html" "$d/job.tkt"
+	python3 "$CHECK" page "$d/page.html" "$d/stats.json"
+	# the rank the distributed view names (compute first, else per step)
+	who=$(jq -r '[.findings[] | select(.type == "straggler")] | sort_by(.message | test("computes") | not) |
+	             .[0] | "\(.name) \(.value)"' "$d/stats.json")
+	if [ "$n" -eq 8 ]; then
+		# 8 ranks: one lags by 1.2 times the others' median or more
+		[[ "$who" == worker* ]]
+		awk -v r="${who#* }" 'BEGIN { exit !(r >= 1.2) }'
+	fi
+	if [ "$who" = "null null" ]; then
+		run -1 grep -q 'class="lag"' "$d/page.html"
+		return 0
+	fi
+	k=${who%% *}
+	k=${k#worker}
+	# its strip, its row and the note: that rank's GPU, nothing else
+	assert_eq "$(grep -o '<g class="lag" data-strip="[0-9-]*"' "$d/page.html" | grep -o '"[0-9-]*"' | tr -d '"')" "${dev[$k]}"
+	assert_eq "$(grep -o '<tr class="lag" data-gpu="[0-9-]*"' "$d/page.html" | grep -o '"[0-9-]*"' | tr -d '"')" "${dev[$k]}"
+	assert_eq "$(grep -o 'data-straggler-gpu="[0-9-]*"' "$d/page.html" | grep -o '"[0-9-]*"' | tr -d '"')" "${dev[$k]}"
+	grep -q "data-straggler=\"worker$k\"" "$d/page.html"
+	# the ratio is shown, and equals the JSON's
+	grep -q "<b>Straggler: in red, $(printf '%.2f' "${who#* }")x.</b>" "$d/page.html"
+	# the checker sees another rank named, or another ratio
+	for cut in 's/data-straggler="worker[0-9]*"/data-straggler="workerX"/' \
+	           's/data-ratio="\([0-9]\)/data-ratio="9\1/'; do
+		sed "$cut" "$d/page.html" > "$d/bad.html"
+		run -1 cmp -s "$d/page.html" "$d/bad.html"
+		run python3 "$CHECK" page "$d/bad.html" "$d/stats.json"
+		[ "$status" -eq 1 ] || { echo "$cut not caught" >&2; false; }
+	done
 }
 
 @test "the checker can fail: a figure one off, a tag unclosed, a script, a remote image" {
@@ -92,7 +141,15 @@ check_report() {
 	           '0,/<tr data-table="kernels"/s//<tr data-table="kernelz"/' \
 	           's/data-n="\([0-9]*\)"/data-n="9\1"/' \
 	           's/data-bins-ns="\([0-9]*\)"/data-bins-ns="1\1"/' \
-	           's/data-user-ns="\([0-9]*\)"/data-user-ns="1\1"/'; do
+	           's/data-user-ns="\([0-9]*\)"/data-user-ns="1\1"/' \
+	           '0,/<li class="[a-z]*" data-finding="[a-z_]*"/s//<li class="note" data-finding="hotspot"/' \
+	           's/data-value="\([0-9]\)/data-value="9\1/' \
+	           's/\(data-finding=.*<\/b>\) /\1 x/' \
+	           '0,/<li .*data-finding=.*<\/li>/s///' \
+	           's/data-span-ns="\([0-9]*\)"/data-span-ns="1\1"/' \
+	           's/data-table-ns="\([0-9]*\)"/data-table-ns="1\1"/' \
+	           's/data-idle-ns="\([0-9]*\)"/data-idle-ns="1\1"/' \
+	           's/data-instances-ns="\([0-9]*\)"/data-instances-ns="1\1"/'; do
 		sed "$cut" "$d/page.html" > "$d/bad.html"
 		run -1 cmp -s "$d/page.html" "$d/bad.html"
 		run python3 "$CHECK" page "$d/bad.html" "$d/stats.json"
