@@ -79,7 +79,8 @@ only() {
 }
 
 # run_limited LIMIT WHAT CMD...: run CMD with its output in $log; if it
-# was killed at LIMIT seconds or printed no TAP plan, add a failing line
+# was killed at LIMIT seconds, printed no TAP plan, or exited non-zero
+# with no failing test (a sanitizer's report at exit), add a failing line
 # that says which.
 run_limited() {
 	local limit=$1 what=$2 rc
@@ -90,6 +91,10 @@ run_limited() {
 		echo "not ok 1 - $what still running after $limit s: killed" >>"$log"
 	elif ! grep -q '^1\.\.' "$log"; then
 		echo "not ok 1 - $what did not finish (rc $rc)" >>"$log"
+	elif [ "$rc" != 0 ] && ! grep -q '^not ok' "$log"; then
+		# every test passed, yet the program failed: LeakSanitizer's
+		# report at exit, or an exit after the plan was printed
+		echo "not ok 1 - $what exited with status $rc after its tests" >>"$log"
 	fi
 }
 
