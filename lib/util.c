@@ -36,7 +36,7 @@ tk_strerror(int code)
 /* One setter for the three kinds of handle, so that they keep their
  * errors by one rule: the first failure stays; a rejected call is told
  * until the next one, and does not hide a failure. */
-static void
+static void __attribute__((format(printf, 4, 0)))
 error_vset(struct tkp_error *e, int code, int errnum, const char *fmt,
            va_list ap)
 {

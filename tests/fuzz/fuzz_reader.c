@@ -63,6 +63,11 @@ struct seen {
 };
 static struct seen *seen;
 static size_t nseen, capseen;
+/* The first pass ended in an error.  The column read decodes only the
+ * common columns (tracekit.h), so damage in an attribute or args column
+ * that stopped the first pass may pass unseen by the second: past what
+ * the first pass read, there is nothing to compare. */
+static int first_failed;
 
 static uint64_t
 hash(const char *s)
@@ -88,6 +93,10 @@ remember(const struct tk_event *e)
 static void
 agree(size_t *i, unsigned kind, int64_t ts, int64_t dur, const char *name)
 {
+	if (*i >= nseen && first_failed) {
+		(*i)++;
+		return;
+	}
 	REQUIRE(*i < nseen);
 	const struct seen *s = &seen[(*i)++];
 	REQUIRE(s->kind == kind);
@@ -107,6 +116,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!r)
 		return 0;
 	nseen = 0;
+	first_failed = 0;
 	if ((rc1 = tk_reader_open_mem(r, data, size, "fuzz")) == TK_OK) {
 		while ((rc1 = tk_reader_next(r, &rec)) == TK_OK) {
 			switch (rec.type) {
@@ -148,6 +158,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		touch(tk_reader_error(r));
 		/* the end, or the error, stays */
 		REQUIRE(tk_reader_next(r, &rec) == rc1);
+		first_failed = rc1 != TK_EOF;
 	}
 	tk_reader_free(r);
 
@@ -184,9 +195,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		touch(tk_reader_error(r));
 		REQUIRE(tk_reader_next_columns(r, &c) == rc2);
-		/* the same end; at the clean end, every event */
-		REQUIRE(rc2 == rc1);
-		REQUIRE(rc1 != TK_EOF || at == nseen);
+		/* a clean first pass: the same clean end and every event; a
+		 * failed one: the columns may get further (first_failed) */
+		REQUIRE(rc2 == rc1 || first_failed);
+		REQUIRE(rc1 != TK_EOF || (rc2 == TK_EOF && at == nseen));
 	} else {
 		REQUIRE(rc2 == rc1);
 	}
