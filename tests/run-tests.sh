@@ -41,8 +41,7 @@ bats_limit=${TK_BATS_TIMEOUT:-1500}
 
 passed=0 failed=0 skipped=0
 replayed=0 replay_failed=0
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log= # the log that tally reads: each section's, in turn
 
 # tally [replay]: count the TAP lines of $log, end the section's line
 # with what they say (skips are not passes), then list each skip with
@@ -101,28 +100,82 @@ run_limited() {
 	fi
 }
 
+# The sections: each unit test program, each fuzz corpus replay, each
+# bats file.  name|kind|path, kind being unit, replay or bats.
+sections=()
 if [ "${TK_VALGRIND:-0}" != 1 ]; then
 	for t in "$TK_BUILD"/tests/unit/test_*; do
 		[ -x "$t" ] && only "$(basename "$t")" || continue
-		section "unit/$(basename "$t")"
-		run_limited "$unit_limit" "$(basename "$t")" "$t"
-		tally
+		sections+=("unit/$(basename "$t")|unit|$t")
 	done
 	for t in "$TK_BUILD"/tests/fuzz/*-replay; do
 		[ -x "$t" ] && only "$(basename "$t")" || continue
-		n=$(basename "$t" -replay)
-		section "fuzz corpus/$n"
-		run_limited "$unit_limit" "$n replay" "$t" tests/fuzz/corpus/"$n"
-		tally replay
+		sections+=("fuzz corpus/$(basename "$t" -replay)|replay|$t")
 	done
 fi
-
 for f in tests/cli/*.bats; do
 	[ -f "$f" ] && only "$(basename "$f")" || continue
-	section "cli/$(basename "$f")"
-	run_limited "$bats_limit" "$f" bats --tap "$f"
-	tally
+	sections+=("cli/$(basename "$f")|bats|$f")
 done
+
+# Sections run TK_JOBS at a time (default: one per CPU), each into a
+# log of its own, and are reported in the order above as they finish,
+# with the seconds each took.  Every test makes its files under its own
+# temporary directory, so they do not see one another; what they share
+# is the CPUs, which is why the limits above are generous.
+jobs=${TK_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# run_section I: run section I with its output in $work/I.log, then
+# write its seconds to $work/I.done (the sign that it finished).
+run_section() {
+	local name kind path start
+	IFS='|' read -r name kind path <<<"${sections[$1]}"
+	log=$work/$1.log
+	start=$(date +%s)
+	case $kind in
+	unit) run_limited "$unit_limit" "$(basename "$path")" "$path" ;;
+	replay) run_limited "$unit_limit" "$(basename "$path" -replay) replay" \
+		"$path" tests/fuzz/corpus/"$(basename "$path" -replay)" ;;
+	bats) run_limited "$bats_limit" "$path" bats --tap "$path" ;;
+	esac </dev/null
+	echo $(($(date +%s) - start)) >"$work/$1.tmp" && mv "$work/$1.tmp" "$work/$1.done"
+}
+
+# report_finished: tally, in order, every section that has finished
+# and follows the last one reported.
+reported=0
+report_finished() {
+	local name kind path
+	while [ "$reported" -lt "${#sections[@]}" ] && [ -e "$work/$reported.done" ]; do
+		IFS='|' read -r name kind path <<<"${sections[$reported]}"
+		section "$name"
+		log=$work/$reported.log
+		# (not through a pipe: tally adds to this shell's counts)
+		if [ "$kind" = replay ]; then tally replay; else tally; fi >"$work/tally"
+		sed "1s/\$/ ($(cat "$work/$reported.done") s)/" "$work/tally"
+		reported=$((reported + 1))
+	done
+}
+
+running=0
+for i in "${!sections[@]}"; do
+	while [ "$running" -ge "$jobs" ]; do
+		wait -n
+		running=$((running - 1))
+		report_finished
+	done
+	run_section "$i" &
+	running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+	wait -n
+	running=$((running - 1))
+	report_finished
+done
+report_finished
 
 [ "$replayed" -gt 0 ] &&
 	echo "fuzz corpus: $replayed inputs replayed, $replay_failed failed (not counted as tests, but as failed below)"
