@@ -341,6 +341,7 @@ $(O)/tests/unit/test_cupti_convert: $(CUPTI_STATE)
 
 check-gpu: tests
 	$(Q)O=$(O) tests/gpu/run.sh
+	$(Q)O=$(O) tests/gpu/pytorch.sh
 
 .PHONY: check-gpu FORCE
 
