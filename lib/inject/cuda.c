@@ -306,7 +306,9 @@ at_exit(void)
 		return;
 	/* nothing of the teardown after this, and everything before */
 	set_collection(0);
+	tki_activity_flush_begin(1);
 	api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	tki_activity_flush_end();
 	tki_activity_finish();
 	tki_hold_set(hold, INT64_MAX);
 }
@@ -320,8 +322,11 @@ on_flush(void *arg, int final)
 	int64_t now = tki_now();
 	if (final) {
 		/* a fatal signal (no atexit): the flusher thread is here */
-		if (!atomic_exchange(&exit_flushed, 1))
+		if (!atomic_exchange(&exit_flushed, 1)) {
+			tki_activity_flush_begin(1);
 			api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			tki_activity_flush_end();
+		}
 		tki_activity_finish();
 		tki_hold_set(hold, INT64_MAX);
 		return;
@@ -333,7 +338,9 @@ on_flush(void *arg, int final)
 		pthread_mutex_unlock(&enable_lock);
 		set_collection(0);
 	}
+	tki_activity_flush_begin(0);
 	api.cuptiActivityFlushAll(0);
+	tki_activity_flush_end();
 	tki_hold_set(hold, tki_activity_hold(now, LAG_INTERVALS * tki_cfg.flush_ns));
 }
 

@@ -306,6 +306,11 @@ tki_activity_meta(const char *key, const char *value)
 
 /* ---- buffers ------------------------------------------------------------------------ */
 
+/* Depth of this library's own cuptiActivityFlushAll on this thread, and
+ * whether the last one has begun (tki_activity_flush_begin). */
+static _Thread_local int own_flush;
+static atomic_int ending;
+
 void CUPTIAPI
 tki_activity_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
@@ -355,6 +360,28 @@ tki_activity_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size
 		free(buf);
 		atomic_fetch_sub(&outstanding, 1);
 	}
+	/* What was just converted waits in the writer until a flush round
+	 * writes it to the spool; a SIGKILL before that loses it, and only
+	 * the status page's total counts it, not by kind.  A buffer CUPTI
+	 * completed on its own (it filled) may come a whole flush interval
+	 * before the next round: start one now (not for the buffers of
+	 * our own flushes, which their round or the end writes). */
+	if (buf && valid && !own_flush && !atomic_load(&ending))
+		tki_flusher_wake();
+}
+
+void
+tki_activity_flush_begin(int final)
+{
+	own_flush++;
+	if (final)
+		atomic_store(&ending, 1);
+}
+
+void
+tki_activity_flush_end(void)
+{
+	own_flush--;
 }
 
 /* ---- the end, fork, the schedule ---------------------------------------------------- */

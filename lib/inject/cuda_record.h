@@ -98,6 +98,12 @@ void CUPTIAPI tki_activity_completed(CUcontext ctx, uint32_t stream,
                                      uint8_t *buf, size_t size, size_t valid);
 /* The end: write what the converter holds back, its counts. */
 void tki_activity_finish(void);
+/* Around this library's own cuptiActivityFlushAll: the buffers it
+ * completes on this thread are written by the round (or the end) that
+ * asked for them, so they start no flush round of their own; `final`:
+ * the last flush, after which no round is started at all. */
+void tki_activity_flush_begin(int final);
+void tki_activity_flush_end(void);
 /* After fork(): forget the parent's converter (its buffers are the
  * parent's CUPTI's). */
 void tki_activity_after_fork(void);

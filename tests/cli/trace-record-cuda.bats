@@ -313,6 +313,26 @@ runtime 3"
 	assert_eq "$(dropped)" ""
 }
 
+@test "SIGKILL after CUPTI handed back full buffers: their records are in the trace, not lost in the writer" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# 64 KiB buffers fill every few hundred launches and CUPTI hands
+	# them back on the program's thread; the flush interval is long, so
+	# only a round started by that hand-back puts them in the spool
+	# before the kill (seen on an H200 with PyTorch: 16 090 kernels CUPTI
+	# had delivered were lost at SIGKILL, counted only as "nvtx+cuda").
+	export TRACEKIT_CUPTI=$FAKE TRACEKIT_CUDA_BUFFER_BYTES=65536
+	record_killed 3000 --flush-interval 10s
+	kernels=$(ev 'select(.kind=="kernel") | .correlation' | wc -l)
+	# (none: the full buffers waited for a round the kill prevented)
+	[ "$kernels" -gt 0 ]
+	# every launch is a kernel of the trace or counted as a dropped
+	# kernel, and the status page counted nothing lost besides
+	dropped_kernels=$(ev 'select(.kind=="dropped" and .name=="kernel") | .count')
+	assert_eq "$((kernels + ${dropped_kernels:-0}))" 3000
+	assert_eq "$(ev 'select(.kind=="dropped" and .name!="kernel" and .name!="runtime") | .name')" ""
+}
+
 @test "the capture schedule: CUPTI collects from the warmup, the trace keeps the active steps" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"

@@ -158,7 +158,8 @@ kernels=$("$bin/trace-dump" --json -k kernel "$tmp/kill.tkt" 2>/dev/null | grep 
 dropped=$("$bin/trace-dump" --json -k dropped "$tmp/kill.tkt" 2>/dev/null | python3 -c '
 import json, sys
 print(sum(e["count"] for e in map(json.loads, sys.stdin) if e.get("name") == "kernel"))')
-echo "pytorch gpu tests: killed loop: $last launches reported, $kernels kernels in the trace, $dropped counted dropped"
+others=$("$bin/trace-dump" -k dropped "$tmp/kill.tkt" 2>/dev/null | grep -v " kernel " | tr -s ' ' | cut -c1-160)
+echo "pytorch gpu tests: killed loop: $last launches reported, $kernels kernels in the trace, $dropped counted as dropped kernels${others:+; other dropped events: $others}"
 if [ -z "$last" ] || [ $((kernels + dropped)) -lt "$last" ] || [ $((kernels + dropped)) -gt $((last + 1010)) ]; then
 	echo "pytorch gpu tests: FAIL: after SIGKILL, kernels + dropped should be within [$last, $((last + 1010))] (1000 launches between reports, a few of set-up)"
 	tail -5 "$tmp/spin.err"
