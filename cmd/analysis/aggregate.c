@@ -163,6 +163,16 @@ agg_table_of(unsigned kind)
 	return -1;
 }
 
+/* Does --per NAME take steps: "ProfilerStep" (its series), "step",
+ * "iteration#3", ...? */
+static int
+names_steps(const char *name)
+{
+	char numbered[256];
+	snprintf(numbered, sizeof(numbered), "%s#1", name);
+	return step_kind("", name) > 0 || step_kind("", numbered) > 0;
+}
+
 struct agg *
 agg_new(const struct agg_options *o)
 {
@@ -184,6 +194,10 @@ agg_new(const struct agg_options *o)
 		agg_free(a);
 		return NULL;
 	}
+	/* steps own the work of the threads that have none (PyTorch's
+	 * autograd threads): --steps, or --per a step series' name */
+	if (a->per)
+		perinst_process_wide(a->per, o->steps || (o->per && names_steps(o->per)));
 	if ((o->operators && !(a->ops = opview_new())) ||
 	    (o->distributed && !(a->ranks = ranks_new()))) {
 		agg_free(a);
@@ -905,16 +919,17 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		oom_if(perinst_launch(a->per, t->proc_track, e->u.api.correlation,
 		                      e->track, e->ts));
 		if (g > 0)
-			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 1, e->track,
-			                   e->ts, e->dur));
+			oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 1, t->proc_track,
+			                   e->track, e->ts, e->dur));
 	} else if (is_per) {
 		/* a step is the CPU's: Kineto mirrors ProfilerStep#N on the
 		 * GPU's streams (gpu_user_annotation), which is no step */
 		if (t->thread)
-			oom_if(perinst_instance_keyed(a->per, e->track, t->label,
-			                              e->ts, e->ts + e->dur));
+			oom_if(perinst_instance_keyed(a->per, t->proc_track, e->track,
+			                              t->label, e->ts, e->ts + e->dur));
 	} else if (g > 0) {
-		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, e->track, e->ts, e->dur));
+		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, t->proc_track, e->track,
+		                   e->ts, e->dur));
 	}
 }
 

@@ -23,6 +23,7 @@ struct pending {
 	uint64_t corr;
 	uint32_t group;
 	uint32_t who;            /* thread (cpu) or process (gpu) */
+	uint32_t process;        /* cpu: the thread's process */
 	int gpu;                 /* 0 host, 1 kernel, 2 copy, 3 API call */
 };
 
@@ -46,6 +47,9 @@ struct perinst {
 	/* scope */
 	struct thread_insts *threads;   /* by thread track id */
 	size_t nthreads;
+	struct thread_insts *procs;     /* all its threads', by process track id */
+	size_t nprocs;
+	int process_wide;        /* perinst_process_wide() */
 	struct launch *launches;
 	size_t nlaunch, caplaunch;
 	struct pending *pend;
@@ -82,6 +86,11 @@ clear_scope(struct perinst *p)
 	free(p->threads);
 	p->threads = NULL;
 	p->nthreads = 0;
+	for (size_t i = 0; i < p->nprocs; i++)
+		free(p->procs[i].v);
+	free(p->procs);
+	p->procs = NULL;
+	p->nprocs = 0;
 	free(p->launches);
 	p->launches = NULL;
 	p->nlaunch = p->caplaunch = 0;
@@ -108,42 +117,63 @@ perinst_free(struct perinst *p)
 
 /* ---- instances ------------------------------------------------------------- */
 
+/* The list of track `id` among *lists (n of them), grown if `create`. */
+static struct thread_insts *
+list_of(struct thread_insts **lists, size_t *n, uint32_t id, int create)
+{
+	if (id >= *n) {
+		if (!create)
+			return NULL;
+		size_t cap = *n;
+		struct thread_insts *t = tkp_grow(*lists, &cap, (size_t)id + 1, sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + *n, 0, (cap - *n) * sizeof(*t));
+		*lists = t;
+		*n = cap;
+	}
+	return &(*lists)[id];
+}
+
 static struct thread_insts *
 thread_list(struct perinst *p, uint32_t thread, int create)
 {
-	if (thread >= p->nthreads) {
-		if (!create)
-			return NULL;
-		size_t n = p->nthreads;
-		struct thread_insts *t = tkp_grow(p->threads, &n, (size_t)thread + 1,
-		                                  sizeof(*t));
-		if (!t)
-			return NULL;
-		memset(t + p->nthreads, 0, (n - p->nthreads) * sizeof(*t));
-		p->threads = t;
-		p->nthreads = n;
-	}
-	return &p->threads[thread];
+	return list_of(&p->threads, &p->nthreads, thread, create);
 }
 
-int
-perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
-                 int64_t end)
+static int
+add_inst(struct thread_insts *t, const struct inst *in)
 {
-	return perinst_instance_keyed(p, thread, 0, begin, end);
-}
-
-int
-perinst_instance_keyed(struct perinst *p, uint32_t thread, uint32_t key,
-                       int64_t begin, int64_t end)
-{
-	struct thread_insts *t = thread_list(p, thread, 1);
-	if (!t)
-		return -1;
 	struct inst *v = tkp_grow(t->v, &t->cap, t->n + 1, sizeof(*v));
 	if (!v)
 		return -1;
 	t->v = v;
+	t->v[t->n++] = *in;
+	t->dirty = 1;
+	return 0;
+}
+
+void
+perinst_process_wide(struct perinst *p, int on)
+{
+	p->process_wide = on;
+}
+
+int
+perinst_instance(struct perinst *p, uint32_t process, uint32_t thread,
+                 int64_t begin, int64_t end)
+{
+	return perinst_instance_keyed(p, process, thread, 0, begin, end);
+}
+
+int
+perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
+                       uint32_t key, int64_t begin, int64_t end)
+{
+	struct thread_insts *t = thread_list(p, thread, 1);
+	struct thread_insts *pt = list_of(&p->procs, &p->nprocs, process, 1);
+	if (!t || !pt)
+		return -1;
 	if (end < begin)
 		end = begin;
 	struct perinst_instance *in = tkp_grow(p->inst, &p->capinst, p->ninst + 1,
@@ -155,8 +185,10 @@ perinst_instance_keyed(struct perinst *p, uint32_t thread, uint32_t key,
 	in[p->ninst].begin = begin;
 	in[p->ninst].dur = end - begin;
 	in[p->ninst].key = key;
-	t->v[t->n++] = (struct inst){ begin, end, (uint32_t)p->ninst++, -1 };
-	t->dirty = 1;
+	struct inst in1 = { begin, end, (uint32_t)p->ninst, -1 };
+	if (add_inst(t, &in1) < 0 || add_inst(pt, &in1) < 0)
+		return -1;
+	p->ninst++;
 	if (dist_add(&p->res.dur, end - begin) < 0)
 		return -1;
 	if (begin < p->res.first)
@@ -206,11 +238,10 @@ contains(const struct inst *in, int64_t t)
 	return in->b <= t && (t < in->e || in->b == in->e);
 }
 
-/* Global number of the innermost instance on `thread` containing t, or -1. */
+/* Global number of the innermost instance of list th containing t, or -1. */
 static long
-enclosing(struct perinst *p, uint32_t thread, int64_t t)
+enclosing_in(struct thread_insts *th, int64_t t)
 {
-	struct thread_insts *th = thread_list(p, thread, 0);
 	if (!th || th->n == 0)
 		return -1;
 	if (th->dirty)
@@ -228,6 +259,24 @@ enclosing(struct perinst *p, uint32_t thread, int64_t t)
 		if (contains(&th->v[j], t))
 			return th->v[j].idx;
 	return -1;
+}
+
+/* The instance something on `thread` of `process` at time t belongs to:
+ * the innermost of the thread's own instances containing t; when the
+ * instances are steps (perinst_process_wide), on a thread with no
+ * instance of its own, the innermost of its process's (any thread's)
+ * containing t.  PyTorch's backward pass runs on its
+ * autograd threads, its steps (ProfilerStep#N, NVTX ranges) on the main
+ * thread: half a step's kernels are launched off the step's thread. */
+static long
+enclosing(struct perinst *p, uint32_t process, uint32_t thread, int64_t t)
+{
+	struct thread_insts *th = thread_list(p, thread, 0);
+	if (th && th->n)
+		return enclosing_in(th, t);
+	if (!p->process_wide || process == 0) /* no known process: its own only */
+		return -1;
+	return enclosing_in(list_of(&p->procs, &p->nprocs, process, 0), t);
 }
 
 /* ---- launches ------------------------------------------------------------------ */
@@ -282,10 +331,10 @@ push_pending(struct perinst *p, const struct pending *x)
 }
 
 int
-perinst_cpu(struct perinst *p, uint32_t group, int is_api, uint32_t thread,
-            int64_t ts, int64_t dur)
+perinst_cpu(struct perinst *p, uint32_t group, int is_api, uint32_t process,
+            uint32_t thread, int64_t ts, int64_t dur)
 {
-	struct pending x = { ts, dur, 0, group, thread, is_api ? 3 : 0 };
+	struct pending x = { ts, dur, 0, group, thread, process, is_api ? 3 : 0 };
 	return push_pending(p, &x);
 }
 
@@ -293,7 +342,7 @@ int
 perinst_gpu(struct perinst *p, uint32_t group, int is_copy, uint32_t process,
             uint64_t corr, int64_t ts, int64_t dur)
 {
-	struct pending x = { ts, dur, corr, group, process, is_copy ? 2 : 1 };
+	struct pending x = { ts, dur, corr, group, process, process, is_copy ? 2 : 1 };
 	return push_pending(p, &x);
 }
 
@@ -341,7 +390,7 @@ resolve(struct perinst *p, const struct pending *x)
 {
 	long inst;
 	if (x->gpu == 0 || x->gpu == 3) {
-		inst = enclosing(p, x->who, x->ts);
+		inst = enclosing(p, x->process, x->who, x->ts);
 	} else {
 		struct launch *l = p->caplaunch
 			? launch_slot(p->launches, p->caplaunch, x->who, x->corr) : NULL;
@@ -350,7 +399,7 @@ resolve(struct perinst *p, const struct pending *x)
 			p->res.gpu_no_launch_ns += x->dur;
 			return 0;
 		}
-		inst = enclosing(p, l->thread, l->ts);
+		inst = enclosing(p, l->process, l->thread, l->ts);
 		if (inst < 0) {
 			p->res.gpu_outside++;
 			p->res.gpu_outside_ns += x->dur;

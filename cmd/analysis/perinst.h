@@ -79,15 +79,22 @@ struct perinst *perinst_new(int approx, struct dist_budget *budget);
 void perinst_free(struct perinst *p);
 
 /* Each returns -1 when out of memory. */
-int perinst_instance(struct perinst *p, uint32_t thread, int64_t begin,
-                     int64_t end);
+/* The instances are a program's steps: what happens on a thread with
+ * no instance of its own is charged to its process's instances (off by
+ * default: a data loader's ranges own nothing of the main thread's). */
+void perinst_process_wide(struct perinst *p, int on);
+/* An instance on `thread` of `process`.  What happens on a thread is
+ * charged to the innermost of its instances containing it; see
+ * perinst_process_wide() for the other threads. */
+int perinst_instance(struct perinst *p, uint32_t process, uint32_t thread,
+                     int64_t begin, int64_t end);
 /* The same, with its key in the breakdown (breakdown.h). */
-int perinst_instance_keyed(struct perinst *p, uint32_t thread, uint32_t key,
-                           int64_t begin, int64_t end);
+int perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
+                           uint32_t key, int64_t begin, int64_t end);
 int perinst_launch(struct perinst *p, uint32_t process, uint64_t correlation,
                    uint32_t thread, int64_t ts);
 int perinst_cpu(struct perinst *p, uint32_t group, int is_api,
-                uint32_t thread, int64_t ts, int64_t dur);
+                uint32_t process, uint32_t thread, int64_t ts, int64_t dur);
 int perinst_gpu(struct perinst *p, uint32_t group, int is_copy,
                 uint32_t process, uint64_t correlation, int64_t ts,
                 int64_t dur);

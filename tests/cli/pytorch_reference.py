@@ -24,7 +24,9 @@ as trace-import documents.  Definitions (trace-stats(1) says the same):
   launch     a GPU operation belongs to the runtime or driver call with
              its correlation id.
   step GPU   kernel_ns / copy_ns: kernels / memcpys and memsets whose
-             launch call begins inside the step, on the step's thread.
+             launch call begins inside the step, on the step's thread
+             or, from a thread with no step of its own (PyTorch's
+             autograd thread), on any thread of its process.
   breakdown  each nanosecond of a step's window goes to the first of
              kernel, memcpy, memset, runtime, data loading, CPU execution
              that covers it, else to other (TensorBoard's overview).
@@ -197,11 +199,19 @@ def reference(path):
     by_thread = {}
     for s in steps:
         by_thread.setdefault((s["pid"], s["tid"]), []).append(s)
-    starts = {k: [s["ts"] for s in v] for k, v in by_thread.items()}
+
+    by_pid = {}
+    for s in steps:
+        by_pid.setdefault(s["pid"], []).append(s)
 
     def step_of(pid, tid, t):
-        v = by_thread.get((pid, tid), [])
-        j = bisect_right(starts.get((pid, tid), []), t) - 1
+        # the step thread's own steps; on a thread with none (autograd's
+        # backward pass), the steps of its process
+        if (pid, tid) in by_thread:
+            v = by_thread[(pid, tid)]
+        else:
+            v = by_pid.get(pid, [])
+        j = bisect_right([s["ts"] for s in v], t) - 1
         if j >= 0 and (v[j]["ts"] <= t < v[j]["ts"] + v[j]["dur"]
                        or v[j]["dur"] == 0 and v[j]["ts"] == t):
             return v[j]

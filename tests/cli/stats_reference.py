@@ -225,9 +225,20 @@ def per_instance(kept, name):
             durs.append(e["dur"])
             n += 1
 
+    # steps (a training loop's: ProfilerStep#N, step, iteration, ...)
+    # own the work of the threads with no step of their own
+    steps = re.fullmatch(r"(?i)(profilerstep|step|iteration|iter|train_step|training_step)([#_.-]\d*)?", name)
+
     def enclosing(thread, t):
+        # a thread with no instance of its own: its process's, any thread
+        if thread in insts:
+            cands = insts[thread]
+        elif steps and thread[0] is not None:
+            cands = [x for k, v in insts.items() if k[0] == thread[0] for x in v]
+        else:
+            cands = []
         best = None
-        for b, e, i in insts.get(thread, []):
+        for b, e, i in cands:
             if b <= t and (t < e or b == e):
                 if best is None or b > best[0] or (b == best[0] and e < best[1]):
                     best = (b, e, i)

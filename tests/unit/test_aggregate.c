@@ -157,18 +157,18 @@ child(const struct perinst_result *r, uint32_t group)
 TEST(perinst_attribution)
 {
 	struct perinst *p = perinst_new(0, NULL);
-	/* thread 2 has steps [0,100) and [100,200); thread 3 one step
-	 * [0,1000) holding a nested step [10,20) */
-	perinst_instance(p, 2, 100, 200);        /* written when it ended */
-	perinst_cpu(p, 7, 0, 2, 120, 5);            /* child of step 2 */
-	perinst_instance(p, 2, 0, 100);
-	perinst_cpu(p, 7, 0, 2, 10, 5);             /* child of step 1 */
-	perinst_cpu(p, 7, 0, 2, 30, 5);
-	perinst_cpu(p, 8, 0, 2, 250, 5);            /* outside any step */
-	perinst_instance(p, 3, 0, 1000);
-	perinst_instance(p, 3, 10, 20);
-	perinst_cpu(p, 7, 0, 3, 15, 1);             /* innermost: the nested one */
-	perinst_cpu(p, 7, 0, 3, 500, 1);            /* the outer one */
+	/* thread 2 (of process 1) has steps [0,100) and [100,200); thread 3
+	 * (of process 5) one step [0,1000) holding a nested step [10,20) */
+	perinst_instance(p, 1, 2, 100, 200);        /* written when it ended */
+	perinst_cpu(p, 7, 0, 1, 2, 120, 5);            /* child of step 2 */
+	perinst_instance(p, 1, 2, 0, 100);
+	perinst_cpu(p, 7, 0, 1, 2, 10, 5);             /* child of step 1 */
+	perinst_cpu(p, 7, 0, 1, 2, 30, 5);
+	perinst_cpu(p, 8, 0, 1, 2, 250, 5);            /* outside any step */
+	perinst_instance(p, 5, 3, 0, 1000);
+	perinst_instance(p, 5, 3, 10, 20);
+	perinst_cpu(p, 7, 0, 5, 3, 15, 1);             /* innermost: the nested one */
+	perinst_cpu(p, 7, 0, 5, 3, 500, 1);            /* the outer one */
 	/* a kernel launched in step 1 runs during step 2's time: it is
 	 * step 1's (its launch), not step 2's (overlap) */
 	perinst_gpu(p, 9, 0, 1, 42, 150, 40);
@@ -210,6 +210,53 @@ TEST(perinst_attribution)
 	perinst_free(p);
 }
 
+TEST(perinst_other_threads)
+{
+	/* Process 1: thread 2 has the steps [0,100) and [100,200) (the
+	 * training loop), thread 4 none (PyTorch's autograd thread, which
+	 * launches the backward pass), thread 3 a range of its own
+	 * [500,600).  Process 9's thread 6 and thread 7 of no known process
+	 * have no step. */
+	struct perinst *p = perinst_new(0, NULL);
+	perinst_process_wide(p, 1);
+	perinst_instance(p, 1, 2, 0, 100);
+	perinst_instance(p, 1, 2, 100, 200);
+	perinst_instance(p, 1, 3, 500, 600);
+	perinst_cpu(p, 7, 0, 1, 4, 20, 5);       /* thread 4 at 20: step 1 */
+	perinst_cpu(p, 7, 1, 1, 4, 150, 6);      /* an API call there: step 2 */
+	perinst_launch(p, 1, 50, 4, 150);        /* ... launching corr 50 */
+	perinst_gpu(p, 9, 0, 1, 50, 210, 30);    /* runs after step 2: its */
+	perinst_cpu(p, 8, 0, 1, 3, 150, 5);      /* thread 3 has its own: none */
+	perinst_cpu(p, 8, 0, 9, 6, 150, 5);      /* another process: none */
+	perinst_cpu(p, 8, 0, 0, 7, 150, 5);      /* no known process: none */
+	perinst_scope_end(p);
+	const struct perinst_result *r = perinst_finish(p);
+	CHECK(r != NULL);
+	const struct perinst_child *c7 = child(r, 7);
+	CHECK(c7 != NULL);
+	CHECK_EQ_INT(c7->time.total, 5 + 6);
+	CHECK_EQ_INT(c7->instances_with, 2);
+	CHECK(child(r, 8) == NULL);
+	const struct perinst_child *c9 = child(r, 9);
+	CHECK(c9 != NULL && c9->time.total == 30 && c9->instances_with == 1);
+	CHECK_EQ_INT(r->gpu_outside, 0);
+	CHECK_EQ_INT(r->inst[1].kernel, 30);     /* by begin: [100,200) */
+	CHECK_EQ_INT(r->inst[1].api, 6);
+	CHECK_EQ_INT(r->inst[0].kernel, 0);
+	perinst_free(p);
+	/* not steps (a data loader's ranges): thread 4's work is not theirs */
+	p = perinst_new(0, NULL);
+	perinst_instance(p, 1, 2, 100, 200);
+	perinst_cpu(p, 7, 0, 1, 4, 150, 5);
+	perinst_launch(p, 1, 50, 4, 150);
+	perinst_gpu(p, 9, 0, 1, 50, 210, 30);
+	perinst_scope_end(p);
+	r = perinst_finish(p);
+	CHECK(child(r, 7) == NULL && child(r, 9) == NULL);
+	CHECK_EQ_INT(r->gpu_outside, 1);
+	perinst_free(p);
+}
+
 TEST(steps_series_and_breakdown)
 {
 	/* --per NAME: the name, or its numbered series */
@@ -230,8 +277,8 @@ TEST(steps_series_and_breakdown)
 	/* the API call's time inside [0,100) is runtime, then the kernel
 	 * wins where both run, CPU work fills the rest but [90,100) */
 	struct perinst *p = perinst_new(0, NULL);
-	perinst_instance(p, 2, 0, 100);
-	perinst_cpu(p, 4, 1, 2, 5, 10);          /* an API call: api time */
+	perinst_instance(p, 1, 2, 0, 100);
+	perinst_cpu(p, 4, 1, 1, 2, 5, 10);       /* an API call: api time */
 	struct breakdown *b = breakdown_new();
 	breakdown_add(b, BD_CPU, 0, 90);
 	breakdown_add(b, BD_RUNTIME, 5, 15);
@@ -261,8 +308,8 @@ TEST(breakdown_by_key)
 	/* two ranks merged: rank 1's step [0,100) counts rank 1's kernel
 	 * and work of no rank, not rank 2's kernel or CPU work */
 	struct perinst *p = perinst_new(0, NULL);
-	perinst_instance_keyed(p, 2, 1, 0, 100);
-	perinst_instance_keyed(p, 3, 2, 0, 100);
+	perinst_instance_keyed(p, 1, 2, 1, 0, 100);
+	perinst_instance_keyed(p, 5, 3, 2, 0, 100);
 	struct breakdown *b = breakdown_new();
 	breakdown_add_keyed(b, BD_KERNEL, 1, 10, 20);
 	breakdown_add_keyed(b, BD_KERNEL, 2, 30, 60);
@@ -327,11 +374,11 @@ TEST(perinst_scopes_forget_ids)
 {
 	/* track ids are per scope: a second scope's thread 2 is another */
 	struct perinst *p = perinst_new(0, NULL);
-	perinst_instance(p, 2, 0, 100);
+	perinst_instance(p, 1, 2, 0, 100);
 	perinst_launch(p, 1, 5, 2, 50);
 	perinst_scope_end(p);
 	perinst_gpu(p, 1, 0, 1, 5, 60, 10);      /* correlation 5 of scope 2 */
-	perinst_cpu(p, 1, 0, 2, 50, 1);
+	perinst_cpu(p, 1, 0, 1, 2, 50, 1);
 	perinst_scope_end(p);
 	const struct perinst_result *r = perinst_finish(p);
 	CHECK_EQ_INT(r->gpu_no_launch, 1);
@@ -800,6 +847,7 @@ main(void)
 	RUN(pairbuf_ready_and_drop);
 	RUN(sweep_clamps_lying_order);
 	RUN(perinst_attribution);
+	RUN(perinst_other_threads);
 	RUN(perinst_scopes_forget_ids);
 	RUN(steps_series_and_breakdown);
 	RUN(breakdown_by_key);
