@@ -19,8 +19,10 @@
 #     ends before the step's range does (it synchronises);
 #   - each step copied its batch to the GPU: two HtoD copies of exactly
 #     the batch's bytes;
-#   - trace-stats --steps finds the same number of steps, and each one's
-#     duration equals the range's; trace-to-chrome's JSON loads;
+#   - trace-stats --steps finds the same number of steps, each one's
+#     duration equals the range's and its kernel time the kernels
+#     launched in it from any thread (the backward pass runs on
+#     PyTorch's autograd thread); trace-to-chrome has every kernel;
 #   - killed with SIGKILL after 20 000 launches: every launch it reported
 #     is in the trace as a kernel or counted by a "dropped kernel" event.
 #
@@ -103,6 +105,7 @@ for e in evs:
 kernels = [e for e in evs if e["kind"] == "kernel"]
 check("kernels recorded", len(kernels) > 0)
 per_step = Counter()
+kernel_ns = Counter()
 late = unlinked = 0
 for k in kernels:
     calls = [a for a in api.get(k.get("correlation"), []) if "aunch" in a["name"]]
@@ -113,6 +116,7 @@ for k in kernels:
     for i, r in enumerate(ranges):
         if r["ts"] <= a["ts"] <= r["ts"] + r["dur"]:
             per_step[i] += 1
+            kernel_ns[i] += k["dur"]
             if k["ts"] + k["dur"] > r["ts"] + r["dur"]:
                 late += 1
             break
@@ -136,6 +140,10 @@ st = stats.get("steps") or {}
 inst = st.get("instances", [])
 check("trace-stats --steps finds the steps", len(inst) == len(ranges), "%d instances" % len(inst))
 check("trace-stats step durations are the ranges'", [i["dur_ns"] for i in inst] == [r["dur"] for r in ranges])
+# the backward pass is launched from PyTorch's autograd thread: still the step's
+check("trace-stats kernel time per step, launched from any thread of the process",
+      [i["kernel_ns"] for i in inst] == [kernel_ns[j] for j in range(len(ranges))],
+      "%s vs %s" % ([i["kernel_ns"] for i in inst][:4], [kernel_ns[j] for j in range(4)]))
 chrome = json.load(open(tmp + "/run.json"))
 ev = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
 check("trace-to-chrome: as many kernels", sum(1 for e in ev if e.get("cat") == "kernel") == len(kernels),
