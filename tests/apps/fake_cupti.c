@@ -362,6 +362,10 @@ cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
 {
 	(void)subscriber;
 	note("callback %u %d %u", enable, (int)domain, cbid);
+	pthread_mutex_lock(&lock);
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) /* cudaLaunchKernel */
+		runtime_callbacks = enable != 0;
+	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
 

@@ -333,6 +333,22 @@ runtime 3"
 	assert_eq "$(ev 'select(.kind=="dropped" and .name!="kernel" and .name!="runtime") | .name')" ""
 }
 
+@test "--cuda=kernel: callbacks on the launch calls only, not on every API call" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log
+	run -0 trace-record -o "$T" --cuda=kernel -- "$APPS/fake_driver" 3
+	log=$BATS_TEST_TMPDIR/log
+	# (CUPTI_CB_DOMAIN_DRIVER_API is 1, RUNTIME_API 2; 211 cudaLaunchKernel)
+	assert_eq "$(grep -cE '^domain 1 (1|2)$' "$log")" 0
+	assert_eq "$(grep -c '^callback 1 2 211$' "$log")" 1
+	assert_eq "$(ev 'select(.kind=="kernel") | .correlation' | paste -sd,)" "1,2,3"
+	# recording the API calls too: every runtime and driver call
+	rm -f "$log"
+	run -0 trace-record -o "$T" -- "$APPS/fake_driver" 3
+	assert_eq "$(grep -cE '^domain 1 (1|2)$' "$log")" 2
+}
+
 @test "the capture schedule: CUPTI collects from the warmup, the trace keeps the active steps" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
