@@ -18,7 +18,9 @@
 #include <csv.h>
 #include <jansson.h>
 
+#include "common/ordpool.h"
 #include "common/util.h"
+#include "dump.h"
 #include "import/autoread.h"
 #include "support.h"
 
@@ -66,17 +68,10 @@ usage(void)
 
 /* ---- fields shared by the formats ---------------------------------------- */
 
-struct where {
-	int64_t pid, tid;        /* -1 when not applicable */
-	const char *thread;
-	int64_t device;          /* index, -1 = none */
-	int64_t stream;          /* -1 = none */
-};
-
 static struct where
 locate(const struct tk_reader *r, const struct tk_track *t)
 {
-	struct where w = { -1, -1, "", -1, -1 };
+	struct where w = { -1, -1, "", -1, -1, NULL };
 	const struct tk_track *p = NULL;
 	switch (t->type) {
 	case TK_TRACK_PROCESS:
@@ -96,6 +91,7 @@ locate(const struct tk_reader *r, const struct tk_track *t)
 	}
 	case TK_TRACK_COUNTER: {
 		const struct tk_device *d = tk_reader_device(r, t->u.counter.device);
+		w.unit = t->u.counter.unit;
 		w.device = d ? (int64_t)d->index : -1;
 		p = tk_reader_track(r, t->u.counter.process);
 		break;
@@ -489,13 +485,13 @@ csv_field(FILE *f, const char *s, size_t len, int first)
 }
 
 static void
-csv_row(char *fields[NCSV])
+csv_row(FILE *out, char *fields[NCSV])
 {
 	for (size_t i = 0; i < NCSV; i++) {
 		const char *s = fields[i] ? fields[i] : "";
-		csv_field(stdout, s, strlen(s), i == 0);
+		csv_field(out, s, strlen(s), i == 0);
 	}
-	fputc('\n', stdout);
+	fputc('\n', out);
 }
 
 /* The columns of the event's own attributes. */
@@ -528,11 +524,11 @@ csv_attrs(struct csv_line *l, const struct tk_event *e)
 }
 
 static void
-csv_event(const struct tk_reader *r, const struct tk_event *e)
+csv_event(FILE *out, const struct where *wp, const struct tk_event *e)
 {
 	struct csv_line l;
 	memset(l.fld, 0, sizeof(l.fld));
-	struct where w = locate(r, e->trk);
+	struct where w = *wp;
 #define SETF(i, ...) (snprintf(l.num[i], sizeof(l.num[i]), __VA_ARGS__), \
                       l.fld[i] = l.num[i])
 	l.fld[COL_KIND] = (char *)tk_kind_name(e->kind);
@@ -553,7 +549,7 @@ csv_event(const struct tk_reader *r, const struct tk_event *e)
 		args = strndup(e->args, e->args_len);
 		l.fld[COL_ARGS] = args;
 	}
-	csv_row(l.fld);
+	csv_row(out, l.fld);
 	free(args);
 }
 
@@ -684,7 +680,7 @@ json_process(json_t *o, const struct tk_event *e)
 
 /* The attributes of the event's kind into `o`. */
 static void
-json_attrs(json_t *o, const struct tk_event *e)
+json_attrs(json_t *o, const struct where *w, const struct tk_event *e)
 {
 	switch (e->kind) {
 	case TK_RANGE:
@@ -716,8 +712,8 @@ json_attrs(json_t *o, const struct tk_event *e)
 		break;
 	case TK_COUNTER:
 		json_field(o, e, "value", NULL);
-		if (e->trk->type == TK_TRACK_COUNTER)
-			json_object_set_new(o, "unit", jcstr(e->trk->u.counter.unit));
+		if (w->unit)
+			json_object_set_new(o, "unit", jcstr(w->unit));
 		break;
 	case TK_MEMORY:
 		json_object_set_new(o, "op", json_string(
@@ -746,10 +742,10 @@ json_attrs(json_t *o, const struct tk_event *e)
 }
 
 static void
-json_event(const struct tk_reader *r, const struct tk_event *e)
+json_event(FILE *out, const struct where *wp, const struct tk_event *e)
 {
 	json_t *o = json_object();
-	struct where w = locate(r, e->trk);
+	struct where w = *wp;
 	json_object_set_new(o, "kind", json_string(tk_kind_name(e->kind)));
 	json_object_set_new(o, "ts", json_integer(e->ts));
 	json_object_set_new(o, "dur", json_integer(e->dur));
@@ -762,13 +758,13 @@ json_event(const struct tk_reader *r, const struct tk_event *e)
 	uint64_t corr = tk_event_correlation(e);
 	if (corr)
 		json_object_set_new(o, "correlation", json_integer((json_int_t)corr));
-	json_attrs(o, e);
+	json_attrs(o, wp, e);
 	if (e->args) {
 		json_t *a = json_loadb(e->args, e->args_len, JSON_DECODE_ANY, NULL);
 		json_object_set_new(o, "args", a ? a : jstr(e->args, e->args_len));
 	}
-	json_dumpf(o, stdout, JSON_COMPACT);
-	putchar('\n');
+	json_dumpf(o, out, JSON_COMPACT);
+	fputc('\n', out);
 	json_decref(o);
 }
 
@@ -1023,19 +1019,98 @@ dump_info(const char *path, struct tk_reader *r, const struct options *opt)
 
 /* ---- main ------------------------------------------------------------------- */
 
+/* --csv and --json on worker threads (batch.c): batches of events
+ * copied from the reader, formatted by the pool, written in order. */
+struct parallel {
+	struct ordpool *pool;
+	struct dump_batch *batches;
+	void **jobs;
+	unsigned nslots;
+};
+
+/* events per batch: a few hundred kilobytes of text, so that handing
+ * over a batch costs little beside formatting it */
+#define BATCH_EVENTS 4096
+
+static void
+batch_work(void *job, void *ctx)
+{
+	(void)ctx;
+	dump_batch_render(job);
+}
+
+static void
+batch_emit(void *job, void *ctx)
+{
+	struct dump_batch *b = job;
+	(void)ctx;
+	if (b->failed)
+		cmd_die(EXIT_USAGE, "out of memory");
+	fwrite(b->text, 1, b->text_len, stdout);
+	cmd_check_output(stdout);
+}
+
+/* A pool for --csv and --json when there are threads to use, else NULL
+ * (events are then formatted as they are read). */
+static struct parallel *
+parallel_new(void)
+{
+	unsigned threads = ordpool_threads();
+	if (threads <= 1)
+		return NULL;
+	struct parallel *par = calloc(1, sizeof(*par));
+	if (!par)
+		cmd_die(EXIT_USAGE, "out of memory");
+	/* two batches per party: one being formatted, one waiting */
+	par->nslots = 2 * threads;
+	par->batches = calloc(par->nslots, sizeof(*par->batches));
+	par->jobs = calloc(par->nslots, sizeof(*par->jobs));
+	if (!par->batches || !par->jobs)
+		cmd_die(EXIT_USAGE, "out of memory");
+	for (unsigned i = 0; i < par->nslots; i++)
+		par->jobs[i] = &par->batches[i];
+	/* jansson seeds its hash function once, on first use: before the
+	 * threads, so that they never race to do it */
+	json_object_seed(0);
+	if (!(par->pool = ordpool_new(threads, par->nslots, par->jobs,
+	                              batch_work, batch_emit, NULL)))
+		cmd_die(EXIT_USAGE, "out of memory");
+	return par;
+}
+
+static void
+parallel_free(struct parallel *par)
+{
+	if (!par)
+		return;
+	ordpool_free(par->pool);
+	for (unsigned i = 0; i < par->nslots; i++)
+		dump_batch_free(&par->batches[i]);
+	free(par->batches);
+	free(par->jobs);
+	free(par);
+}
+
 static int
-dump_events(const char *path, struct tk_reader *r, struct dump *d)
+dump_events(const char *path, struct tk_reader *r, struct dump *d,
+            struct parallel *par)
 {
 	const struct options *opt = &d->opt;
 	const struct tk_event *e;
 	int64_t origin = INT64_MIN, start = 0;
 	unsigned scope = 0;
 	int rc;
+	dump_render_fn *render = opt->format == FMT_CSV ? csv_event : json_event;
+	struct dump_batch *batch = NULL;  /* being filled */
+	if (opt->format == FMT_TEXT)
+		par = NULL;
 	while ((rc = tk_reader_next_event(r, &e)) == TK_OK) {
 		if (tk_reader_scope(r) != scope) {
 			/* the window of --from and --to starts with each trace */
 			scope = tk_reader_scope(r);
 			start = tk_reader_chunk(r)->t_min;
+			if (batch)
+				dump_batch_new_scope(batch);
 		}
 		if (opt->kinds && !(opt->kinds & (1u << e->kind)))
 			continue;
@@ -1044,19 +1119,39 @@ dump_events(const char *path, struct tk_reader *r, struct dump *d)
 			continue;
 		if (opt->name && regexec(opt->name, e->name, 0, NULL, 0) != 0)
 			continue;
-		if (opt->limit && d->printed >= opt->limit)
-			return 0;
+		if (opt->limit && d->printed >= opt->limit) {
+			rc = TK_EOF;
+			break;
+		}
 		d->printed++;
-		switch (opt->format) {
-		case FMT_TEXT:
+		struct where w = locate(r, e->trk);
+		if (par) {
+			if (!batch) {
+				batch = ordpool_next(par->pool);
+				dump_batch_reset(batch, render);
+			}
+			dump_batch_add(batch, e, &w);
+			if (batch->n == BATCH_EVENTS) {
+				ordpool_post(par->pool);
+				batch = NULL;
+			}
+			continue;
+		}
+		if (opt->format == FMT_TEXT) {
 			if (origin == INT64_MIN)
 				origin = tk_reader_chunk(r)->t_min;
 			text_event(r, e, origin);
-			break;
-		case FMT_CSV: csv_event(r, e); break;
-		case FMT_JSON: json_event(r, e); break;
+		} else {
+			render(stdout, &w, e);
 		}
 		cmd_check_output(stdout);
+	}
+	if (par) {
+		/* everything read is written before a message about the
+		 * input, as without threads */
+		if (batch)
+			ordpool_post(par->pool);
+		ordpool_drain(par->pool);
 	}
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
@@ -1165,8 +1260,10 @@ main(int argc, char **argv)
 		char *hdr[NCSV];
 		for (size_t i = 0; i < NCSV; i++)
 			hdr[i] = (char *)csv_columns[i];
-		csv_row(hdr);
+		csv_row(stdout, hdr);
 	}
+	struct parallel *par = opt->info || opt->format == FMT_TEXT ? NULL
+	                                                            : parallel_new();
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
 		/* --info counts events, it never shows their args */
@@ -1178,12 +1275,13 @@ main(int argc, char **argv)
 		if (!r)
 			continue;
 		status |= opt->info ? dump_info(files[i], r, opt)
-		                    : dump_events(files[i], r, &d);
+		                    : dump_events(files[i], r, &d, par);
 		tk_reader_free(r);
 		autoread_close(&in);
 		if (opt->limit && d.printed >= opt->limit)
 			break;
 	}
+	parallel_free(par);
 	if (opt->name)
 		regfree(&name_re);
 	return cmd_finish(status);

@@ -15,12 +15,11 @@
  * (crc32_combine()).  Each block starts with an empty window, which
  * costs about 1 % of the size at 1 MiB.
  *
- * Output order is the input order: blocks are numbered, workers take
- * the lowest one not taken, and only the caller writes, the lowest
- * block not yet written, once it is compressed.
+ * Output order is the input order: the blocks are common/ordpool's
+ * jobs, compressed by its workers (or the caller, rather than wait) and
+ * written by the caller in order.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,21 +28,22 @@
 #include <zlib.h>
 
 #include "chrome.h"
+#include "common/ordpool.h"
 #include "common/util.h"
 
 /* level 1: JSON still shrinks about eightfold, at several times the
  * speed of the default level */
 #define GZ_LEVEL 1
-#define GZ_THREADS_MAX 8u
 
 struct gz_slot {
+	z_stream z;             /* the slot's own: one thread at a time */
+	int z_ok;
 	char *in;               /* the block, swapped with the caller's buffer */
 	size_t in_len, in_cap;
 	unsigned char *out;
 	size_t out_len, out_cap;
 	uint32_t crc;
 	int last;               /* Z_FINISH: the stream's final block */
-	int done;
 	int failed;             /* zlib failed (out of memory) */
 };
 
@@ -51,37 +51,13 @@ struct chrome_gz {
 	int fd;
 	void (*fail)(void *ctx, int err);  /* a write error: does not return */
 	void *ctx;
-	pthread_mutex_t mu;
-	pthread_cond_t work;    /* a block to take, or stop */
-	pthread_cond_t done;    /* a block compressed */
+	struct ordpool *pool;
 	struct gz_slot *slots;
+	void **jobs;
 	unsigned nslots;
-	/* block numbers: filled >= taken >= written; slot = number % nslots */
-	uint64_t filled, taken, written;
-	int stop;
-	pthread_t *threads;
-	unsigned nthreads;
-	z_stream z;             /* the caller's */
 	uint32_t crc;           /* of everything written so far */
 	uint64_t total;         /* bytes in, for the trailer (mod 2^32) */
 };
-
-/* TK_THREADS as the reader takes it, else the cores (at most 8). */
-static unsigned
-gz_threads(void)
-{
-	const char *env = getenv("TK_THREADS");
-	if (env && *env) {
-		char *end;
-		unsigned long v = strtoul(env, &end, 10);
-		if (!*end && v >= 1)
-			return v > GZ_THREADS_MAX ? GZ_THREADS_MAX : (unsigned)v;
-	}
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	if (cores <= 1)
-		return 1;
-	return (unsigned long)cores > GZ_THREADS_MAX ? GZ_THREADS_MAX : (unsigned)cores;
-}
 
 static int
 z_open(z_stream *z)
@@ -91,64 +67,36 @@ z_open(z_stream *z)
 	return deflateInit2(z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
 }
 
-/* Compress slot s with z (no lock held: the slot is the caller's alone
- * between being taken and being marked done). */
+/* Compress a block (ordpool's work: any thread). */
 static void
-compress_slot(z_stream *z, struct gz_slot *s)
+compress_slot(void *job, void *ctx)
 {
+	struct gz_slot *s = job;
+	z_stream *z = &s->z;
+	(void)ctx;
+	s->failed = 1;
+	if (!s->z_ok)
+		return;
 	s->crc = (uint32_t)crc32(0, (const Bytef *)s->in, (uInt)s->in_len);
 	/* the bound of a raw stream, and room for the sync flush's marker */
 	size_t need = deflateBound(z, (uLong)s->in_len) + 16;
 	if (need > s->out_cap) {
 		free(s->out);
 		s->out_cap = 0;
-		if (!(s->out = malloc(need))) {
-			s->failed = 1;
+		if (!(s->out = malloc(need)))
 			return;
-		}
 		s->out_cap = need;
 	}
-	if (deflateReset(z) != Z_OK) {
-		s->failed = 1;
+	if (deflateReset(z) != Z_OK)
 		return;
-	}
 	z->next_in = (Bytef *)s->in;
 	z->avail_in = (uInt)s->in_len;
 	z->next_out = s->out;
 	z->avail_out = (uInt)s->out_cap;
 	int rc = deflate(z, s->last ? Z_FINISH : Z_SYNC_FLUSH);
-	if (s->last ? rc != Z_STREAM_END
-	            : rc != Z_OK || z->avail_in || !z->avail_out)
-		s->failed = 1;
+	s->failed = s->last ? rc != Z_STREAM_END
+	                    : rc != Z_OK || z->avail_in || !z->avail_out;
 	s->out_len = s->out_cap - z->avail_out;
-}
-
-static void *
-worker(void *arg)
-{
-	struct chrome_gz *g = arg;
-	z_stream z;
-	int ok = z_open(&z) == Z_OK;
-	pthread_mutex_lock(&g->mu);
-	for (;;) {
-		while (!g->stop && g->taken == g->filled)
-			pthread_cond_wait(&g->work, &g->mu);
-		if (g->taken == g->filled)
-			break; /* stop, and nothing left */
-		struct gz_slot *s = &g->slots[g->taken++ % g->nslots];
-		pthread_mutex_unlock(&g->mu);
-		if (ok)
-			compress_slot(&z, s);
-		else
-			s->failed = 1;
-		pthread_mutex_lock(&g->mu);
-		s->done = 1;
-		pthread_cond_broadcast(&g->done);
-	}
-	pthread_mutex_unlock(&g->mu);
-	if (ok)
-		deflateEnd(&z);
-	return NULL;
 }
 
 static void
@@ -166,59 +114,44 @@ put(struct chrome_gz *g, const void *p, size_t n)
 	}
 }
 
-/* With the lock held: write the oldest block if it is compressed,
- * compress one waiting block here, or else wait for a worker.  Returns
- * with the lock held. */
+/* Write a compressed block (ordpool's emit: the caller's thread, in
+ * order). */
 static void
-make_progress(struct chrome_gz *g)
+write_slot(void *job, void *ctx)
 {
-	struct gz_slot *s = &g->slots[g->written % g->nslots];
-	if (g->written < g->filled && s->done) {
-		pthread_mutex_unlock(&g->mu);
-		if (s->failed)
-			cmd_die(EXIT_USAGE, "gzip: out of memory");
-		put(g, s->out, s->out_len);
-		g->crc = (uint32_t)crc32_combine(g->crc, s->crc, (z_off_t)s->in_len);
-		pthread_mutex_lock(&g->mu);
-		s->done = 0;
-		g->written++;
-	} else if (g->taken < g->filled) {
-		struct gz_slot *t = &g->slots[g->taken++ % g->nslots];
-		pthread_mutex_unlock(&g->mu);
-		compress_slot(&g->z, t);
-		pthread_mutex_lock(&g->mu);
-		t->done = 1;
-	} else {
-		pthread_cond_wait(&g->done, &g->mu);
-	}
+	struct gz_slot *s = job;
+	struct chrome_gz *g = ctx;
+	if (s->failed)
+		cmd_die(EXIT_USAGE, "gzip: out of memory");
+	put(g, s->out, s->out_len);
+	g->crc = (uint32_t)crc32_combine(g->crc, s->crc, (z_off_t)s->in_len);
 }
 
 struct chrome_gz *
 chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 {
 	struct chrome_gz *g = calloc(1, sizeof(*g));
-	if (!g || z_open(&g->z) != Z_OK)
+	if (!g)
 		cmd_die(EXIT_USAGE, "out of memory");
 	g->fd = fd;
 	g->fail = fail;
 	g->ctx = ctx;
 	g->crc = (uint32_t)crc32(0, NULL, 0);
-	unsigned threads = gz_threads();
-	/* the caller compresses too: threads - 1 workers; two blocks per
-	 * party, so that nobody waits for a slot to be written */
+	unsigned threads = ordpool_threads();
+	/* two blocks per party, so that nobody waits for a slot to be
+	 * written */
 	g->nslots = 2 * threads;
 	g->slots = calloc(g->nslots, sizeof(*g->slots));
-	g->threads = calloc(threads, sizeof(*g->threads));
-	if (!g->slots || !g->threads)
+	g->jobs = calloc(g->nslots, sizeof(*g->jobs));
+	if (!g->slots || !g->jobs)
 		cmd_die(EXIT_USAGE, "out of memory");
-	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->work, NULL);
-	pthread_cond_init(&g->done, NULL);
-	for (unsigned i = 0; i + 1 < threads; i++) {
-		if (pthread_create(&g->threads[g->nthreads], NULL, worker, g) != 0)
-			break; /* fewer helpers; the caller does the rest */
-		g->nthreads++;
+	for (unsigned i = 0; i < g->nslots; i++) {
+		g->slots[i].z_ok = z_open(&g->slots[i].z) == Z_OK;
+		g->jobs[i] = &g->slots[i];
 	}
+	if (!(g->pool = ordpool_new(threads, g->nslots, g->jobs, compress_slot,
+	                            write_slot, g)))
+		cmd_die(EXIT_USAGE, "out of memory");
 	/* the member's header: deflate, no name, no time, Unix */
 	static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
 	put(g, head, sizeof(head));
@@ -230,10 +163,7 @@ chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 static void
 submit(struct chrome_gz *g, struct sbuf *b, int last)
 {
-	pthread_mutex_lock(&g->mu);
-	while (g->filled - g->written == g->nslots)
-		make_progress(g);
-	struct gz_slot *s = &g->slots[g->filled % g->nslots];
+	struct gz_slot *s = ordpool_next(g->pool);
 	char *p = s->in;
 	size_t cap = s->in_cap;
 	s->in = b->p;
@@ -243,15 +173,9 @@ submit(struct chrome_gz *g, struct sbuf *b, int last)
 	b->cap = cap;
 	b->len = 0;
 	s->last = last;
-	s->done = 0;
 	s->failed = 0;
 	g->total += s->in_len;
-	g->filled++;
-	pthread_cond_signal(&g->work);
-	/* write what is ready, without waiting */
-	while (g->written < g->filled && g->slots[g->written % g->nslots].done)
-		make_progress(g);
-	pthread_mutex_unlock(&g->mu);
+	ordpool_post(g->pool);
 }
 
 void
@@ -265,28 +189,19 @@ void
 chrome_gz_close(struct chrome_gz *g, struct sbuf *b)
 {
 	submit(g, b, 1);
-	pthread_mutex_lock(&g->mu);
-	while (g->written < g->filled)
-		make_progress(g);
-	g->stop = 1;
-	pthread_cond_broadcast(&g->work);
-	pthread_mutex_unlock(&g->mu);
-	for (unsigned i = 0; i < g->nthreads; i++)
-		pthread_join(g->threads[i], NULL);
+	ordpool_free(g->pool); /* every block written */
 	unsigned char tail[8];
 	uint32_t v[2] = { g->crc, (uint32_t)g->total };
 	for (int i = 0; i < 8; i++)
 		tail[i] = (unsigned char)(v[i / 4] >> (8 * (i % 4)));
 	put(g, tail, sizeof(tail));
-	deflateEnd(&g->z);
 	for (unsigned i = 0; i < g->nslots; i++) {
+		if (g->slots[i].z_ok)
+			deflateEnd(&g->slots[i].z);
 		free(g->slots[i].in);
 		free(g->slots[i].out);
 	}
-	pthread_mutex_destroy(&g->mu);
-	pthread_cond_destroy(&g->work);
-	pthread_cond_destroy(&g->done);
 	free(g->slots);
-	free(g->threads);
+	free(g->jobs);
 	free(g);
 }

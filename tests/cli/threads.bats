@@ -4,7 +4,8 @@
 # readers (the second in a thread of its own, its messages held back
 # until the first's are out), trace-merge's sealer thread (the output
 # compressed on a second core while the merge goes on), trace-import's
-# parse thread and trace-to-chrome -z's compressing threads, each
+# parse thread, trace-to-chrome -z's compressing threads and
+# trace-dump --csv/--json's formatting threads, each
 # against its one-thread result where there is a switch for it.
 # `make check-tsan` runs this file under ThreadSanitizer, where any
 # report fails it.
@@ -121,4 +122,72 @@ PY
 	[ -w /dev/full ] || skip "no writable /dev/full"
 	run -2 --separate-stderr bash -c "trace-to-chrome -z '$T' > /dev/full"
 	assert_eq "$stderr" "trace-to-chrome: (stdout): write error: No space left on device"
+}
+
+# dump_same FILE ARGS...: trace-dump ARGS on FILE with one thread and
+# with 2 and 4 (batches of events formatted on worker threads): the same
+# standard output, standard error and exit status
+dump_same() {
+	local f=$1 t
+	shift
+	TK_THREADS=1 trace-dump "$@" "$f" > "$D/one.out" 2> "$D/one.err" && echo 0 > "$D/one.rc" || echo $? > "$D/one.rc"
+	for t in 2 4; do
+		TK_THREADS=$t trace-dump "$@" "$f" > "$D/n.out" 2> "$D/n.err" && echo 0 > "$D/n.rc" || echo $? > "$D/n.rc"
+		cmp "$D/one.out" "$D/n.out"
+		cmp "$D/one.err" "$D/n.err"
+		cmp "$D/one.rc" "$D/n.rc"
+	done
+}
+
+@test "trace-dump --csv/--json: batches formatted on threads, written as one thread writes them" {
+	# two traces one after the other (a new string table in the middle
+	# of a batch), many batches of 4096 events
+	local n=30000
+	under_valgrind && n=6000
+	A=$(synth_trace a.tkt -n $n)
+	B=$(synth_trace b.tkt -n $((n / 3)) --pid 77 --seed 9 --layers 2)
+	cat "$A" "$B" "$A" > "$D/cat.tkt"
+	for fmt in --csv --json; do
+		dump_same "$D/cat.tkt" $fmt
+		# as many events as one thread prints, counted by Python
+		rows=$(python3 -c 'import csv, json, sys
+f = open(sys.argv[1], newline="")
+if sys.argv[2] == "--csv":
+    r = list(csv.reader(f)); print(len(r) - 1, len(set(map(len, r))))
+else:
+    r = [json.loads(l) for l in f]; print(len(r), 1)' "$D/one.out" $fmt)
+		under_valgrind || [ "${rows% *}" -gt $((3 * 4096)) ]
+		assert_eq "${rows#* }" 1
+		dump_same "$D/cat.tkt" $fmt --kind kernel,memcpy,counter
+		dump_same "$D/cat.tkt" $fmt --limit 5000 --name '^[a-m]'
+	done
+	# cut short: what came before the damage, then the same message
+	head -c $(( $(stat -c %s "$A") * 2 / 3 )) "$A" > "$D/cut.tkt"
+	dump_same "$D/cut.tkt" --csv
+	assert_eq "$(cat "$D/one.rc")" 1
+	[ -s "$D/one.out" ] && [ -s "$D/one.err" ]
+	# a write error met in a batch
+	[ -w /dev/full ] || skip "no writable /dev/full"
+	run -2 --separate-stderr bash -c "TK_THREADS=2 trace-dump --json '$A' > /dev/full"
+	assert_eq "$stderr" "trace-dump: write error: No space left on device"
+}
+
+@test "trace-dump --csv/--json: every shared real trace, with threads as with one" {
+	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
+	under_valgrind && skip "41 imports: too slow under valgrind"
+	local i=0 f every=1
+	# a sanitizer build imports ~10 times slower: every fourth trace
+	under_sanitizers && every=4
+	# imported once, then read as one stream of 41 traces
+	while IFS= read -r f; do
+		i=$((i + 1))
+		trace-import -o "$D/$i.tkt" "$f" 2> /dev/null
+	done < <(find "$TK_SHARED/testdata" -type f \( -name '*.json' -o -name '*.json.gz' -o -name '*_gz.gz' \) |
+	         sort | awk -v k=$every 'NR % k == 1 || k == 1')
+	[ "$i" -ge $((40 / every)) ]
+	for j in $(seq "$i"); do cat "$D/$j.tkt"; done > "$D/all.tkt"
+	dump_same "$D/all.tkt" --csv
+	dump_same "$D/all.tkt" --json
+	assert_eq "$(cat "$D/one.rc")" 0
+	assert_eq "$(wc -l < "$D/one.out")" "$(trace-dump --info --json "$D/all.tkt" | jq -s 'map(.events) | add')"
 }
