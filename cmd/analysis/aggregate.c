@@ -131,6 +131,10 @@ struct agg {
 	const char *cur_path;    /* the input being read */
 	const struct perinst_result *per_result;
 	int finished;
+	int restored;            /* built from a summary (agg_restore_*):
+	                            the groups' summaries are given, their
+	                            distributions empty */
+	int64_t resolution;      /* restored: the clock tick it was given */
 };
 
 
@@ -1372,7 +1376,7 @@ agg_finish(struct agg *a)
 	if (a->finished)
 		return;
 	a->finished = 1;
-	for (size_t i = 0; i < a->ngroups; i++)
+	for (size_t i = 0; i < a->ngroups && !a->restored; i++)
 		dist_summary(&a->groups[i].dur, &a->groups[i].s);
 	for (size_t i = 0; i < a->ndevs; i++) {
 		struct device *d = &a->devs[i];
@@ -1475,4 +1479,87 @@ int64_t
 agg_wall(const struct agg *a)
 {
 	return a->run.t_max > a->run.t_min ? a->run.t_max - a->run.t_min : 0;
+}
+
+int64_t
+agg_resolution(struct agg *a)
+{
+	if (a->restored)
+		return a->resolution;
+	int64_t tick = 1000;
+	for (size_t i = 0; i < a->ngroups && tick > 1; i++) {
+		const struct dist *d = &a->groups[i].dur;
+		if (d->approx || !d->v)
+			return 1;
+		for (uint64_t k = 0; k < d->count && tick > 1; k++)
+			while (tick > 1 && d->v[k] % tick)
+				tick /= 10;
+	}
+	return tick;
+}
+
+/* ---- an aggregation restored from a summary --------------------------------------------- */
+
+struct agg_group *
+agg_restore_group(struct agg *a, unsigned kind, const char *domain, const char *name,
+                  unsigned copy_kind, unsigned src, unsigned dst)
+{
+	a->restored = 1;
+	if (agg_table_of(kind) < 0)
+		return NULL;
+	int32_t g = group_for(a, kind, domain ? domain : "", name, copy_kind, src, dst);
+	return g > 0 ? &a->groups[g - 1] : NULL;
+}
+
+struct agg_device *
+agg_restore_device(struct agg *a, const char *host, int64_t index, const char *name)
+{
+	a->restored = 1;
+	a->devs = xgrow(a->devs, &a->capdevs, a->ndevs + 1, sizeof(*a->devs));
+	struct device *dv = &a->devs[a->ndevs++];
+	memset(dv, 0, sizeof(*dv));
+	dv->pub.host = cmd_xstrdup(host ? host : "");
+	dv->pub.name = cmd_xstrdup(name ? name : "");
+	dv->pub.index = index;
+	dv->pub.first = INT64_MAX;
+	dv->pub.last = INT64_MIN;
+	busy_init(&dv->cur.busy);
+	return &dv->pub;
+}
+
+struct agg_process *
+agg_restore_process(struct agg *a, const char *host, int64_t pid, const char *name,
+                    const char *command, const char *label)
+{
+	a->restored = 1;
+	a->procs = xgrow(a->procs, &a->capprocs, a->nprocs + 1, sizeof(*a->procs));
+	struct agg_process *pr = &a->procs[a->nprocs++];
+	memset(pr, 0, sizeof(*pr));
+	pr->host = cmd_xstrdup(host ? host : "");
+	pr->pid = pid;
+	pr->name = cmd_xstrdup(name ? name : "");
+	pr->command = cmd_xstrdup(command ? command : "");
+	pr->label = cmd_xstrdup(label ? label : "");
+	return pr;
+}
+
+struct agg_run *
+agg_restore_run(struct agg *a)
+{
+	a->restored = 1;
+	return &a->run;
+}
+
+void
+agg_restore_meta(struct agg *a, const char *key, const char *value)
+{
+	a->restored = 1;
+	add_meta(a, key, value);
+}
+
+void
+agg_restore_resolution(struct agg *a, int64_t tick)
+{
+	a->restored = 1;
+	a->resolution = tick;
 }

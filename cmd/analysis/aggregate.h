@@ -230,4 +230,32 @@ int64_t agg_wall(const struct agg *a);
 /* Which table an event kind goes to; -1 for none. */
 int agg_table_of(unsigned kind);
 
+/* The coarsest clock tick, in ns, that divides every duration kept: 1000
+ * for imports in whole microseconds, 1 for nanosecond recordings (and
+ * for approximate distributions, whose values are not kept). */
+int64_t agg_resolution(struct agg *a);
+
+/*
+ * An aggregation restored from a summary of one (trace-stats
+ * --baseline; cmd/trace-diff/baseline.c reads it): each call creates
+ * one item, empty, and returns it for the caller to fill in; the
+ * groups' distributions stay empty, their `s` is the caller's, and
+ * agg_finish() leaves it.  Memory the caller gives a group's run_total
+ * or the run's run_wall (cmd_xrealloc) is freed by agg_free().  A group
+ * whose name --name or --exclude drops, or of a kind with no table,
+ * is not created: NULL.
+ */
+struct agg_group *agg_restore_group(struct agg *a, unsigned kind, const char *domain,
+                                    const char *name, unsigned copy_kind,
+                                    unsigned src, unsigned dst);
+struct agg_device *agg_restore_device(struct agg *a, const char *host, int64_t index,
+                                      const char *name);
+struct agg_process *agg_restore_process(struct agg *a, const char *host, int64_t pid,
+                                        const char *name, const char *command,
+                                        const char *label);
+struct agg_run *agg_restore_run(struct agg *a);
+void agg_restore_meta(struct agg *a, const char *key, const char *value);
+/* What agg_resolution() then returns. */
+void agg_restore_resolution(struct agg *a, int64_t tick);
+
 #endif
