@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
- * status), match.c (operations of the two traces matched and
+ * status), baseline.c (a side read from a trace-stats --baseline
+ * summary), match.c (operations of the two traces matched and
  * tested), summary.c (the run-wide figures), explain.c (the wall's
  * change split over kernels, copies, API, idle), guard.c (differences of
  * setup worth a warning), gate.c (what
@@ -157,6 +158,8 @@ struct diff_part {
 struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
 	struct agg *agg[2];
+	int from_summary[2];     /* the side is a summary (baseline.c): no
+	                            instances to test */
 	int runs;                /* both traces have several runs */
 	int64_t resolution;      /* ns: the coarser clock quantum of the two
 	                            traces (1000 for whole microseconds) */
@@ -177,6 +180,10 @@ struct diff {
 	int regression;          /* the exit status is 1 */
 };
 
+/* baseline.c: is the file a summary (by its content)?  Then the
+ * aggregation restored from it, or NULL after a message. */
+int diff_is_summary(const char *path);
+struct agg *diff_read_summary(const struct agg_options *o, const char *path);
 /* match.c */
 void diff_match(struct diff *df);
 /* The verdict of a row at this threshold (and --alpha, --min-share);

@@ -256,28 +256,16 @@ diff_row_verdict(const struct diff *df, const struct diff_row *r, double thresho
 		return dir > 0 ? V_SLOWER : V_FASTER;
 	}
 	const struct diff_test_result *t = e == EV_RUNS ? &r->runs_test : &r->test;
+	if (e == EV_NONE && !df->runs && (df->from_summary[0] || df->from_summary[1])) {
+		/* the instances' test needs every duration */
+		*why = "a summary has no instances";
+		return V_UNSURE;
+	}
 	if (e == EV_NONE || !(r->p_holm < df->opt->alpha) || t->direction != dir) {
 		*why = "not significant (Holm)";
 		return V_UNSURE;
 	}
 	return dir > 0 ? V_SLOWER : V_FASTER;
-}
-
-/* The coarsest clock tick that divides every duration of a trace: 1000
- * ns for imports in whole microseconds, 1 for nanosecond recordings. */
-static int64_t
-resolution(struct agg *a)
-{
-	int64_t tick = 1000;
-	for (size_t i = 0; i < agg_ngroups(a) && tick > 1; i++) {
-		const struct dist *d = &agg_group(a, i)->dur;
-		if (d->approx || !d->v)
-			return 1;
-		for (uint64_t k = 0; k < d->count && tick > 1; k++)
-			while (tick > 1 && d->v[k] % tick)
-				tick /= 10;
-	}
-	return tick;
 }
 
 void
@@ -320,7 +308,7 @@ diff_match(struct diff *df)
 	int64_t *scratch = malloc((most ? most : 1) * sizeof(*scratch));
 	if (!scratch)
 		cmd_die(EXIT_USAGE, "out of memory");
-	int64_t r0 = resolution(df->agg[0]), r1 = resolution(df->agg[1]);
+	int64_t r0 = agg_resolution(df->agg[0]), r1 = agg_resolution(df->agg[1]);
 	df->resolution = r0 > r1 ? r0 : r1;
 	for (size_t i = 0; i < df->nrows; i++) {
 		struct diff_row *r = &df->rows[i];

@@ -78,7 +78,12 @@ text_header(struct diff *df)
 		printf("%-8sthe traces differ in %s: %s vs %s\n", "Warning", w->what, w->before,
 		       w->after);
 	}
-	if (!df->runs)
+	if (!df->runs && (df->from_summary[0] || df->from_summary[1]))
+		printf("%-8s%s is a summary of one run: it has no instances to test, so only "
+		       "changes of count are found; a summary of several runs (trace-record "
+		       "-r N) compares run by run\n", "Summary",
+		       cmd_display_path(df->opt->paths[df->from_summary[1]]));
+	else if (!df->runs)
 		printf("%-8sone run per side: instances of one run do not show the run-to-run "
 		       "spread, and the wall time is not tested; more runs "
 		       "(trace-record -r N) would tell\n", "Runs");

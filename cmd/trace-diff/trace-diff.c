@@ -25,7 +25,8 @@ usage(void)
 {
 	printf("Usage: %s [OPTIONS] BEFORE AFTER\n"
 	       "Compare two tracekit traces: what got faster or slower, by how much, and\n"
-	       "how sure that is (- reads one of them from stdin).\n"
+	       "how sure that is (- reads one of them from stdin; either may be a summary\n"
+	       "written by trace-stats --baseline instead).\n"
 	       "\n"
 	       "Output:\n"
 	       "  -c, --csv              CSV; times in integer ns\n"
@@ -219,6 +220,7 @@ struct read_job {
 	const char *path;
 	int by_run;
 	int guess;               /* set by_run from the trace's first chunk */
+	int summary;             /* the input is a summary, not a trace */
 	struct agg *agg;         /* NULL when it could not be read */
 	FILE *messages;          /* where a thread's warnings wait */
 	char *text;
@@ -231,6 +233,13 @@ read_job(void *arg)
 	struct read_job *j = arg;
 	if (j->messages)
 		cmd_warn_to(j->messages);
+	if (j->summary) {
+		/* split by run already, when it was of several */
+		j->by_run = 1;
+		j->agg = diff_read_summary(j->opt, j->path);
+		cmd_warn_to(NULL);
+		return NULL;
+	}
 	/* standard input and pipes can be read only once: split by run
 	 * from the start (they are spooled to a file); so is a trace that
 	 * looks like a repeated recording */
@@ -277,7 +286,17 @@ read_both(struct diff *df)
 		jobs[s].opt = &df->opt->agg;
 		jobs[s].path = df->opt->paths[s];
 		jobs[s].guess = 1;
+		jobs[s].summary = df->from_summary[s] = diff_is_summary(jobs[s].path);
 	}
+	if (df->from_summary[0] && df->from_summary[1])
+		cmd_usage_error("compares a trace with a summary, or two traces: "
+		                "both %s and %s are summaries",
+		                cmd_display_path(jobs[0].path), cmd_display_path(jobs[1].path));
+	if ((df->from_summary[0] || df->from_summary[1]) &&
+	    (df->opt->normalize || df->opt->agg.from || df->opt->agg.to != INT64_MAX))
+		cmd_usage_error("--normalize, --from and --to need every instance: "
+		                "not with a summary (%s)",
+		                cmd_display_path(jobs[df->from_summary[1]].path));
 	/* both are read, so that every damaged input is reported */
 	run_jobs(jobs, 2);
 	df->agg[0] = jobs[0].agg;

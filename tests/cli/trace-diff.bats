@@ -322,7 +322,7 @@ PY
 		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","explain","groups","result"]'
 	assert_eq "$(jq -r '.schema' <<< "$output")" "tracekit-diff/1"
 	assert_eq "$(jq -c '.before | keys_unsorted' <<< "$output")" \
-		'["input","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
+		'["input","summary","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
 	assert_eq "$(jq -c '.summary[0] | keys_unsorted' <<< "$output")" \
 		'["metric","device","unit","before","after","delta","ratio","speedup","per_run","runs_before","runs_after","sd_before","sd_after","test","p_value","verdict"]'
 	assert_eq "$(jq -c '.groups[0] | keys_unsorted' <<< "$output")" \
