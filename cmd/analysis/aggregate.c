@@ -135,6 +135,8 @@ struct agg {
 	                            the groups' summaries are given, their
 	                            distributions empty */
 	int64_t resolution;      /* restored: the clock tick it was given */
+	int64_t in_min, in_max;  /* by_input: earliest begin, latest end of
+	                            the input being read */
 };
 
 
@@ -878,8 +880,9 @@ add_to_group(struct agg *a, struct agg_group *gr, const struct tk_event *e)
 		gr->first_ts = e->ts;
 		gr->first_dur = e->dur;
 	}
-	uint32_t run;
-	if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
+	uint32_t run = a->opt.by_input ? a->run.inputs
+	             : a->opt.by_run ? run_at(a, e->ts) : 0;
+	if (run) {
 		if (run > gr->nrun_total) {
 			gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
 			memset(gr->run_total + gr->nrun_total, 0,
@@ -1135,6 +1138,10 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		a->run.t_min = e->ts;
 	if (e->ts + e->dur > a->run.t_max)
 		a->run.t_max = e->ts + e->dur;
+	if (e->ts < a->in_min)
+		a->in_min = e->ts;
+	if (e->ts + e->dur > a->in_max)
+		a->in_max = e->ts + e->dur;
 	if (g > 0)
 		add_to_group(a, &a->groups[g - 1], e);
 	if (a->ops)
@@ -1173,7 +1180,8 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		process_event(a, t, e);
 		break;
 	case TK_RUN:
-		run_event(a, e);
+		if (!a->opt.by_input)
+			run_event(a, e);
 		break;
 	default:
 		break;
@@ -1272,6 +1280,21 @@ rereadable_fd(struct autoread *in)
 	return tmp;
 }
 
+/* by_input: the input just read is run number inputs, its wall that
+ * of its kept events. */
+static void
+input_run(struct agg *a)
+{
+	uint32_t n = a->run.inputs;
+	if (n > a->run.runs_seen) {
+		a->run.run_wall = cmd_xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
+		memset(a->run.run_wall + a->run.runs_seen, 0,
+		       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
+		a->run.runs_seen = n;
+	}
+	a->run.run_wall[n - 1] = a->in_max > a->in_min ? a->in_max - a->in_min : 0;
+}
+
 /* --steps: the series of the first input that has one serves for all. */
 static void
 choose_steps(struct agg *a, int fd, const char *path)
@@ -1292,6 +1315,8 @@ agg_read(struct agg *a, const char *path)
 	int fd;
 	a->run.inputs++;
 	a->cur_path = path;
+	a->in_min = INT64_MAX;
+	a->in_max = INT64_MIN;
 	int status = autoread_open(&in, path, NULL);
 	if (status)
 		return status;
@@ -1351,6 +1376,8 @@ agg_read(struct agg *a, const char *path)
 		}
 	}
 	end_scope(a);
+	if (a->opt.by_input)
+		input_run(a);
 	a->run.skipped += tk_reader_skipped(r);
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
@@ -1478,6 +1505,12 @@ agg_ranks(const struct agg *a)
 int64_t
 agg_wall(const struct agg *a)
 {
+	if (a->opt.by_input) {
+		int64_t sum = 0;
+		for (uint32_t i = 0; i < a->run.runs_seen; i++)
+			sum += a->run.run_wall[i];
+		return sum;
+	}
 	return a->run.t_max > a->run.t_min ? a->run.t_max - a->run.t_min : 0;
 }
 

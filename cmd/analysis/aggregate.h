@@ -167,6 +167,12 @@ struct agg_options {
 	uint32_t run;            /* keep the events of TK_RUN number run; 0 = all */
 	int by_run;              /* split each group's total by run (for
 	                            comparing --repeat recordings run by run) */
+	int by_input;            /* each input (agg_read()) is one run, as
+	                            by_run splits them: several recordings of
+	                            one program, each in its own file; the
+	                            inputs' TK_RUN events are then not runs,
+	                            and the wall is the sum of the inputs'
+	                            walls (they ran at different times) */
 	unsigned skip;           /* work not wanted: AGG_SKIP_* (events are
 	                            still read and counted by kind) */
 	size_t exact_budget;     /* bytes of exact values at most (-S), in all
@@ -179,7 +185,7 @@ struct agg_options {
 	int distributed;         /* the distributed view (ranks.h) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0, 0 }
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
@@ -224,7 +230,8 @@ const char *agg_per_name(const struct agg *a);
 const struct opview_row *agg_operators(const struct agg *a, size_t *n);
 /* The distributed view (options.distributed), or NULL. */
 const struct ranks *agg_ranks(const struct agg *a);
-/* Wall time of the kept events: t_max - t_min, 0 when none. */
+/* Wall time of the kept events: t_max - t_min, 0 when none; with
+ * options.by_input, the sum of each input's. */
 int64_t agg_wall(const struct agg *a);
 
 /* Which table an event kind goes to; -1 for none. */

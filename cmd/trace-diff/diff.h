@@ -59,7 +59,10 @@ struct diff_options {
 	double expect_speedup;   /* factor; 0 = not given */
 	int name_given;          /* --name: the groups it keeps are gated */
 	struct agg_options agg;
-	const char *paths[2];    /* BEFORE, AFTER */
+	const char *paths[2];    /* BEFORE, AFTER (the first file of each) */
+	char *const *files[2];   /* every file of each side: with several,
+	                            each is one run (BEFORE... -- AFTER...) */
+	size_t nfiles[2];
 	const char *html;        /* --html FILE, else NULL */
 };
 

@@ -36,6 +36,10 @@ json_input(struct diff *df, int side)
 	const struct agg_run *run = agg_run(a);
 	json_t *o = json_object();
 	cmd_jset(o, "input", cmd_jstr(cmd_display_path(df->opt->paths[side])));
+	json_t *files = json_array();
+	for (size_t i = 0; i < df->opt->nfiles[side]; i++)
+		cmd_jappend(files, cmd_jstr(cmd_display_path(df->opt->files[side][i])));
+	cmd_jset(o, "files", files);
 	cmd_jset(o, "summary", json_boolean(df->from_summary[side]));
 	cmd_jset(o, "wall_ns", json_integer(agg_wall(a)));
 	cmd_jset(o, "events", json_integer((json_int_t)run->events));

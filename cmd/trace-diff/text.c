@@ -27,8 +27,11 @@ text_input(struct diff *df, int side)
 	struct agg *a = df->agg[side];
 	const struct agg_run *run = agg_run(a);
 	char b[64];
-	printf("%-8s%s: wall %s, %" PRIu64 " events", side ? "After" : "Before",
-	       cmd_display_path(df->opt->paths[side]),
+	printf("%-8s%s", side ? "After" : "Before", cmd_display_path(df->opt->paths[side]));
+	if (df->opt->nfiles[side] > 1)
+		printf(" and %zu more file%s", df->opt->nfiles[side] - 1,
+		       df->opt->nfiles[side] > 2 ? "s" : "");
+	printf(": wall %s, %" PRIu64 " events",
 	       diff_fmt_time(b, sizeof(b), (double)agg_wall(a), 0), run->events);
 	if (run->runs_seen)
 		printf(", %u runs", run->runs_seen);

@@ -322,7 +322,7 @@ PY
 		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","explain","groups","result"]'
 	assert_eq "$(jq -r '.schema' <<< "$output")" "tracekit-diff/1"
 	assert_eq "$(jq -c '.before | keys_unsorted' <<< "$output")" \
-		'["input","summary","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
+		'["input","files","summary","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
 	assert_eq "$(jq -c '.summary[0] | keys_unsorted' <<< "$output")" \
 		'["metric","device","unit","before","after","delta","ratio","speedup","per_run","runs_before","runs_after","sd_before","sd_after","test","p_value","verdict"]'
 	assert_eq "$(jq -c '.groups[0] | keys_unsorted' <<< "$output")" \
@@ -487,9 +487,9 @@ PY
 	B=$(synth_trace before.tkt --steps 2)
 	try="Try 'trace-diff --help' for more information."
 	run -2 --separate-stderr trace-diff "$B"
-	assert_eq "$stderr" "trace-diff: needs two traces: BEFORE AFTER"$'\n'"$try"
+	assert_eq "$stderr" "trace-diff: needs two traces: BEFORE AFTER (or BEFORE... -- AFTER...)"$'\n'"$try"
 	run -2 --separate-stderr trace-diff "$B" "$B" "$B"
-	assert_eq "$stderr" "trace-diff: compares exactly two traces: BEFORE AFTER"$'\n'"$try"
+	assert_eq "$stderr" "trace-diff: compares exactly two traces: BEFORE AFTER (or BEFORE... -- AFTER...)"$'\n'"$try"
 	run -2 --separate-stderr trace-diff - -
 	assert_eq "${stderr%%$'\n'*}" "trace-diff: only one of BEFORE and AFTER can be standard input"
 	for bad in "--threshold x" "--threshold -5%" "--alpha 0" "--alpha 1" "--alpha x" \
