@@ -474,6 +474,12 @@ main(int argc, char **argv)
 	st.files = first < argc ? argv + first : stdin_only;
 	st.nfiles = first < argc ? argc - first : 1;
 	skip_unwanted(&st.opt);
+	if (st.opt.baseline && st.nfiles > 1) {
+		/* several recordings: each is one run, as trace-diff takes
+		 * several files of a side */
+		st.opt.agg.by_run = 0;
+		st.opt.agg.by_input = 1;
+	}
 
 	if (!(st.agg = agg_new(&st.opt.agg)))
 		cmd_die(EXIT_USAGE, "out of memory");

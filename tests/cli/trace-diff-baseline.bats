@@ -160,3 +160,17 @@ print("# %d rows decided without instances agree, %d rested on instances" % (sam
       file=sys.stderr)
 PY
 }
+
+@test "a summary of several files, each one run, gives the verdicts of the files themselves" {
+	d=$BATS_TEST_TMPDIR
+	for s in 1 2 3; do
+		synth --steps 6 --layers 2 --seed $s -o "$d/b$s.tkt"
+		synth --steps 6 --layers 2 --seed $((s + 10)) --slow flash_bwd=1.2 -o "$d/a$s.tkt"
+	done
+	trace-stats --baseline "$d"/b?.tkt > "$d/b.json"
+	jq -e '(.run.runs | length) == 3 and (.kernels[0].runs_ns | length) == 3' "$d/b.json"
+	trace-diff --json "$d"/b?.tkt -- "$d"/a?.tkt > "$d/t.json" || [ $? -eq 1 ]
+	trace-diff --json "$d/b.json" -- "$d"/a?.tkt > "$d/s.json" || [ $? -eq 1 ]
+	assert_eq "$(verdicts "$d/s.json")" "$(verdicts "$d/t.json")"
+	jq -e '.runs and .result.status == 1' "$d/s.json"
+}
