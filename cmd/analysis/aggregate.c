@@ -227,6 +227,7 @@ agg_free(struct agg *a)
 		free(a->groups[i].name);
 		free(a->groups[i].domain);
 		free(a->groups[i].run_total);
+		free(a->groups[i].run_count);
 		dist_free(&a->groups[i].dur);
 	}
 	free(a->groups);
@@ -885,11 +886,15 @@ add_to_group(struct agg *a, struct agg_group *gr, const struct tk_event *e)
 	if (run) {
 		if (run > gr->nrun_total) {
 			gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
+			gr->run_count = cmd_xrealloc(gr->run_count, run * sizeof(*gr->run_count));
 			memset(gr->run_total + gr->nrun_total, 0,
 			       (run - gr->nrun_total) * sizeof(*gr->run_total));
+			memset(gr->run_count + gr->nrun_total, 0,
+			       (run - gr->nrun_total) * sizeof(*gr->run_count));
 			gr->nrun_total = run;
 		}
 		gr->run_total[run - 1] += e->dur;
+		gr->run_count[run - 1]++;
 	}
 	if (gr->table == AGG_MEMOPS) {
 		uint64_t bytes = e->kind == TK_MEMCPY ? e->u.memcpy.bytes

@@ -58,7 +58,8 @@ struct agg_group {
 	uint64_t rate_n;
 	int64_t first_ts, first_dur; /* the earliest instance */
 	int64_t *run_total;      /* options.by_run: time in run i + 1 */
-	uint32_t nrun_total;
+	uint64_t *run_count;     /* ... and instances in run i + 1 */
+	uint32_t nrun_total;     /* of each */
 	struct summary s;        /* filled by agg_finish() */
 };
 
@@ -247,7 +248,8 @@ int64_t agg_resolution(struct agg *a);
  * --baseline; cmd/trace-diff/baseline.c reads it): each call creates
  * one item, empty, and returns it for the caller to fill in; the
  * groups' distributions stay empty, their `s` is the caller's, and
- * agg_finish() leaves it.  Memory the caller gives a group's run_total
+ * agg_finish() leaves it.  Memory the caller gives a group's run_total,
+ * run_count
  * or the run's run_wall (cmd_xrealloc) is freed by agg_free().  A group
  * whose name --name or --exclude drops, or of a kind with no table,
  * is not created: NULL.

@@ -161,17 +161,21 @@ restore_group(struct reading *rd, struct agg *a, enum agg_table t, const json_t 
 	s->max = get_int(rd, o, "max_ns", 1);
 	g->bytes = (uint64_t)get_int(rd, o, "bytes", 0);
 	const json_t *runs = json_object_get(o, "runs_ns");
+	const json_t *counts = json_object_get(o, "runs_count");
 	size_t n = json_array_size(runs);
-	if (n != nruns) {
-		rd->error = "an operation's \"runs_ns\" does not list every run";
+	if (n != nruns || json_array_size(counts) != nruns) {
+		rd->error = "an operation's \"runs_ns\" or \"runs_count\" does not list every run";
 		return;
 	}
 	if (n) {
 		g->run_total = cmd_xrealloc(NULL, n * sizeof(*g->run_total));
+		g->run_count = cmd_xrealloc(NULL, n * sizeof(*g->run_count));
 		g->nrun_total = (uint32_t)n;
 		for (size_t i = 0; i < n; i++) {
-			const json_t *x = json_array_get(runs, i);
+			const json_t *x = json_array_get(runs, i), *c = json_array_get(counts, i);
 			g->run_total[i] = json_is_integer(x) ? (int64_t)json_integer_value(x) : 0;
+			g->run_count[i] = json_is_integer(c) && json_integer_value(c) > 0
+			                ? (uint64_t)json_integer_value(c) : 0;
 		}
 	}
 }

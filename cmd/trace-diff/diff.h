@@ -79,6 +79,7 @@ struct diff_side {
 	uint64_t bytes;          /* memory operations */
 	double *runs;            /* time per run (several runs on both
 	                            sides), nruns of them */
+	double *run_counts;      /* instances per run, as many */
 	size_t nruns;
 	char **names;            /* --normalize: the names merged here */
 	size_t nnames, capnames;
@@ -93,6 +94,8 @@ struct diff_row {
 	double ratio;            /* median after / median before */
 	struct diff_test_result test;      /* over the instances */
 	struct diff_test_result runs_test; /* over the runs' totals */
+	struct diff_test_result count_test; /* over the runs' counts: what
+	                            decides when the count changed */
 	double p_holm;           /* the deciding test's p, Holm-adjusted over
 	                            every operation tested; NAN: none */
 	int calls;               /* the count changed beyond the threshold:

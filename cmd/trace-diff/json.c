@@ -177,6 +177,7 @@ json_groups(struct diff *df)
 			cmd_jset(o, "p_value", json_p(&r->test));
 			cmd_jset(o, "runs_test", json_test(&r->runs_test));
 			cmd_jset(o, "runs_p_value", json_p(&r->runs_test));
+			cmd_jset(o, "runs_count_p_value", json_p(&r->count_test));
 			cmd_jset(o, "p_holm", jreal(r->p_holm));
 			const char *ev = diff_evidence_name(diff_row_evidence(df, r));
 			cmd_jset(o, "evidence", ev ? json_string(ev) : json_null());

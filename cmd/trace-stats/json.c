@@ -66,6 +66,11 @@ json_ops(const struct stats *st, enum agg_table t)
 				cmd_jappend(runs, json_integer(k < g->nrun_total ? g->run_total[k]
 				                                                 : 0));
 			cmd_jset(o, "runs_ns", runs);
+			json_t *counts = json_array();
+			for (uint32_t k = 0; k < agg_run(st->agg)->runs_seen; k++)
+				cmd_jappend(counts, json_integer(k < g->nrun_total
+				                                 ? (json_int_t)g->run_count[k] : 0));
+			cmd_jset(o, "runs_count", counts);
 		}
 		if (t == AGG_MEMOPS) {
 			if (g->kind == TK_MEMCPY && g->copy_kind) {

@@ -98,3 +98,26 @@ PY
 	run -2 trace-diff "${B[@]}" -- "${A[0]}" "$d/cut.tkt"
 	[[ "$output" == *"cut.tkt"* ]]
 }
+
+@test "runs: a count changed alike in every run is certain; one that varies from run to run is not" {
+	d=$BATS_TEST_TMPDIR
+	FT="$BATS_TEST_DIRNAME/findings_trace.py"
+	# one NAME COUNT DURATION: a run with COUNT calls of kernel k
+	one() { python3 "$FT" --span 1000000 "kernel:k:$3x$2" kernel:other:5000x10 | mktrace > "$d/$1.tkt"; }
+	# one call more in each run (1.7 % of the kernels' time), while
+	# the time per run varies too much from run to run to tell (means
+	# 10 and 11 us, sd 2 and 2.2 us: Welch's t over the times gives
+	# p = 0.6); Welch's t over counts of no spread gives p = 0
+	one b1 10 800; one b2 10 1200; one b3 10 1000
+	one a1 11 1200; one a2 11 800; one a3 11 1000
+	run -1 trace-diff --json "$d"/b?.tkt -- "$d"/a?.tkt
+	jq -e '.groups[] | select(.name == "k") | .verdict == "slower" and .evidence == "runs" and
+	       .why == "more calls" and .runs_count_p_value == 0 and .runs_p_value > 0.5' <<< "$output"
+	# counts 10, 20, 15 against 18, 12, 20: 11 % more calls in all, but
+	# the runs do not agree (t = 0.45)
+	one b1 10 1000; one b2 20 1000; one b3 15 1000
+	one a1 18 1000; one a2 12 1000; one a3 20 1000
+	run -0 trace-diff --json "$d"/b?.tkt -- "$d"/a?.tkt
+	jq -e '.groups[] | select(.name == "k") | .verdict == "unsure" and .calls == "more" and
+	       .why == "not significant (Holm)" and .runs_count_p_value > 0.5' <<< "$output"
+}

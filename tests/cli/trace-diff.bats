@@ -326,7 +326,7 @@ PY
 	assert_eq "$(jq -c '.summary[0] | keys_unsorted' <<< "$output")" \
 		'["metric","device","unit","before","after","delta","ratio","speedup","per_run","runs_before","runs_after","sd_before","sd_after","test","p_value","verdict"]'
 	assert_eq "$(jq -c '.groups[0] | keys_unsorted' <<< "$output")" \
-		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value","p_holm","evidence","calls","why"]'
+		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value","runs_count_p_value","p_holm","evidence","calls","why"]'
 	assert_eq "$(jq -c '[.groups[] | select(.before) | .before | keys_unsorted] | unique' <<< "$output")" \
 		'[["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns"],["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns","bytes"]]'
 	assert_eq "$(jq -c '[.summary[].metric]' <<< "$output")" \
