@@ -579,13 +579,15 @@ main(int argc, char **argv)
 		}
 	parse_options(sep, argv, &opt, &re);
 	int nbefore = sep - optind, split = sep < argc && nbefore > 0;
-	/* the files of both sides in one list, the "--" left out */
-	char **operands = cmd_xrealloc(NULL, (size_t)argc * sizeof(*operands));
-	int noperands = 0;
-	for (int i = split ? optind : sep < argc ? sep + 1 : optind; i < argc; i++)
-		if (!(split && i == sep))
-			operands[noperands++] = argv[i];
-	take_operands(noperands, operands, split ? nbefore : -1, &opt);
+	/* the files of both sides in one list: BEFORE's move up over the
+	 * "--" (getopt has put them just before it) */
+	char **operands = argv + (sep < argc ? sep + 1 : optind);
+	if (split) {
+		for (int i = sep; i > optind; i--)
+			argv[i] = argv[i - 1];
+		operands = argv + optind + 1;
+	}
+	take_operands((int)(argv + argc - operands), operands, split ? nbefore : -1, &opt);
 
 	struct diff df;
 	memset(&df, 0, sizeof(df));
@@ -602,6 +604,5 @@ main(int argc, char **argv)
 		regfree(&re.name);
 	if (opt.agg.exclude)
 		regfree(&re.exclude);
-	free(operands);
 	return cmd_finish(status);
 }
