@@ -65,8 +65,11 @@ get_int(struct reading *rd, const json_t *o, const char *key, int required)
 	const json_t *v = json_object_get(o, key);
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
-	if (json_is_real(v))
-		return (int64_t)json_real_value(v);
+	if (json_is_real(v)) {
+		/* a real out of range would not convert: clamp it */
+		double x = json_real_value(v);
+		return x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+	}
 	if (required && !rd->error)
 		rd->error = "a number is missing or not a number";
 	return 0;
@@ -97,10 +100,11 @@ restore_run(struct reading *rd, struct agg *a, const json_t *run)
 	int64_t wall = get_int(rd, run, "wall_ns", 1);
 	r->t_min = get_int(rd, run, "t_min", 1);
 	r->t_max = get_int(rd, run, "t_max", 1);
-	if (r->t_max - r->t_min != wall) {
+	int64_t span;
+	if (__builtin_sub_overflow(r->t_max, r->t_min, &span) || span != wall || wall < 0) {
 		/* what agg_wall() gives is the wall time said */
 		r->t_min = 0;
-		r->t_max = wall;
+		r->t_max = wall > 0 ? wall : 0;
 	}
 	r->events = (uint64_t)get_int(rd, run, "events", 1);
 	r->events_read = (uint64_t)get_int(rd, run, "events_read", 0);
@@ -152,6 +156,12 @@ restore_group(struct reading *rd, struct agg *a, enum agg_table t, const json_t 
 	int64_t count = get_int(rd, o, "count", 1);
 	s->count = count > 0 ? (uint64_t)count : 0;
 	s->total = get_int(rd, o, "total_ns", 1);
+	if (s->total < 0 || count < 0) {
+		/* a trace's are never negative (totals saturate); the deltas
+		 * of the comparison could overflow */
+		rd->error = "a count or a time is negative";
+		return;
+	}
 	s->mean = get_real(o, "mean_ns");
 	s->std = get_real(o, "std_ns");
 	s->min = get_int(rd, o, "min_ns", 1);
@@ -173,7 +183,8 @@ restore_group(struct reading *rd, struct agg *a, enum agg_table t, const json_t 
 		g->nrun_total = (uint32_t)n;
 		for (size_t i = 0; i < n; i++) {
 			const json_t *x = json_array_get(runs, i), *c = json_array_get(counts, i);
-			g->run_total[i] = json_is_integer(x) ? (int64_t)json_integer_value(x) : 0;
+			g->run_total[i] = json_is_integer(x) && json_integer_value(x) > 0
+			                ? (int64_t)json_integer_value(x) : 0;
 			g->run_count[i] = json_is_integer(c) && json_integer_value(c) > 0
 			                ? (uint64_t)json_integer_value(c) : 0;
 		}

@@ -107,6 +107,9 @@ PY
 	jq 'del(.kernels[0].count)' "$d/b.json" > "$d/nocount.json"
 	run -2 trace-diff "$d/nocount.json" "$d/b.tkt"
 	[[ "$output" == *"nocount.json: not a trace-stats --baseline summary: a number is missing or not a number" ]]
+	jq '.kernels[0].total_ns = -1' "$d/b.json" > "$d/neg.json"
+	run -2 trace-diff "$d/neg.json" "$d/b.tkt"
+	[[ "$output" == *"neg.json: not a trace-stats --baseline summary: a count or a time is negative" ]]
 	jq '.kernels[0].kind = "api"' "$d/b.json" > "$d/kind.json"
 	run -2 trace-diff "$d/kind.json" "$d/b.tkt"
 	[[ "$output" == *"kind.json: not a trace-stats --baseline summary: an operation has no name or a kind not of its table" ]]
