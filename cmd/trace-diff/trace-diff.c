@@ -534,6 +534,32 @@ take_operands(int argc, char **argv, int before, struct diff_options *o)
 	o->line_width = o->full_names ? 0 : line_width();
 }
 
+/* The options and the files.  BEFORE... -- AFTER...: options end at
+ * the "--"; files before it are BEFORE's runs, every word after it
+ * AFTER's.  A "--" with no file before it only ends the options, as
+ * usual.  Exits on a usage error. */
+static void
+read_command_line(int argc, char **argv, struct diff_options *o, struct regexes *re)
+{
+	int sep = argc;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	parse_options(sep, argv, o, re);
+	int nbefore = sep - optind, split = sep < argc && nbefore > 0;
+	/* the files of both sides in one list: BEFORE's move up over the
+	 * "--" (getopt has put them just before it) */
+	char **operands = argv + (sep < argc ? sep + 1 : optind);
+	if (split) {
+		for (int i = sep; i > optind; i--)
+			argv[i] = argv[i - 1];
+		operands = argv + optind + 1;
+	}
+	take_operands((int)(argv + argc - operands), operands, split ? nbefore : -1, o);
+}
+
 /* Read, match, summarise and judge: the exit status, 0 or 1 (a
  * regression), or -1 after a message when a trace could not be read
  * or lacks the figure to judge. */
@@ -568,26 +594,7 @@ main(int argc, char **argv)
 	struct diff_options opt;
 	struct regexes re;
 	cmd_init("trace-diff");
-	/* BEFORE... -- AFTER...: options end at the "--"; files before it
-	 * are BEFORE's runs, every word after it AFTER's.  A "--" with no
-	 * file before it only ends the options, as usual. */
-	int sep = argc;
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			sep = i;
-			break;
-		}
-	parse_options(sep, argv, &opt, &re);
-	int nbefore = sep - optind, split = sep < argc && nbefore > 0;
-	/* the files of both sides in one list: BEFORE's move up over the
-	 * "--" (getopt has put them just before it) */
-	char **operands = argv + (sep < argc ? sep + 1 : optind);
-	if (split) {
-		for (int i = sep; i > optind; i--)
-			argv[i] = argv[i - 1];
-		operands = argv + optind + 1;
-	}
-	take_operands((int)(argv + argc - operands), operands, split ? nbefore : -1, &opt);
+	read_command_line(argc, argv, &opt, &re);
 
 	struct diff df;
 	memset(&df, 0, sizeof(df));
