@@ -131,6 +131,12 @@ struct agg {
 	const char *cur_path;    /* the input being read */
 	const struct perinst_result *per_result;
 	int finished;
+	int restored;            /* built from a summary (agg_restore_*):
+	                            the groups' summaries are given, their
+	                            distributions empty */
+	int64_t resolution;      /* restored: the clock tick it was given */
+	int64_t in_min, in_max;  /* by_input: earliest begin, latest end of
+	                            the input being read */
 };
 
 
@@ -235,6 +241,7 @@ agg_free(struct agg *a)
 		free(a->groups[i].name);
 		free(a->groups[i].domain);
 		free(a->groups[i].run_total);
+		free(a->groups[i].run_count);
 		dist_free(&a->groups[i].dur);
 	}
 	free(a->groups);
@@ -888,15 +895,20 @@ add_to_group(struct agg *a, struct agg_group *gr, const struct tk_event *e)
 		gr->first_ts = e->ts;
 		gr->first_dur = e->dur;
 	}
-	uint32_t run;
-	if (a->opt.by_run && (run = run_at(a, e->ts)) != 0) {
+	uint32_t run = a->opt.by_input ? a->run.inputs
+	             : a->opt.by_run ? run_at(a, e->ts) : 0;
+	if (run) {
 		if (run > gr->nrun_total) {
 			gr->run_total = cmd_xrealloc(gr->run_total, run * sizeof(*gr->run_total));
+			gr->run_count = cmd_xrealloc(gr->run_count, run * sizeof(*gr->run_count));
 			memset(gr->run_total + gr->nrun_total, 0,
 			       (run - gr->nrun_total) * sizeof(*gr->run_total));
+			memset(gr->run_count + gr->nrun_total, 0,
+			       (run - gr->nrun_total) * sizeof(*gr->run_count));
 			gr->nrun_total = run;
 		}
 		gr->run_total[run - 1] += e->dur;
+		gr->run_count[run - 1]++;
 	}
 	if (gr->table == AGG_MEMOPS) {
 		uint64_t bytes = e->kind == TK_MEMCPY ? e->u.memcpy.bytes
@@ -1146,6 +1158,10 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		a->run.t_min = e->ts;
 	if (e->ts + e->dur > a->run.t_max)
 		a->run.t_max = e->ts + e->dur;
+	if (e->ts < a->in_min)
+		a->in_min = e->ts;
+	if (e->ts + e->dur > a->in_max)
+		a->in_max = e->ts + e->dur;
 	if (g > 0)
 		add_to_group(a, &a->groups[g - 1], e);
 	if (a->ops)
@@ -1184,7 +1200,8 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		process_event(a, t, e);
 		break;
 	case TK_RUN:
-		run_event(a, e);
+		if (!a->opt.by_input)
+			run_event(a, e);
 		break;
 	default:
 		break;
@@ -1283,6 +1300,21 @@ rereadable_fd(struct autoread *in)
 	return tmp;
 }
 
+/* by_input: the input just read is run number inputs, its wall that
+ * of its kept events. */
+static void
+input_run(struct agg *a)
+{
+	uint32_t n = a->run.inputs;
+	if (n > a->run.runs_seen) {
+		a->run.run_wall = cmd_xrealloc(a->run.run_wall, n * sizeof(*a->run.run_wall));
+		memset(a->run.run_wall + a->run.runs_seen, 0,
+		       (n - a->run.runs_seen) * sizeof(*a->run.run_wall));
+		a->run.runs_seen = n;
+	}
+	a->run.run_wall[n - 1] = a->in_max > a->in_min ? a->in_max - a->in_min : 0;
+}
+
 /* --steps: the series of the first input that has one serves for all. */
 static void
 choose_steps(struct agg *a, int fd, const char *path)
@@ -1303,6 +1335,8 @@ agg_read(struct agg *a, const char *path)
 	int fd;
 	a->run.inputs++;
 	a->cur_path = path;
+	a->in_min = INT64_MAX;
+	a->in_max = INT64_MIN;
 	int status = autoread_open(&in, path, NULL);
 	if (status)
 		return status;
@@ -1362,6 +1396,8 @@ agg_read(struct agg *a, const char *path)
 		}
 	}
 	end_scope(a);
+	if (a->opt.by_input)
+		input_run(a);
 	a->run.skipped += tk_reader_skipped(r);
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);
@@ -1387,7 +1423,7 @@ agg_finish(struct agg *a)
 	if (a->finished)
 		return;
 	a->finished = 1;
-	for (size_t i = 0; i < a->ngroups; i++)
+	for (size_t i = 0; i < a->ngroups && !a->restored; i++)
 		dist_summary(&a->groups[i].dur, &a->groups[i].s);
 	for (size_t i = 0; i < a->ndevs; i++) {
 		struct device *d = &a->devs[i];
@@ -1489,5 +1525,94 @@ agg_ranks(const struct agg *a)
 int64_t
 agg_wall(const struct agg *a)
 {
+	if (a->opt.by_input) {
+		int64_t sum = 0;
+		for (uint32_t i = 0; i < a->run.runs_seen; i++)
+			sum += a->run.run_wall[i];
+		return sum;
+	}
 	return a->run.t_max > a->run.t_min ? a->run.t_max - a->run.t_min : 0;
+}
+
+int64_t
+agg_resolution(struct agg *a)
+{
+	if (a->restored)
+		return a->resolution;
+	int64_t tick = 1000;
+	for (size_t i = 0; i < a->ngroups && tick > 1; i++) {
+		const struct dist *d = &a->groups[i].dur;
+		if (d->approx || !d->v)
+			return 1;
+		for (uint64_t k = 0; k < d->count && tick > 1; k++)
+			while (tick > 1 && d->v[k] % tick)
+				tick /= 10;
+	}
+	return tick;
+}
+
+/* ---- an aggregation restored from a summary --------------------------------------------- */
+
+struct agg_group *
+agg_restore_group(struct agg *a, unsigned kind, const char *domain, const char *name,
+                  unsigned copy_kind, unsigned src, unsigned dst)
+{
+	a->restored = 1;
+	if (agg_table_of(kind) < 0)
+		return NULL;
+	int32_t g = group_for(a, kind, domain ? domain : "", name, copy_kind, src, dst);
+	return g > 0 ? &a->groups[g - 1] : NULL;
+}
+
+struct agg_device *
+agg_restore_device(struct agg *a, const char *host, int64_t index, const char *name)
+{
+	a->restored = 1;
+	a->devs = xgrow(a->devs, &a->capdevs, a->ndevs + 1, sizeof(*a->devs));
+	struct device *dv = &a->devs[a->ndevs++];
+	memset(dv, 0, sizeof(*dv));
+	dv->pub.host = cmd_xstrdup(host ? host : "");
+	dv->pub.name = cmd_xstrdup(name ? name : "");
+	dv->pub.index = index;
+	dv->pub.first = INT64_MAX;
+	dv->pub.last = INT64_MIN;
+	busy_init(&dv->cur.busy);
+	return &dv->pub;
+}
+
+struct agg_process *
+agg_restore_process(struct agg *a, const char *host, int64_t pid, const char *name,
+                    const char *command, const char *label)
+{
+	a->restored = 1;
+	a->procs = xgrow(a->procs, &a->capprocs, a->nprocs + 1, sizeof(*a->procs));
+	struct agg_process *pr = &a->procs[a->nprocs++];
+	memset(pr, 0, sizeof(*pr));
+	pr->host = cmd_xstrdup(host ? host : "");
+	pr->pid = pid;
+	pr->name = cmd_xstrdup(name ? name : "");
+	pr->command = cmd_xstrdup(command ? command : "");
+	pr->label = cmd_xstrdup(label ? label : "");
+	return pr;
+}
+
+struct agg_run *
+agg_restore_run(struct agg *a)
+{
+	a->restored = 1;
+	return &a->run;
+}
+
+void
+agg_restore_meta(struct agg *a, const char *key, const char *value)
+{
+	a->restored = 1;
+	add_meta(a, key, value);
+}
+
+void
+agg_restore_resolution(struct agg *a, int64_t tick)
+{
+	a->restored = 1;
+	a->resolution = tick;
 }

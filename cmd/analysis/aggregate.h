@@ -58,7 +58,8 @@ struct agg_group {
 	uint64_t rate_n;
 	int64_t first_ts, first_dur; /* the earliest instance */
 	int64_t *run_total;      /* options.by_run: time in run i + 1 */
-	uint32_t nrun_total;
+	uint64_t *run_count;     /* ... and instances in run i + 1 */
+	uint32_t nrun_total;     /* of each */
 	struct summary s;        /* filled by agg_finish() */
 };
 
@@ -167,6 +168,12 @@ struct agg_options {
 	uint32_t run;            /* keep the events of TK_RUN number run; 0 = all */
 	int by_run;              /* split each group's total by run (for
 	                            comparing --repeat recordings run by run) */
+	int by_input;            /* each input (agg_read()) is one run, as
+	                            by_run splits them: several recordings of
+	                            one program, each in its own file; the
+	                            inputs' TK_RUN events are then not runs,
+	                            and the wall is the sum of the inputs'
+	                            walls (they ran at different times) */
 	unsigned skip;           /* work not wanted: AGG_SKIP_* (events are
 	                            still read and counted by kind) */
 	size_t exact_budget;     /* bytes of exact values at most (-S), in all
@@ -179,7 +186,7 @@ struct agg_options {
 	int distributed;         /* the distributed view (ranks.h) */
 };
 #define AGG_OPTIONS_INIT { 0, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, \
-                           0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0 }
+                           0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0, 0 }
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
@@ -224,10 +231,40 @@ const char *agg_per_name(const struct agg *a);
 const struct opview_row *agg_operators(const struct agg *a, size_t *n);
 /* The distributed view (options.distributed), or NULL. */
 const struct ranks *agg_ranks(const struct agg *a);
-/* Wall time of the kept events: t_max - t_min, 0 when none. */
+/* Wall time of the kept events: t_max - t_min, 0 when none; with
+ * options.by_input, the sum of each input's. */
 int64_t agg_wall(const struct agg *a);
 
 /* Which table an event kind goes to; -1 for none. */
 int agg_table_of(unsigned kind);
+
+/* The coarsest clock tick, in ns, that divides every duration kept: 1000
+ * for imports in whole microseconds, 1 for nanosecond recordings (and
+ * for approximate distributions, whose values are not kept). */
+int64_t agg_resolution(struct agg *a);
+
+/*
+ * An aggregation restored from a summary of one (trace-stats
+ * --baseline; cmd/trace-diff/baseline.c reads it): each call creates
+ * one item, empty, and returns it for the caller to fill in; the
+ * groups' distributions stay empty, their `s` is the caller's, and
+ * agg_finish() leaves it.  Memory the caller gives a group's run_total,
+ * run_count
+ * or the run's run_wall (cmd_xrealloc) is freed by agg_free().  A group
+ * whose name --name or --exclude drops, or of a kind with no table,
+ * is not created: NULL.
+ */
+struct agg_group *agg_restore_group(struct agg *a, unsigned kind, const char *domain,
+                                    const char *name, unsigned copy_kind,
+                                    unsigned src, unsigned dst);
+struct agg_device *agg_restore_device(struct agg *a, const char *host, int64_t index,
+                                      const char *name);
+struct agg_process *agg_restore_process(struct agg *a, const char *host, int64_t pid,
+                                        const char *name, const char *command,
+                                        const char *label);
+struct agg_run *agg_restore_run(struct agg *a);
+void agg_restore_meta(struct agg *a, const char *key, const char *value);
+/* What agg_resolution() then returns. */
+void agg_restore_resolution(struct agg *a, int64_t tick);
 
 #endif

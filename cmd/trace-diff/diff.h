@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace-diff, shared by its files: trace-diff.c (options, inputs, exit
- * status), match.c (operations of the two traces matched and
+ * status), baseline.c (a side read from a trace-stats --baseline
+ * summary), match.c (operations of the two traces matched and
  * tested), summary.c (the run-wide figures), explain.c (the wall's
  * change split over kernels, copies, API, idle), guard.c (differences of
  * setup worth a warning), gate.c (what
@@ -58,7 +59,10 @@ struct diff_options {
 	double expect_speedup;   /* factor; 0 = not given */
 	int name_given;          /* --name: the groups it keeps are gated */
 	struct agg_options agg;
-	const char *paths[2];    /* BEFORE, AFTER */
+	const char *paths[2];    /* BEFORE, AFTER (the first file of each) */
+	char *const *files[2];   /* every file of each side: with several,
+	                            each is one run (BEFORE... -- AFTER...) */
+	size_t nfiles[2];
 	const char *html;        /* --html FILE, else NULL */
 };
 
@@ -75,6 +79,7 @@ struct diff_side {
 	uint64_t bytes;          /* memory operations */
 	double *runs;            /* time per run (several runs on both
 	                            sides), nruns of them */
+	double *run_counts;      /* instances per run, as many */
 	size_t nruns;
 	char **names;            /* --normalize: the names merged here */
 	size_t nnames, capnames;
@@ -89,6 +94,8 @@ struct diff_row {
 	double ratio;            /* median after / median before */
 	struct diff_test_result test;      /* over the instances */
 	struct diff_test_result runs_test; /* over the runs' totals */
+	struct diff_test_result count_test; /* over the runs' counts: what
+	                            decides when the count changed */
 	double p_holm;           /* the deciding test's p, Holm-adjusted over
 	                            every operation tested; NAN: none */
 	int calls;               /* the count changed beyond the threshold:
@@ -157,6 +164,8 @@ struct diff_part {
 struct diff {
 	const struct diff_options *opt;  /* borrowed; the caller sets it first */
 	struct agg *agg[2];
+	int from_summary[2];     /* the side is a summary (baseline.c): no
+	                            instances to test */
 	int runs;                /* both traces have several runs */
 	int64_t resolution;      /* ns: the coarser clock quantum of the two
 	                            traces (1000 for whole microseconds) */
@@ -177,6 +186,10 @@ struct diff {
 	int regression;          /* the exit status is 1 */
 };
 
+/* baseline.c: is the file a summary (by its content)?  Then the
+ * aggregation restored from it, or NULL after a message. */
+int diff_is_summary(const char *path);
+struct agg *diff_read_summary(const struct agg_options *o, const char *path);
 /* match.c */
 void diff_match(struct diff *df);
 /* The verdict of a row at this threshold (and --alpha, --min-share);

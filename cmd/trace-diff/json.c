@@ -36,6 +36,11 @@ json_input(struct diff *df, int side)
 	const struct agg_run *run = agg_run(a);
 	json_t *o = json_object();
 	cmd_jset(o, "input", cmd_jstr(cmd_display_path(df->opt->paths[side])));
+	json_t *files = json_array();
+	for (size_t i = 0; i < df->opt->nfiles[side]; i++)
+		cmd_jappend(files, cmd_jstr(cmd_display_path(df->opt->files[side][i])));
+	cmd_jset(o, "files", files);
+	cmd_jset(o, "summary", json_boolean(df->from_summary[side]));
 	cmd_jset(o, "wall_ns", json_integer(agg_wall(a)));
 	cmd_jset(o, "events", json_integer((json_int_t)run->events));
 	cmd_jset(o, "dropped", json_integer((json_int_t)run->dropped));
@@ -172,6 +177,7 @@ json_groups(struct diff *df)
 			cmd_jset(o, "p_value", json_p(&r->test));
 			cmd_jset(o, "runs_test", json_test(&r->runs_test));
 			cmd_jset(o, "runs_p_value", json_p(&r->runs_test));
+			cmd_jset(o, "runs_count_p_value", json_p(&r->count_test));
 			cmd_jset(o, "p_holm", jreal(r->p_holm));
 			const char *ev = diff_evidence_name(diff_row_evidence(df, r));
 			cmd_jset(o, "evidence", ev ? json_string(ev) : json_null());

@@ -61,7 +61,8 @@ attach(struct diff_side *s, struct agg_group *g, uint32_t nruns, int names)
 		if (nruns >= 2) {
 			s->nruns = nruns;
 			s->runs = calloc(nruns, sizeof(*s->runs));
-			if (!s->runs)
+			s->run_counts = calloc(nruns, sizeof(*s->run_counts));
+			if (!s->runs || !s->run_counts)
 				cmd_die(EXIT_USAGE, "out of memory");
 		}
 	} else {
@@ -77,8 +78,10 @@ attach(struct diff_side *s, struct agg_group *g, uint32_t nruns, int names)
 			cmd_die(EXIT_USAGE, "out of memory");
 	}
 	s->bytes += g->bytes;
-	for (uint32_t i = 0; i < g->nrun_total && i < s->nruns; i++)
+	for (uint32_t i = 0; i < g->nrun_total && i < s->nruns; i++) {
 		s->runs[i] += (double)g->run_total[i];
+		s->run_counts[i] += (double)g->run_count[i];
+	}
 	if (names) {
 		char **v = tkp_grow(s->names, &s->capnames, s->nnames + 1, sizeof(*v));
 		if (!v)
@@ -104,7 +107,7 @@ compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 	r->delta = (a->present ? a->s.total : 0) - (b->present ? b->s.total : 0);
 	r->ratio = NAN;
 	r->p_holm = NAN;
-	r->test.p = r->runs_test.p = 1;
+	r->test.p = r->runs_test.p = r->count_test.p = 1;
 	if (!a->present || !b->present)
 		return;
 	r->ratio = median_ratio(&b->s, &a->s);
@@ -114,8 +117,27 @@ compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 	if (diff_mwu_any(b->d->v, b->d->count, a->d->v, a->d->count, scratch,
 	                 &r->test) < 0)
 		cmd_die(EXIT_USAGE, "out of memory");
-	if (df->runs)
+	if (df->runs) {
 		diff_welch_values(b->runs, b->nruns, a->runs, a->nruns, &r->runs_test);
+		diff_welch_values(b->run_counts, b->nruns, a->run_counts, a->nruns,
+		                  &r->count_test);
+	}
+}
+
+/* The test a row's verdict rests on, NULL when none: with runs, that of
+ * the runs' counts when the count changed (the same number of calls in
+ * every run, another in every run after, is a certain change, however
+ * little time it adds), else that of the runs' times; with one run
+ * each, that of the instances (a count changed in one run each is an
+ * observation: no test). */
+static const struct diff_test_result *
+deciding_test(const struct diff *df, const struct diff_row *r)
+{
+	switch (diff_row_evidence(df, r)) {
+	case EV_RUNS: return r->calls ? &r->count_test : &r->runs_test;
+	case EV_INSTANCES: return &r->test;
+	default: return NULL;
+	}
 }
 
 enum diff_evidence
@@ -164,7 +186,7 @@ adjust(struct diff *df)
 		double pooled = (double)r->side[0].s.total + (double)r->side[1].s.total;
 		if (pooled < df->opt->min_share * df->reference[r->table])
 			continue;
-		p[m] = e == EV_RUNS ? r->runs_test.p : r->test.p;
+		p[m] = deciding_test(df, r)->p;
 		at[m++] = i;
 	}
 	if (diff_holm(p, m) < 0)
@@ -255,29 +277,22 @@ diff_row_verdict(const struct diff *df, const struct diff_row *r, double thresho
 		*why = dir > 0 ? "more calls" : "fewer calls";
 		return dir > 0 ? V_SLOWER : V_FASTER;
 	}
-	const struct diff_test_result *t = e == EV_RUNS ? &r->runs_test : &r->test;
-	if (e == EV_NONE || !(r->p_holm < df->opt->alpha) || t->direction != dir) {
+	const struct diff_test_result *t = deciding_test(df, r);
+	if (e == EV_NONE && !df->runs && (df->from_summary[0] || df->from_summary[1])) {
+		/* the instances' test needs every duration */
+		*why = "a summary has no instances";
+		return V_UNSURE;
+	}
+	/* the count's test points the way of the count, the others the
+	 * way of the time */
+	int expect = t == &r->count_test ? r->calls : dir;
+	if (e == EV_NONE || !(r->p_holm < df->opt->alpha) || t->direction != expect) {
 		*why = "not significant (Holm)";
 		return V_UNSURE;
 	}
+	if (r->calls)
+		*why = dir > 0 ? "more calls" : "fewer calls";
 	return dir > 0 ? V_SLOWER : V_FASTER;
-}
-
-/* The coarsest clock tick that divides every duration of a trace: 1000
- * ns for imports in whole microseconds, 1 for nanosecond recordings. */
-static int64_t
-resolution(struct agg *a)
-{
-	int64_t tick = 1000;
-	for (size_t i = 0; i < agg_ngroups(a) && tick > 1; i++) {
-		const struct dist *d = &agg_group(a, i)->dur;
-		if (d->approx || !d->v)
-			return 1;
-		for (uint64_t k = 0; k < d->count && tick > 1; k++)
-			while (tick > 1 && d->v[k] % tick)
-				tick /= 10;
-	}
-	return tick;
 }
 
 void
@@ -320,7 +335,7 @@ diff_match(struct diff *df)
 	int64_t *scratch = malloc((most ? most : 1) * sizeof(*scratch));
 	if (!scratch)
 		cmd_die(EXIT_USAGE, "out of memory");
-	int64_t r0 = resolution(df->agg[0]), r1 = resolution(df->agg[1]);
+	int64_t r0 = agg_resolution(df->agg[0]), r1 = agg_resolution(df->agg[1]);
 	df->resolution = r0 > r1 ? r0 : r1;
 	for (size_t i = 0; i < df->nrows; i++) {
 		struct diff_row *r = &df->rows[i];
@@ -347,6 +362,7 @@ diff_free(struct diff *df)
 			if (d->owned)
 				dist_free(&d->own);
 			free(d->runs);
+			free(d->run_counts);
 			for (size_t k = 0; k < d->nnames; k++)
 				free(d->names[k]);
 			free(d->names);

@@ -27,8 +27,11 @@ text_input(struct diff *df, int side)
 	struct agg *a = df->agg[side];
 	const struct agg_run *run = agg_run(a);
 	char b[64];
-	printf("%-8s%s: wall %s, %" PRIu64 " events", side ? "After" : "Before",
-	       cmd_display_path(df->opt->paths[side]),
+	printf("%-8s%s", side ? "After" : "Before", cmd_display_path(df->opt->paths[side]));
+	if (df->opt->nfiles[side] > 1)
+		printf(" and %zu more file%s", df->opt->nfiles[side] - 1,
+		       df->opt->nfiles[side] > 2 ? "s" : "");
+	printf(": wall %s, %" PRIu64 " events",
 	       diff_fmt_time(b, sizeof(b), (double)agg_wall(a), 0), run->events);
 	if (run->runs_seen)
 		printf(", %u runs", run->runs_seen);
@@ -78,7 +81,12 @@ text_header(struct diff *df)
 		printf("%-8sthe traces differ in %s: %s vs %s\n", "Warning", w->what, w->before,
 		       w->after);
 	}
-	if (!df->runs)
+	if (!df->runs && (df->from_summary[0] || df->from_summary[1]))
+		printf("%-8s%s is a summary of one run: it has no instances to test, so only "
+		       "changes of count are found; a summary of several runs (trace-record "
+		       "-r N) compares run by run\n", "Summary",
+		       cmd_display_path(df->opt->paths[df->from_summary[1]]));
+	else if (!df->runs)
 		printf("%-8sone run per side: instances of one run do not show the run-to-run "
 		       "spread, and the wall time is not tested; more runs "
 		       "(trace-record -r N) would tell\n", "Runs");

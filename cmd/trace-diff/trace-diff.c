@@ -24,8 +24,11 @@ static void
 usage(void)
 {
 	printf("Usage: %s [OPTIONS] BEFORE AFTER\n"
+	       "       %s [OPTIONS] BEFORE... -- AFTER...\n"
 	       "Compare two tracekit traces: what got faster or slower, by how much, and\n"
-	       "how sure that is (- reads one of them from stdin).\n"
+	       "how sure that is (- reads one of them from stdin; either may be a summary\n"
+	       "written by trace-stats --baseline instead).  With several files on a\n"
+	       "side, each is one run: the verdicts rest on the run-to-run spread.\n"
 	       "\n"
 	       "Output:\n"
 	       "  -c, --csv              CSV; times in integer ns\n"
@@ -61,7 +64,7 @@ usage(void)
 	       "Exit status: 0 no significant regression, 1 a regression (or a failed\n"
 	       "--fail-if-slower or --expect-speedup), 2 an input could not be read,\n"
 	       "usage or output error.\n",
-	       cmd_name());
+	       cmd_name(), cmd_name());
 }
 
 /* ---- options ------------------------------------------------------------------------------ */
@@ -171,6 +174,28 @@ read_trace(const struct agg_options *base, const char *path, int by_run)
 	return a;
 }
 
+/* Several files of one side, each one run; NULL after the readers'
+ * messages when any could not be read completely (each is read, so
+ * that every damaged one is reported). */
+static struct agg *
+read_files(const struct agg_options *base, char *const *files, size_t n)
+{
+	struct agg_options o = *base;
+	o.by_input = 1;
+	struct agg *a = agg_new(&o);
+	if (!a)
+		cmd_die(EXIT_USAGE, "out of memory");
+	int status = 0;
+	for (size_t i = 0; i < n; i++)
+		status |= agg_read(a, files[i]);
+	if (status) {
+		agg_free(a);
+		return NULL;
+	}
+	agg_finish(a);
+	return a;
+}
+
 /* Can the input be read again?  Files can; standard input, pipes
  * (as from <(zcat run.tkt.gz)) and devices cannot.  What cannot be
  * looked at counts as a file: reading it reports why. */
@@ -219,6 +244,9 @@ struct read_job {
 	const char *path;
 	int by_run;
 	int guess;               /* set by_run from the trace's first chunk */
+	int summary;             /* the input is a summary, not a trace */
+	char *const *files;      /* several files, each one run: read these */
+	size_t nfiles;
 	struct agg *agg;         /* NULL when it could not be read */
 	FILE *messages;          /* where a thread's warnings wait */
 	char *text;
@@ -231,6 +259,19 @@ read_job(void *arg)
 	struct read_job *j = arg;
 	if (j->messages)
 		cmd_warn_to(j->messages);
+	if (j->nfiles > 1) {
+		j->by_run = 1;
+		j->agg = read_files(j->opt, j->files, j->nfiles);
+		cmd_warn_to(NULL);
+		return NULL;
+	}
+	if (j->summary) {
+		/* split by run already, when it was of several */
+		j->by_run = 1;
+		j->agg = diff_read_summary(j->opt, j->path);
+		cmd_warn_to(NULL);
+		return NULL;
+	}
 	/* standard input and pipes can be read only once: split by run
 	 * from the start (they are spooled to a file); so is a trace that
 	 * looks like a repeated recording */
@@ -276,8 +317,25 @@ read_both(struct diff *df)
 	for (int s = 0; s < 2; s++) {
 		jobs[s].opt = &df->opt->agg;
 		jobs[s].path = df->opt->paths[s];
+		jobs[s].files = df->opt->files[s];
+		jobs[s].nfiles = df->opt->nfiles[s];
 		jobs[s].guess = 1;
+		for (size_t i = 0; i < jobs[s].nfiles; i++)
+			if (diff_is_summary(jobs[s].files[i]) && jobs[s].nfiles > 1)
+				cmd_usage_error("%s is a summary: it is a side on its own, "
+				                "not one run of several",
+				                cmd_display_path(jobs[s].files[i]));
+		jobs[s].summary = df->from_summary[s] = diff_is_summary(jobs[s].path);
 	}
+	if (df->from_summary[0] && df->from_summary[1])
+		cmd_usage_error("compares a trace with a summary, or two traces: "
+		                "both %s and %s are summaries",
+		                cmd_display_path(jobs[0].path), cmd_display_path(jobs[1].path));
+	if ((df->from_summary[0] || df->from_summary[1]) &&
+	    (df->opt->normalize || df->opt->agg.from || df->opt->agg.to != INT64_MAX))
+		cmd_usage_error("--normalize, --from and --to need every instance: "
+		                "not with a summary (%s)",
+		                cmd_display_path(jobs[df->from_summary[1]].path));
 	/* both are read, so that every damaged input is reported */
 	run_jobs(jobs, 2);
 	df->agg[0] = jobs[0].agg;
@@ -286,6 +344,21 @@ read_both(struct diff *df)
 		return -1;
 	df->runs = agg_run(df->agg[0])->runs_seen >= 2 &&
 	           agg_run(df->agg[1])->runs_seen >= 2;
+	uint32_t n0 = agg_run(df->agg[0])->runs_seen, n1 = agg_run(df->agg[1])->runs_seen;
+	if ((df->opt->nfiles[0] > 1 || df->opt->nfiles[1] > 1) && (n0 < 2 || n1 < 2)) {
+		/* the counts and times of one side would be those of several
+		 * runs, the other's of one */
+		cmd_warn("several files on one side are runs: the other side needs "
+		         "several runs too (files, or a trace-record --repeat recording)");
+		return -1;
+	}
+	if (df->runs && n0 != n1) {
+		/* each operation's count and time are its totals over the runs:
+		 * compared with as many runs on each side, or not at all */
+		cmd_warn("BEFORE has %u runs and AFTER %u: compare as many runs on each side",
+		         n0, n1);
+		return -1;
+	}
 	if (!df->runs)
 		return 0;
 	/* repeated recordings on both sides: read again what was not split
@@ -430,20 +503,61 @@ parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 	}
 }
 
-/* BEFORE and AFTER, and what depends on all the options together. */
+/* BEFORE and AFTER: the two operands, or the files before a "--" and
+ * those after it (`before` of them before it, -1 when no "--" parts
+ * the sides); and what depends on all the options together. */
 static void
-take_operands(int argc, char **argv, struct diff_options *o)
+take_operands(int argc, char **argv, int before, struct diff_options *o)
 {
-	if (argc != 2)
-		cmd_usage_error("%s two traces: BEFORE AFTER",
-		                argc < 2 ? "needs" : "compares exactly");
+	if (before < 0) {
+		if (argc != 2)
+			cmd_usage_error("%s two traces: BEFORE AFTER (or BEFORE... -- AFTER...)",
+			                argc < 2 ? "needs" : "compares exactly");
+		before = 1;
+	} else if (before == 0 || argc - before == 0) {
+		cmd_usage_error("needs files on both sides of --: BEFORE... -- AFTER...");
+	}
+	o->files[0] = argv;
+	o->nfiles[0] = (size_t)before;
+	o->files[1] = argv + before;
+	o->nfiles[1] = (size_t)(argc - before);
 	o->paths[0] = argv[0];
-	o->paths[1] = argv[1];
+	o->paths[1] = argv[before];
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "-") == 0 && argc > 2)
+			cmd_usage_error("standard input is one side of two: "
+			                "not with several files");
 	if (strcmp(o->paths[0], "-") == 0 && strcmp(o->paths[1], "-") == 0)
 		cmd_usage_error("only one of BEFORE and AFTER can be standard input");
 	if (o->agg.to <= o->agg.from)
 		cmd_usage_error("--to must be later than --from");
 	o->line_width = o->full_names ? 0 : line_width();
+}
+
+/* The options and the files.  BEFORE... -- AFTER...: options end at
+ * the "--"; files before it are BEFORE's runs, every word after it
+ * AFTER's.  A "--" with no file before it only ends the options, as
+ * usual.  Exits on a usage error. */
+static void
+read_command_line(int argc, char **argv, struct diff_options *o, struct regexes *re)
+{
+	int sep = argc;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	parse_options(sep, argv, o, re);
+	int nbefore = sep - optind, split = sep < argc && nbefore > 0;
+	/* the files of both sides in one list: BEFORE's move up over the
+	 * "--" (getopt has put them just before it) */
+	char **operands = argv + (sep < argc ? sep + 1 : optind);
+	if (split) {
+		for (int i = sep; i > optind; i--)
+			argv[i] = argv[i - 1];
+		operands = argv + optind + 1;
+	}
+	take_operands((int)(argv + argc - operands), operands, split ? nbefore : -1, o);
 }
 
 /* Read, match, summarise and judge: the exit status, 0 or 1 (a
@@ -480,8 +594,7 @@ main(int argc, char **argv)
 	struct diff_options opt;
 	struct regexes re;
 	cmd_init("trace-diff");
-	parse_options(argc, argv, &opt, &re);
-	take_operands(argc - optind, argv + optind, &opt);
+	read_command_line(argc, argv, &opt, &re);
 
 	struct diff df;
 	memset(&df, 0, sizeof(df));

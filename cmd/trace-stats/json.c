@@ -58,6 +58,20 @@ json_ops(const struct stats *st, enum agg_table t)
 		cmd_jset(o, "total_ns", json_integer(g->s.total));
 		cmd_jset(o, "time_pct", json_real(stats_pct((double)g->s.total, (double)r.total)));
 		jstats(o, &g->s, "");
+		if (st->opt.baseline) {
+			/* its time in each run of a repeated recording, 0 in a
+			 * run without it */
+			json_t *runs = json_array();
+			for (uint32_t k = 0; k < agg_run(st->agg)->runs_seen; k++)
+				cmd_jappend(runs, json_integer(k < g->nrun_total ? g->run_total[k]
+				                                                 : 0));
+			cmd_jset(o, "runs_ns", runs);
+			json_t *counts = json_array();
+			for (uint32_t k = 0; k < agg_run(st->agg)->runs_seen; k++)
+				cmd_jappend(counts, json_integer(k < g->nrun_total
+				                                 ? (json_int_t)g->run_count[k] : 0));
+			cmd_jset(o, "runs_count", counts);
+		}
 		if (t == AGG_MEMOPS) {
 			if (g->kind == TK_MEMCPY && g->copy_kind) {
 				cmd_jset(o, "copy_kind", json_string(tk_copy_kind_name(g->copy_kind)));
@@ -394,6 +408,9 @@ stats_json(struct stats *st, unsigned reports)
 	cmd_jset(o, "schema", json_string("tracekit-stats/1"));
 	cmd_jset(o, "approx", json_boolean(st->opt.agg.approx || converted));
 	cmd_jset(o, "approx_rows", json_integer((json_int_t)converted));
+	if (st->opt.baseline)
+		cmd_jset(o, "baseline", json_pack("{s:I}", "resolution_ns",
+		                                  (json_int_t)agg_resolution(a)));
 	if (reports & 1u << R_RUN) {
 		cmd_jset(o, "run", json_run(st));
 		cmd_jset(o, "totals", json_totals(st, reports));

@@ -41,6 +41,9 @@ struct stats_options {
 	int full_names;
 	size_t line_width;       /* text tables are cut to this; 0 = never */
 	const char *hist;        /* --hist NAME, else NULL */
+	int baseline;            /* --baseline: JSON that trace-diff reads as
+	                            a side (every row, per-run totals, the
+	                            clock tick) */
 	struct agg_options agg;  /* agg.exact_budget: -S */
 };
 

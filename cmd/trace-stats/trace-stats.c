@@ -55,6 +55,8 @@ usage(FILE *f)
 	       "Output:\n"
 	       "  -c, --csv            CSV; times in integer ns\n"
 	       "  -j, --json           one JSON object; times in integer ns\n"
+	       "      --baseline       JSON that trace-diff takes in place of this trace\n"
+	       "                       (every row, each run's time, the clock tick)\n"
 	       "  -r, --report LIST    run,kernels,memops,api,ranges,processes,gpu,memory,\n"
 	       "                       findings (default: every report that has data)\n"
 	       "  -n, --top N          at most N rows per table\n"
@@ -216,12 +218,13 @@ enum {
 	O_UNITS = 256, O_FULL, O_NOFIND, O_PER, O_APPROX, O_NAME, O_EXCLUDE,
 	O_PID, O_DEVICE, O_STREAM, O_FROM, O_TO, O_RUN, O_STEPS, O_OPERATORS,
 	O_HIST,
-	O_DISTRIBUTED,
+	O_DISTRIBUTED, O_BASELINE,
 };
 
 static const struct option longopts[] = {
 	{ "csv", no_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "baseline", no_argument, NULL, O_BASELINE },
 	{ "report", required_argument, NULL, 'r' },
 	{ "top", required_argument, NULL, 'n' },
 	{ "sort", required_argument, NULL, 's' },
@@ -340,6 +343,7 @@ parse_options(int argc, char **argv, struct stats_options *o,
 		switch (c) {
 		case 'c': o->format = FMT_CSV; break;
 		case 'j': o->format = FMT_JSON; break;
+		case O_BASELINE: o->baseline = 1; break;
 		case 'r': o->reports |= parse_reports(optarg); break;
 		case 'n':
 			if (cmd_parse_uint(optarg, &o->top) < 0 || o->top == 0)
@@ -388,6 +392,20 @@ parse_options(int argc, char **argv, struct stats_options *o,
 	}
 	if (o->agg.to <= o->agg.from)
 		cmd_usage_error("--to must be later than --from");
+	if (o->baseline) {
+		/* what trace-diff compares: every operation, split by run
+		 * (a recording with --repeat is then compared run by run) */
+		if (o->top || o->reports || o->format == FMT_CSV || o->hist || o->agg.per ||
+		    o->agg.steps || o->agg.operators || o->agg.distributed)
+			cmd_usage_error("--baseline writes its own JSON: not with --top, "
+			                "--report, --csv, --hist, --per, --steps, --operators "
+			                "or --distributed");
+		o->format = FMT_JSON;
+		o->findings = 0;
+		o->reports = (1u << R_NREPORTS) - 1;
+		o->reports &= ~(1u << R_FINDINGS);
+		o->agg.by_run = 1;
+	}
 	if (o->hist && (o->agg.approx || o->format != FMT_TEXT))
 		cmd_usage_error("--hist draws text from every duration: not with "
 		                "--approx, --csv or --json");
@@ -456,6 +474,12 @@ main(int argc, char **argv)
 	st.files = first < argc ? argv + first : stdin_only;
 	st.nfiles = first < argc ? argc - first : 1;
 	skip_unwanted(&st.opt);
+	if (st.opt.baseline && st.nfiles > 1) {
+		/* several recordings: each is one run, as trace-diff takes
+		 * several files of a side */
+		st.opt.agg.by_run = 0;
+		st.opt.agg.by_input = 1;
+	}
 
 	if (!(st.agg = agg_new(&st.opt.agg)))
 		cmd_die(EXIT_USAGE, "out of memory");

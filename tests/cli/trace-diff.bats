@@ -322,11 +322,11 @@ PY
 		'["schema","before","after","threshold","alpha","min_share","normalize","metric","runs","resolution_ns","tested","warnings","summary","explain","groups","result"]'
 	assert_eq "$(jq -r '.schema' <<< "$output")" "tracekit-diff/1"
 	assert_eq "$(jq -c '.before | keys_unsorted' <<< "$output")" \
-		'["input","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
+		'["input","files","summary","wall_ns","events","dropped","processes","run_wall_ns","metadata"]'
 	assert_eq "$(jq -c '.summary[0] | keys_unsorted' <<< "$output")" \
 		'["metric","device","unit","before","after","delta","ratio","speedup","per_run","runs_before","runs_after","sd_before","sd_after","test","p_value","verdict"]'
 	assert_eq "$(jq -c '.groups[0] | keys_unsorted' <<< "$output")" \
-		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value","p_holm","evidence","calls","why"]'
+		'["report","kind","domain","name","verdict","before","after","delta_ns","ratio","speedup","change_pct","test","p_value","runs_test","runs_p_value","runs_count_p_value","p_holm","evidence","calls","why"]'
 	assert_eq "$(jq -c '[.groups[] | select(.before) | .before | keys_unsorted] | unique' <<< "$output")" \
 		'[["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns"],["count","total_ns","mean_ns","std_ns","min_ns","median_ns","p95_ns","p99_ns","max_ns","bytes"]]'
 	assert_eq "$(jq -c '[.summary[].metric]' <<< "$output")" \
@@ -487,9 +487,9 @@ PY
 	B=$(synth_trace before.tkt --steps 2)
 	try="Try 'trace-diff --help' for more information."
 	run -2 --separate-stderr trace-diff "$B"
-	assert_eq "$stderr" "trace-diff: needs two traces: BEFORE AFTER"$'\n'"$try"
+	assert_eq "$stderr" "trace-diff: needs two traces: BEFORE AFTER (or BEFORE... -- AFTER...)"$'\n'"$try"
 	run -2 --separate-stderr trace-diff "$B" "$B" "$B"
-	assert_eq "$stderr" "trace-diff: compares exactly two traces: BEFORE AFTER"$'\n'"$try"
+	assert_eq "$stderr" "trace-diff: compares exactly two traces: BEFORE AFTER (or BEFORE... -- AFTER...)"$'\n'"$try"
 	run -2 --separate-stderr trace-diff - -
 	assert_eq "${stderr%%$'\n'*}" "trace-diff: only one of BEFORE and AFTER can be standard input"
 	for bad in "--threshold x" "--threshold -5%" "--alpha 0" "--alpha 1" "--alpha x" \
