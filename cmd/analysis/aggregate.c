@@ -1087,7 +1087,7 @@ memory_event(struct agg *a, const struct tk_reader *r, struct trk *t,
 		 * the operation that did it */
 		uint32_t op = allocpeak_innermost(a->alloc, e->track, e->ts);
 		oom_if(allocpeak_event(a->alloc, e->u.memory.mem_kind != TK_MEM_DEVICE,
-		                       t->proc, t->label, e->ts,
+		                       t->proc, t->label, e->ts, op,
 		                       op ? tk_reader_string(r, op) : NULL));
 	}
 	if (t->dev < 0 || (a->opt.skip & AGG_SKIP_MEMORY))

@@ -46,7 +46,12 @@ struct allocpeak {
 	size_t nstacks;
 	struct alloc_event *ev;
 	size_t nev, capev;
-	int ev_sorted;           /* ev is sorted by time (and arrival) */
+	int ev_sorted;           /* ev is sorted by time (and arrival): they
+	                            come in time order, as a rule */
+	uint32_t last_op;        /* the last operation interned (its string
+	                            id in the scope) and its index:
+	                            allocations come in runs in one operation */
+	long last_op_index;
 	struct sample *smp;
 	size_t nsmp, capsmp;
 	char **names;            /* operations, interned */
@@ -60,8 +65,10 @@ struct allocpeak *
 allocpeak_new(int steps)
 {
 	struct allocpeak *ap = calloc(1, sizeof(*ap));
-	if (ap)
+	if (ap) {
 		ap->steps = steps;
+		ap->ev_sorted = 1;
+	}
 	return ap;
 }
 
@@ -75,7 +82,8 @@ forget_scope(struct allocpeak *ap)
 	ap->nstacks = 0;
 	ap->nev = 0;
 	ap->nsmp = 0;
-	ap->ev_sorted = 0;
+	ap->ev_sorted = 1;
+	ap->last_op = 0;
 }
 
 void
@@ -177,19 +185,22 @@ intern(struct allocpeak *ap, const char *op)
 
 int
 allocpeak_event(struct allocpeak *ap, int is_host, int32_t proc,
-                uint32_t key, int64_t ts, const char *op)
+                uint32_t key, int64_t ts, uint32_t op_id, const char *op)
 {
-	long name = intern(ap, op);
+	long name = op_id && op_id == ap->last_op ? ap->last_op_index : intern(ap, op);
 	if (name < 0)
 		return -1;
+	ap->last_op = op_id;
+	ap->last_op_index = name;
 	struct alloc_event *v = tkp_grow(ap->ev, &ap->capev, ap->nev + 1, sizeof(*v));
 	if (!v)
 		return -1;
 	ap->ev = v;
 	ap->ev[ap->nev] = (struct alloc_event){ ts, proc, key, (uint32_t)name,
 	                                        (uint8_t)!!is_host, (uint32_t)ap->nev };
+	if (ap->nev && ts < ap->ev[ap->nev - 1].ts)
+		ap->ev_sorted = 0;
 	ap->nev++;
-	ap->ev_sorted = 0;
 	return 0;
 }
 

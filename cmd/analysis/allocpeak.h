@@ -64,9 +64,10 @@ uint32_t allocpeak_innermost(struct allocpeak *ap, uint32_t thread, int64_t ts);
 /* An allocation or free at ts of host memory (is_host) or device memory,
  * by process `proc` (the caller's index; -1 unknown) whose label is
  * `key` (0 = none; as perinst_instance.key), inside operation `op` (a
- * name, copied; NULL = none). */
+ * name, copied; NULL = none) of string id op_id in the scope (0 = none;
+ * the same id, the same name). */
 int allocpeak_event(struct allocpeak *ap, int is_host, int32_t proc,
-                    uint32_t key, int64_t ts, const char *op);
+                    uint32_t key, int64_t ts, uint32_t op_id, const char *op);
 /* A sample of total `which` of device `where` (or of process `where`'s
  * host memory). */
 int allocpeak_sample(struct allocpeak *ap, int is_host, int32_t where,
