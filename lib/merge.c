@@ -127,6 +127,9 @@ struct tk_merge {
 	int64_t hold;            /* promises go no further (tk_merge_hold) */
 	int reported;            /* late inputs named */
 	struct tk_merge_stats stats;
+	tk_merge_progress_fn progress; /* tk_merge_set_progress() */
+	void *progress_arg;
+	uint64_t events_read;    /* from the inputs, not from spill files */
 };
 
 /* A failure, with the errno that caused it (0 if none did). */
@@ -638,6 +641,21 @@ take_batch(struct tk_merge *m, struct input *in, uint32_t k)
 
 /* Read ahead: fill the input's batch with its next events.  Stops early
  * at the end of the input, or when a feed reader needs more bytes. */
+/* Tell the caller's progress function how far the inputs have been
+ * read: after each batch of an input (not of a spill file). */
+static void
+report_progress(struct tk_merge *m, const struct input *in)
+{
+	if (!m->progress || in->raw)
+		return;
+	m->events_read += in->n;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < m->ninputs; i++)
+		if (!m->inputs[i]->raw)
+			bytes += tk_reader_chunk(m->inputs[i]->r)->offset;
+	m->progress(m->progress_arg, bytes, m->events_read, m->stats.events);
+}
+
 static int
 refill(struct tk_merge *m, struct input *in)
 {
@@ -722,6 +740,7 @@ refill(struct tk_merge *m, struct input *in)
 		if (a->ev.args_len)
 			a->ev.args = (const char *)in->args.p + a->args_off;
 	}
+	report_progress(m, in);
 	return TK_OK;
 }
 
@@ -1255,6 +1274,15 @@ tk_merge_run(struct tk_merge *m)
 		return rc;
 	report_late(m);
 	return TK_OK;
+}
+
+TK_PUBLIC void
+tk_merge_set_progress(struct tk_merge *m, tk_merge_progress_fn fn, void *arg)
+{
+	if (!m)
+		return;
+	m->progress = fn;
+	m->progress_arg = arg;
 }
 
 TK_PUBLIC void

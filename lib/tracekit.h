@@ -801,6 +801,20 @@ TK_PUBLIC int tk_merge_run(struct tk_merge *m);
  * or an error; call again after feeding more bytes. */
 TK_PUBLIC int tk_merge_step(struct tk_merge *m);
 
+/* Progress of a long merge, for people (a progress line): after each
+ * batch of events the merge reads from an input (up to a few thousand),
+ * `fn` is called on the caller's thread with the bytes read from the
+ * inputs so far (the offsets of the chunks their readers are in, added
+ * up: it grows towards the inputs' size without reaching it), the
+ * events read from them and the events written so far.  Temporary
+ * spill files count in none of these.  NULL (the default) calls
+ * nothing. */
+typedef void (*tk_merge_progress_fn)(void *arg, uint64_t bytes_read,
+                                     uint64_t events_read,
+                                     uint64_t events_written);
+TK_PUBLIC void tk_merge_set_progress(struct tk_merge *m,
+                                     tk_merge_progress_fn fn, void *arg);
+
 /* For a caller that will still add events beginning at `t` or later
  * through an input that has promised more (a recorder writing a process
  * when it ends, with its start as the begin): events are still written

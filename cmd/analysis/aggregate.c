@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "allocpeak.h"
 #include "breakdown.h"
 #include "busy.h"
 #include "ranks.h"
@@ -126,6 +127,9 @@ struct agg {
 	struct breakdown *bd;    /* with per: step time by category */
 	struct opview *ops;      /* options.operators */
 	struct ranks *ranks;     /* options.distributed */
+	struct allocpeak *alloc; /* the allocator's peaks per step and the
+	                            operation at each (NULL with
+	                            AGG_SKIP_MEMORY) */
 	struct strmap label_map; /* process labels seen, for trk.label */
 	long nlabels;
 	const char *cur_path;    /* the input being read */
@@ -205,7 +209,8 @@ agg_new(const struct agg_options *o)
 	if (a->per)
 		perinst_process_wide(a->per, o->steps || (o->per && names_steps(o->per)));
 	if ((o->operators && !(a->ops = opview_new())) ||
-	    (o->distributed && !(a->ranks = ranks_new()))) {
+	    (o->distributed && !(a->ranks = ranks_new())) ||
+	    (!(o->skip & AGG_SKIP_MEMORY) && !(a->alloc = allocpeak_new(a->per != NULL)))) {
 		agg_free(a);
 		return NULL;
 	}
@@ -282,6 +287,7 @@ agg_free(struct agg *a)
 	breakdown_free(a->bd);
 	opview_free(a->ops);
 	ranks_free(a->ranks);
+	allocpeak_free(a->alloc);
 	strmap_free(&a->label_map);
 	step_match_free(&a->per_match);
 	free(a->per_label);
@@ -754,6 +760,25 @@ begin_scope(struct agg *a, const struct tk_reader *r)
 	a->run.scopes++;
 }
 
+/* The operation at each allocator peak reached in this scope. */
+static void
+allocator_scope_end(struct agg *a)
+{
+	for (size_t i = 0; i < a->ndevs + a->nprocs; i++) {
+		int is_host = i >= a->ndevs;
+		struct agg_allocator *m = is_host ? &a->procs[i - a->ndevs].allocator
+		                                  : &a->devs[i].pub.allocator;
+		for (int w = 0; w < 2; w++) {
+			if (!m->op_pending[w])
+				continue;
+			m->op[w] = allocpeak_op_at(a->alloc, is_host,
+			                           is_host ? (int32_t)(i - a->ndevs) : -1,
+			                           m->peak_ts[w]);
+			m->op_pending[w] = 0;
+		}
+	}
+}
+
 static void
 end_scope(struct agg *a)
 {
@@ -784,11 +809,17 @@ end_scope(struct agg *a)
 		d->cur.in_use = 0;
 		d->cur.active = 0;
 	}
+	if (a->alloc)
+		allocator_scope_end(a);
 	if (a->per) {
 		size_t n;
 		struct perinst_instance *v = perinst_scope_instances(a->per, &n);
 		oom_if(breakdown_scope_end(a->bd, v, n));
+		if (a->alloc)
+			oom_if(allocpeak_scope_end(a->alloc, v, n));
 		oom_if(perinst_scope_end(a->per));
+	} else if (a->alloc) {
+		oom_if(allocpeak_scope_end(a->alloc, NULL, 0));
 	}
 	if (a->ops)
 		oom_if(opview_scope_end(a->ops));
@@ -1060,7 +1091,15 @@ counter_sample(struct agg *a, const struct trk *t, const struct tk_event *e)
 			m->peak[w] = v;
 			m->peak_ts[w] = e->ts;
 			m->has[w] = 1;
+			m->op[w] = NULL;
+			m->op_pending[w] = 1;
 		}
+		if (m && a->alloc)
+			oom_if(allocpeak_sample(a->alloc, t->dev < 0,
+			                        t->dev >= 0 ? t->dev : t->proc,
+			                        w == AGG_ALLOCATED ? ALLOC_ALLOCATED
+			                                           : ALLOC_RESERVED,
+			                        e->ts, v));
 	}
 }
 
@@ -1070,6 +1109,14 @@ static void
 memory_event(struct agg *a, const struct tk_reader *r, struct trk *t,
              const struct tk_event *e)
 {
+	if (a->alloc && t->thread) {
+		/* the PyTorch allocator's: on the thread that allocated, in
+		 * the operation that did it */
+		uint32_t op = allocpeak_innermost(a->alloc, e->track, e->ts);
+		oom_if(allocpeak_event(a->alloc, e->u.memory.mem_kind != TK_MEM_DEVICE,
+		                       t->proc, t->label, e->ts, op,
+		                       op ? tk_reader_string(r, op) : NULL));
+	}
 	if (t->dev < 0 || (a->opt.skip & AGG_SKIP_MEMORY))
 		return;
 	struct device *d = active_device(a, r, t);
@@ -1184,8 +1231,14 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 	case TK_MEMSET:
 		gpu_work(a, r, t, e, g, e->u.memset.correlation);
 		break;
-	case TK_API:
 	case TK_RANGE:
+		if (a->alloc && t->thread)
+			oom_if(allocpeak_range(a->alloc, e->track, e->ts,
+			                       e->ts + e->dur < e->ts ? INT64_MAX
+			                                              : e->ts + e->dur,
+			                       e->name_id));
+		/* fall through */
+	case TK_API:
 	case TK_ASYNC_RANGE:
 		if (a->per)
 			per_host_event(a, t, e, g, is_per);
@@ -1501,6 +1554,13 @@ const struct perinst_result *
 agg_per(const struct agg *a)
 {
 	return a->per_result;
+}
+
+const struct allocpeak_step *
+agg_step_memory(const struct agg *a, size_t *n)
+{
+	*n = 0;
+	return a->alloc && a->per_result ? allocpeak_steps(a->alloc, n) : NULL;
 }
 
 const struct opview_row *

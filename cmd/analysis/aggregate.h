@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocpeak.h"
 #include "dist.h"
 #include "opview.h"
 #include "perinst.h"
@@ -71,6 +72,11 @@ struct agg_allocator {
 	int has[2];
 	double peak[2];          /* bytes, by AGG_ALLOCATED, AGG_RESERVED */
 	int64_t peak_ts[2];      /* the first sample at the peak */
+	const char *op[2];       /* the operation at the peak (allocpeak.h):
+	                            the innermost range enclosing the
+	                            allocation that reached it; NULL = none */
+	int op_pending[2];       /* (the peak moved in the current scope: its
+	                            operation is looked up at the scope's end) */
 };
 
 struct agg_device {
@@ -223,6 +229,10 @@ const struct agg_process *agg_process(const struct agg *a, size_t i);
 const struct agg_run *agg_run(const struct agg *a);
 /* The per-instance view (options.per or .steps), or NULL. */
 const struct perinst_result *agg_per(const struct agg *a);
+/* The allocator's peaks of the steps (-r memory with --steps or --per):
+ * agg_per()'s inst[i].mem_first .. + mem_n index them (is_host, where:
+ * agg_process() or agg_device() index); NULL, *n = 0 without. */
+const struct allocpeak_step *agg_step_memory(const struct agg *a, size_t *n);
 /* The range the view is of: options.per, the series --steps found
  * (normalized: "ProfilerStep#N"), or NULL when it found none. */
 const char *agg_per_name(const struct agg *a);

@@ -47,6 +47,8 @@ struct perinst_instance {
 	int64_t cat[BD_NCATS];   /* ns of its window per category */
 	uint32_t key;            /* its process's label, for the breakdown
 	                            (breakdown.h; 0 = none) */
+	uint32_t mem_first, mem_n; /* its allocator peaks, by device and host:
+	                            allocpeak_steps()[mem_first ..] */
 };
 
 /* Groups standing for all GPU work of a class, charged besides each

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,11 +483,51 @@ utf8_seq(const unsigned char *s, size_t left)
 	return n;
 }
 
+/* cmd_utf8()'s buffer: one per thread, as trace-diff imports its two
+ * inputs on two threads at once (a shared static buffer let one thread
+ * overwrite the string the other was about to copy).  A pthread key
+ * rather than _Thread_local so that a thread's buffer is freed when the
+ * thread ends (LeakSanitizer reports what a dead thread's TLS held). */
+struct utf8_buf {
+	char *p;
+	size_t cap;
+};
+
+static pthread_once_t utf8_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t utf8_key;
+static int utf8_key_ok;
+
+static void
+utf8_buf_free(void *v)
+{
+	struct utf8_buf *b = v;
+	free(b->p);
+	free(b);
+}
+
+static void
+utf8_key_make(void)
+{
+	utf8_key_ok = pthread_key_create(&utf8_key, utf8_buf_free) == 0;
+}
+
+static struct utf8_buf *
+utf8_buf(void)
+{
+	pthread_once(&utf8_key_once, utf8_key_make);
+	if (!utf8_key_ok)
+		cmd_die(EXIT_USAGE, "cannot make a thread-local buffer");
+	struct utf8_buf *b = pthread_getspecific(utf8_key);
+	if (!b) {
+		if (!(b = calloc(1, sizeof(*b))) || pthread_setspecific(utf8_key, b) != 0)
+			cmd_die(EXIT_USAGE, "out of memory");
+	}
+	return b;
+}
+
 const char *
 cmd_utf8(const char *s, size_t len, size_t *out_len)
 {
-	static char *buf;
-	static size_t cap;
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	while (i < len) {
@@ -500,10 +541,11 @@ cmd_utf8(const char *s, size_t len, size_t *out_len)
 		return s;
 	}
 	/* worst case: every byte becomes the 3-byte U+FFFD */
-	char *b = tkp_grow(buf, &cap, len * 3 + 1, 1);
-	if (!b)
+	struct utf8_buf *tb = utf8_buf();
+	char *buf = tkp_grow(tb->p, &tb->cap, len * 3 + 1, 1);
+	if (!buf)
 		cmd_die(EXIT_USAGE, "out of memory");
-	buf = b;
+	tb->p = buf;
 	memcpy(buf, s, i);
 	size_t o = i;
 	while (i < len) {

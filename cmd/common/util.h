@@ -116,8 +116,8 @@ char *cmd_track_desc(char *buf, size_t n, const struct tk_reader *r,
 
 /* A JSON-safe copy of arbitrary bytes: invalid UTF-8 sequences become
  * U+FFFD, so jansson accepts the string.  Returns s itself when it is
- * valid already, else a pointer into an internal buffer valid until the
- * next call. */
+ * valid already, else a pointer into a buffer of the calling thread,
+ * valid until its next call (threads may call it at once). */
 const char *cmd_utf8(const char *s, size_t len, size_t *out_len);
 
 #endif

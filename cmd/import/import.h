@@ -275,6 +275,10 @@ void imp_tracks_set_host(struct imp_tracks *t, const char *host);
 /* At the end: the host of processes that have none (the trace's "host"
  * metadata, as trace-to-chrome keeps it). */
 void imp_tracks_default_host(struct imp_tracks *t, const char *host);
+/* At the end: the label of processes that have none (process_labels):
+ * "rank N" from the trace's distributedInfo.rank, so that the ranks of
+ * a job, imported one by one and merged, stay apart and are named. */
+void imp_tracks_default_label(struct imp_tracks *t, const char *label);
 
 /* Track indexes (>= 1) for events. */
 uint32_t imp_process(struct imp_tracks *t, const struct imp_id *pid);

@@ -72,6 +72,15 @@ import_meta(struct run *r, const char *name)
 	json_t *host = json_object_get(im->meta, "host");
 	if (json_array_size(host) == 1)
 		imp_tracks_default_host(r->tracks, json_string_value(json_array_get(host, 0)));
+	/* a rank of a distributed job (Kineto's distributedInfo) is who its
+	 * processes are, as trace-merge -l would label them */
+	json_t *rank = json_object_get(im->meta, "distributedInfo.rank");
+	if (json_array_size(rank) == 1) {
+		char label[96];
+		snprintf(label, sizeof(label), "rank %s",
+		         json_string_value(json_array_get(rank, 0)));
+		imp_tracks_default_label(r->tracks, label);
+	}
 	/* times that look like the wall clock give the start */
 	int64_t start = im->t_min;
 	if (im->has_base && start != INT64_MAX) {

@@ -78,6 +78,7 @@ struct imp_tracks {
 	uint32_t nnames;
 	size_t capnames;
 	char *host;
+	char *label;             /* of processes the trace labels not */
 	uint32_t cpu_owner;      /* first process with a thread */
 	uint32_t api_owner;      /* first process that called CUDA */
 	uint32_t nstrids;        /* string ids handed out */
@@ -123,6 +124,7 @@ imp_tracks_free(struct imp_tracks *t)
 	free(t->map);
 	free(t->names);
 	free(t->host);
+	free(t->label);
 	free(t);
 }
 
@@ -280,6 +282,13 @@ imp_tracks_set_host(struct imp_tracks *t, const char *host)
 		return;  /* identities already written stay as they were */
 	free(t->host);
 	t->host = cmd_xstrdup(host);
+}
+
+void
+imp_tracks_default_label(struct imp_tracks *t, const char *label)
+{
+	free(t->label);
+	t->label = cmd_xstrdup(label);
 }
 
 /* ---- tracks ------------------------------------------------------------------- */
@@ -688,6 +697,8 @@ imp_define_track(struct imp_tracks *t, struct tk_writer *w, uint32_t idx,
 		if (!name)
 			name = string_of(t, k->pid);
 		const char *label = name_of(t, K_PLABEL, k->pid, 0);
+		if (!label)
+			label = t->label;
 		const char *argv[1] = { name };
 		struct tk_process p = {
 			.host = t->host, .pid = k->pid, .argc = name ? 1 : 0,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "source.h"
+#include "common/progress.h"
 #include "common/util.h"
 
 #define FANIN_MAX 64            /* inputs of one merge: ~5 MB of buffers each */
@@ -244,6 +245,43 @@ add_item(struct tk_merge *m, const struct item *it)
 	return 0;
 }
 
+/* The progress line of a merge (on a terminal, after a second). */
+struct merge_progress {
+	struct cmd_progress line;
+	uint64_t total;          /* bytes of the inputs; 0 = unknown */
+	char what[64];
+};
+
+static void
+on_progress(void *arg, uint64_t bytes, uint64_t events_read,
+            uint64_t events_written)
+{
+	struct merge_progress *p = arg;
+	(void)events_read;
+	(void)events_written;
+	/* the readers' offsets of several traces of one file add up past
+	 * its size */
+	cmd_progress(&p->line, p->total && bytes > p->total ? p->total : bytes);
+}
+
+/* Bytes the items hold: a file's once however many traces it holds;
+ * 0 (unknown) when one is a stream. */
+static uint64_t
+items_size(const struct item *items, size_t n)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct merge_source *s = items[i].src;
+		if (!s)
+			total += items[i].size;
+		else if (s->stream || !s->scan)
+			return 0;
+		else if (i == 0 || items[i - 1].src != s)
+			total += s->scan->size;
+	}
+	return total;
+}
+
 /* Merge items[0..n) into `w` (not closed). */
 static void
 merge_items(const struct item *items, size_t n, struct tk_writer *w)
@@ -269,7 +307,13 @@ merge_items(const struct item *items, size_t n, struct tk_writer *w)
 			stop();
 		}
 	}
+	struct merge_progress progress = { .total = items_size(items, n) };
+	snprintf(progress.what, sizeof(progress.what), "merging %zu input%s", n,
+	         n == 1 ? "" : "s");
+	cmd_progress_start(&progress.line, progress.what, progress.total);
+	tk_merge_set_progress(m, on_progress, &progress);
 	int rc = tk_merge_run(m);
+	cmd_progress_end(&progress.line);
 	struct tk_merge_stats st;
 	tk_merge_stats(m, &st);
 	for (size_t i = 0; i < n; i++)

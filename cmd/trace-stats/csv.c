@@ -221,6 +221,11 @@ csv_gpus(struct agg *a)
 	}
 }
 
+/* The memory table's columns: where, the peak and its source; for
+ * allocations their counts; for the PyTorch allocator's peaks when and
+ * in which operation. */
+#define MEMORY_COLS 12
+
 /* The PyTorch allocator's peaks of a process (host) or device: rows
  * with source allocator_allocated, allocator_reserved. */
 static void
@@ -240,7 +245,9 @@ csv_allocator(const char *where, int64_t pid, int64_t device,
 			csv_num(&l, 3, "%" PRId64, device);
 		l.f[4] = src[w];
 		csv_num(&l, 5, "%.0f", m->peak[w]);
-		csv_record(stdout, l.f, 10);
+		csv_num(&l, 10, "%" PRId64, m->peak_ts[w]);
+		l.f[11] = m->op[w];
+		csv_record(stdout, l.f, MEMORY_COLS);
 	}
 }
 
@@ -249,9 +256,10 @@ csv_memory(struct agg *a)
 {
 	static const char *const cols[] = {
 		"report", "where", "pid", "device", "source", "peak_bytes",
-		"allocs", "frees", "alloc_bytes", "not_freed_bytes",
+		"allocs", "frees", "alloc_bytes", "not_freed_bytes", "peak_ns",
+		"operation",
 	};
-	csv_record(stdout, cols, 10);
+	csv_record(stdout, cols, MEMORY_COLS);
 	for (size_t i = 0; i < agg_nprocesses(a); i++) {
 		const struct agg_process *p = agg_process(a, i);
 		for (int src = 0; src < 2; src++) {
@@ -263,7 +271,7 @@ csv_memory(struct agg *a)
 			csv_num(&l, 2, "%" PRId64, p->pid);
 			l.f[4] = src == 0 ? "rusage" : "rss_counter";
 			csv_num(&l, 5, "%.0f", src == 0 ? (double)p->max_rss : p->rss_max);
-			csv_record(stdout, l.f, 10);
+			csv_record(stdout, l.f, MEMORY_COLS);
 		}
 		csv_allocator("process", p->pid, -1, &p->allocator);
 	}
@@ -285,7 +293,7 @@ csv_memory(struct agg *a)
 				csv_num(&l, 8, "%" PRIu64, d->alloc_bytes);
 				csv_num(&l, 9, "%" PRId64, d->in_use);
 			}
-			csv_record(stdout, l.f, 10);
+			csv_record(stdout, l.f, MEMORY_COLS);
 		}
 		csv_allocator("device", -1, d->index, &d->allocator);
 	}
@@ -381,6 +389,50 @@ csv_steps(struct stats *st)
 	}
 }
 
+/* The allocator's peaks of each step: a row per step, device or host,
+ * and total (-r memory with --steps/--per). */
+static void
+csv_step_memory(struct stats *st)
+{
+	static const char *const cols[] = {
+		"report", "step", "where", "pid", "device", "source", "peak_bytes",
+		"peak_ns", "operation",
+	};
+	static const char *const src[] = { "allocator_allocated", "allocator_reserved" };
+	struct agg *a = st->agg;
+	const struct perinst_result *p = agg_per(a);
+	size_t n;
+	const struct allocpeak_step *v = agg_step_memory(a, &n);
+	csv_record(stdout, cols, 9);
+	for (size_t i = 0; i < p->ninst; i++) {
+		const struct perinst_instance *in = &p->inst[i];
+		for (uint32_t k = in->mem_first; k < n && k < in->mem_first + in->mem_n; k++) {
+			const struct allocpeak_step *m = &v[k];
+			for (int w = 0; w < 2; w++) {
+				if (!m->has[w])
+					continue;
+				struct csv_line l = { 0 };
+				l.f[0] = "step_memory";
+				csv_num(&l, 1, "%zu", i + 1);
+				if (m->is_host) {
+					l.f[2] = "process";
+					csv_num(&l, 3, "%" PRId64, agg_process(a, (size_t)m->where)->pid);
+				} else {
+					int64_t d = agg_device(a, (size_t)m->where)->index;
+					l.f[2] = "device";
+					if (d >= 0)
+						csv_num(&l, 4, "%" PRId64, d);
+				}
+				l.f[5] = src[w];
+				csv_num(&l, 6, "%.0f", m->peak[w]);
+				csv_num(&l, 7, "%" PRId64, m->peak_ts[w]);
+				l.f[8] = m->op[w];
+				csv_record(stdout, l.f, 9);
+			}
+		}
+	}
+}
+
 static void
 csv_findings(const struct stats *st)
 {
@@ -417,6 +469,11 @@ stats_csv(struct stats *st, unsigned reports)
 		csv_per(st);
 		SECTION();
 		csv_steps(st);
+		size_t nmem;
+		if ((reports & 1u << R_MEMORY) && agg_step_memory(a, &nmem) && nmem) {
+			SECTION();
+			csv_step_memory(st);
+		}
 	}
 	if (st->opt.agg.operators) { SECTION(); stats_csv_operators(st); }
 	if (st->opt.agg.distributed) { SECTION(); stats_csv_ranks(st); }

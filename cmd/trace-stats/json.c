@@ -227,23 +227,60 @@ json_gpus(struct agg *a)
 	return arr;
 }
 
+/* A peak of the PyTorch allocator into o: "<what>_peak_bytes",
+ * "<what>_peak_ns", "<what>_peak_op" (the operation at it, null when
+ * none was found). */
+static void
+peak_json(json_t *o, const char *what, double bytes, int64_t ts, const char *op)
+{
+	char k[48];
+	snprintf(k, sizeof(k), "%s_peak_bytes", what);
+	cmd_jset(o, k, jint(bytes));
+	snprintf(k, sizeof(k), "%s_peak_ns", what);
+	cmd_jset(o, k, json_integer(ts));
+	snprintf(k, sizeof(k), "%s_peak_op", what);
+	cmd_jset(o, k, op ? cmd_jstr(op) : json_null());
+}
+
+static const char *const peak_what[2] = { "allocated", "reserved" };
+
 /* The PyTorch allocator's peaks: "allocator": {"allocated_peak_bytes",
- * "allocated_peak_ns", "reserved_peak_bytes", "reserved_peak_ns"}. */
+ * "allocated_peak_ns", "allocated_peak_op", and the same of "reserved"}. */
 static void
 allocator_json(json_t *x, const struct agg_allocator *m)
 {
 	if (!m->has[0] && !m->has[1])
 		return;
 	json_t *o = json_object();
-	if (m->has[AGG_ALLOCATED]) {
-		cmd_jset(o, "allocated_peak_bytes", jint(m->peak[AGG_ALLOCATED]));
-		cmd_jset(o, "allocated_peak_ns", json_integer(m->peak_ts[AGG_ALLOCATED]));
-	}
-	if (m->has[AGG_RESERVED]) {
-		cmd_jset(o, "reserved_peak_bytes", jint(m->peak[AGG_RESERVED]));
-		cmd_jset(o, "reserved_peak_ns", json_integer(m->peak_ts[AGG_RESERVED]));
-	}
+	for (int w = 0; w < 2; w++)
+		if (m->has[w])
+			peak_json(o, peak_what[w], m->peak[w], m->peak_ts[w], m->op[w]);
 	cmd_jset(x, "allocator", o);
+}
+
+/* A step's allocator peaks: one object per device ("device") and per
+ * process's host memory ("pid"), as allocator_json() words them. */
+static json_t *
+step_memory_json(struct agg *a, const struct perinst_instance *in)
+{
+	size_t n;
+	const struct allocpeak_step *v = agg_step_memory(a, &n);
+	json_t *arr = json_array();
+	for (uint32_t i = in->mem_first; v && i < n && i < in->mem_first + in->mem_n; i++) {
+		const struct allocpeak_step *m = &v[i];
+		json_t *o = json_object();
+		if (m->is_host) {
+			cmd_jset(o, "pid", json_integer(agg_process(a, (size_t)m->where)->pid));
+		} else {
+			int64_t d = agg_device(a, (size_t)m->where)->index;
+			cmd_jset(o, "device", d >= 0 ? json_integer(d) : json_null());
+		}
+		for (int w = 0; w < 2; w++)
+			if (m->has[w])
+				peak_json(o, peak_what[w], m->peak[w], m->peak_ts[w], m->op[w]);
+		json_array_append_new(arr, o);
+	}
+	return arr;
 }
 
 static json_t *
@@ -362,6 +399,9 @@ json_steps(const struct stats *st)
 		for (int c = 0; c < BD_NCATS; c++)
 			cmd_jset(bd, stats_bd_keys[c], json_integer(in->cat[c]));
 		cmd_jset(x, "breakdown", bd);
+		size_t nmem;
+		if (agg_step_memory(st->agg, &nmem) && nmem)
+			cmd_jset(x, "memory", step_memory_json(st->agg, in));
 		json_array_append_new(arr, x);
 	}
 	cmd_jset(o, "instances", arr);

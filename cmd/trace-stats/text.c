@@ -387,9 +387,70 @@ allocator_rows(struct table *tb, const char *where, const struct agg_allocator *
 		table_row(tb);
 		table_set(tb, 0, "%s", where);
 		table_set(tb, 1, "%s", cmd_fmt_bytes(b, sizeof(b), m->peak[w]));
-		table_set(tb, 2, "%s by the PyTorch allocator (%s), at %s", what[w],
-		          counter[w], cmd_fmt_duration(t, sizeof(t), m->peak_ts[w] - t0));
+		table_set(tb, 2, "%s by the PyTorch allocator (%s), at %s%s%s", what[w],
+		          counter[w], cmd_fmt_duration(t, sizeof(t), m->peak_ts[w] - t0),
+		          m->op[w] ? ", in " : "", m->op[w] ? m->op[w] : "");
 	}
+}
+
+/* The allocator's peaks of each step (-r memory with --steps/--per): a
+ * row per step, device or host, and total; at most --top steps (20
+ * without). */
+static void
+text_step_memory(struct stats *st)
+{
+	struct agg *a = st->agg;
+	const struct perinst_result *p = agg_per(a);
+	size_t n;
+	const struct allocpeak_step *v = agg_step_memory(a, &n);
+	if (!p || !v || !n)
+		return;
+	static const char *const what[] = { "allocated", "reserved" };
+	struct table_col cols[] = {
+		{ "Step", 0 }, { "Where", 1 }, { "Total", 1 }, { "Peak", 0 },
+		{ stats_time_title(st, "At"), 0 }, { "Operation at the peak", 1 },
+	};
+	struct table tb;
+	table_init(&tb, cols, 6);
+	size_t max = st->opt.top ? (size_t)st->opt.top : 20;
+	int64_t t0 = agg_run(a)->t_min;
+	char b[64];
+	for (size_t i = 0; i < p->ninst && i < max; i++) {
+		const struct perinst_instance *in = &p->inst[i];
+		for (uint32_t k = in->mem_first; k < n && k < in->mem_first + in->mem_n; k++) {
+			const struct allocpeak_step *m = &v[k];
+			char where[96];
+			if (m->is_host) {
+				const struct agg_process *pr = agg_process(a, (size_t)m->where);
+				snprintf(where, sizeof(where), "pid %" PRId64 " (host)", pr->pid);
+			} else if (agg_device(a, (size_t)m->where)->index >= 0) {
+				snprintf(where, sizeof(where), "GPU %" PRId64,
+				         agg_device(a, (size_t)m->where)->index);
+			} else {
+				snprintf(where, sizeof(where), "GPU ?");
+			}
+			for (int w = 0; w < 2; w++) {
+				if (!m->has[w])
+					continue;
+				table_row(&tb);
+				table_set(&tb, 0, "%zu", i + 1);
+				table_set(&tb, 1, "%s", where);
+				table_set(&tb, 2, "%s", what[w]);
+				table_set(&tb, 3, "%s", cmd_fmt_bytes(b, sizeof(b), m->peak[w]));
+				table_set(&tb, 4, "%s", stats_fmt_time(st, b, sizeof(b),
+				                                       (double)(m->peak_ts[w] - t0)));
+				table_set(&tb, 5, "%s", m->op[w] ? stats_display_name(st, m->op[w])
+				                                 : "(none found)");
+			}
+		}
+	}
+	printf("\n  per step (steps numbered as in the steps table): the highest level\n"
+	       "  of each total in the step, counting the level it entered with\n");
+	tb.max_width = st->opt.line_width;
+	table_print(&tb, stdout, "  ");
+	table_free(&tb);
+	if (p->ninst > max)
+		printf("  ... %zu more steps (--top, --json or --csv show them)\n", p->ninst - max);
 }
 
 static void
@@ -448,7 +509,8 @@ text_memory(struct stats *st)
 	if (tb.nrows) {
 		text_section(st, "Memory peaks");
 		tb.max_width = st->opt.line_width;
-	table_print(&tb, stdout, "  ");
+		table_print(&tb, stdout, "  ");
+		text_step_memory(st);
 	}
 	table_free(&tb);
 }

@@ -229,6 +229,7 @@ struct pf_tracks {
 	uint32_t max_overflow;
 	uint64_t moved;          /* slices placed on extra tracks */
 	uint64_t overflow_tracks;
+	uint32_t global;         /* the track of global instants, 0 = none yet */
 };
 
 void pf_tracks_init(struct pf_tracks *tr);
@@ -241,6 +242,9 @@ const struct pf_tkmap *pf_tracks_map(struct pf_tracks *tr,
 /* The async-range track of a .tkt track's process (made when needed). */
 uint32_t pf_tracks_async(struct pf_tracks *tr, const struct tk_reader *r,
                          const struct tk_track *t);
+/* The track of instants of global scope: of no process or thread (made
+ * on first use). */
+uint32_t pf_tracks_global(struct pf_tracks *tr);
 /* Encode the TrackDescriptor of track i (and of its parents first) into
  * packets appended to `out` when file `file` has not had them yet. */
 void pf_tracks_announce(struct pf_tracks *tr, uint32_t i, unsigned file,

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "perfetto.h"
 #include "common/util.h"
 #include "import/autoread.h"
@@ -237,9 +239,27 @@ slice(struct conv *C, const struct tk_event *e, uint32_t track)
 	pf_ends_push(&C->ends, end, t, depth);
 }
 
+/* An imported instant of global scope: trace-import keeps Chrome's
+ * "s":"g" as the argument chrome.s (a tracekit track belongs to a
+ * process; trace-to-chrome reads it the same way). */
+static int
+mark_is_global(const struct tk_event *e)
+{
+	if (e->kind != TK_MARK || !e->args || !e->args_len ||
+	    !memmem(e->args, e->args_len, "\"chrome.s\"", 10))
+		return 0;
+	json_t *obj = json_loadb(e->args, e->args_len, 0, NULL);
+	json_t *s = json_object_get(obj, "chrome.s");
+	int global = json_is_string(s) && strcmp(json_string_value(s), "g") == 0;
+	json_decref(obj);
+	return global;
+}
+
 static void
 emit(struct conv *C, const struct tk_event *e, uint32_t track)
 {
+	if (mark_is_global(e))
+		track = pf_tracks_global(&C->tr);
 	ends_until(C, e->ts);
 	if (e->ts > C->last_ts)
 		C->last_ts = e->ts;

@@ -342,6 +342,14 @@ pf_tracks_async(struct pf_tracks *tr, const struct tk_reader *r, const struct tk
 	return m->async;
 }
 
+uint32_t
+pf_tracks_global(struct pf_tracks *tr)
+{
+	if (!tr->global)
+		tr->global = new_track(tr, PT_OTHER, 0, cmd_xstrdup("global instants"));
+	return tr->global;
+}
+
 /* ---- descriptors ----------------------------------------------------------- */
 
 static void

@@ -152,3 +152,44 @@ PY
 		assert_eq "$(external_ids "$D/x.json")" "$want"
 	done
 }
+
+# scopes FILE: each instant of a Chrome JSON file, "name scope", sorted
+# (no "s" is thread scope)
+scopes() {
+	python3 - "$1" <<'PY'
+import gzip, json, sys
+path = sys.argv[1]
+with (gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open)(path, "rt") as f:
+    d = json.load(f)
+print("\n".join(sorted(f"{e['name']} {e.get('s', 't')}" for e in d["traceEvents"]
+                       if e.get("ph") in ("i", "I"))))
+PY
+}
+
+@test "global instants stay global through trace-import and trace-to-chrome; others keep their scope" {
+	F=$T/hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz
+	[ -e "$F" ] || skip "real test data not found: $F"
+	# Kineto's own marks are global: "Iteration Start", "Record Window End"
+	want=$(scopes "$F")
+	grep -q ' g$' <<< "$want"
+	trace-to-chrome -o "$D/c.json" "$F"
+	assert_eq "$(scopes "$D/c.json")" "$want"
+	# the scope is given back, not left as an argument too
+	[ "$(jq '[.traceEvents[] | select(.args["chrome.s"])] | length' "$D/c.json")" = 0 ]
+	# every scope at once, on a thread that has work
+	cat > "$D/mix.json" <<'JSON'
+{"traceEvents":[
+{"ph":"X","name":"work","cat":"c","pid":1,"tid":2,"ts":10,"dur":100},
+{"ph":"i","name":"global","cat":"c","s":"g","pid":1,"tid":2,"ts":20},
+{"ph":"i","name":"process","cat":"c","s":"p","pid":1,"tid":2,"ts":30},
+{"ph":"i","name":"thread","cat":"c","s":"t","pid":1,"tid":2,"ts":40},
+{"ph":"I","name":"unscoped","cat":"c","pid":1,"tid":2,"ts":50}
+]}
+JSON
+	trace-import -o "$D/mix.tkt" "$D/mix.json"
+	trace-to-chrome -o "$D/mix-c.json" "$D/mix.tkt"
+	assert_eq "$(scopes "$D/mix-c.json")" "$(scopes "$D/mix.json")"
+	# and again from the written JSON: the same
+	trace-to-chrome -o "$D/mix-cc.json" "$D/mix-c.json"
+	assert_eq "$(scopes "$D/mix-cc.json")" "$(scopes "$D/mix.json")"
+}

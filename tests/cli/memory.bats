@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The PyTorch allocator's memory (profile_memory=True; issue 19, item 3):
 # Kineto's "Total Allocated" and "Total Reserved" of each device and of
-# the host, their peaks in trace-stats -r memory and their counters in
-# Chrome JSON, against pytorch_reference.py --memory on the JSON.
+# the host, their peaks in trace-stats -r memory (of the whole trace and
+# of each step, with the operation at each) and their counters in Chrome
+# JSON, against pytorch_reference.py --memory and --memory-ops on the
+# JSON.
 
 load helpers
 
@@ -14,8 +16,8 @@ setup() {
 	command -v jq >/dev/null || skip "no jq"
 	shared_data hta/df_index_resolver/df_index_resolver.json.gz FULL
 	# under valgrind and the sanitizers: the trace's first 2000 events
-	# but its [memory] ones, and the first 300 [memory] events of the GPU
-	# and of the host, cut by Python
+	# but its [memory] ones, its steps, and the first 300 [memory] events
+	# of the GPU and of the host, cut by Python
 	if under_valgrind || under_sanitizers; then
 		python3 - "$FULL" "$D/small.json" <<'PY'
 import gzip, json, sys
@@ -23,6 +25,7 @@ d = json.load(gzip.open(sys.argv[1], "rt"))
 ev = d["traceEvents"]
 mem = [e for e in ev if e.get("name") == "[memory]"]
 keep = [e for e in ev[:2000] if e.get("name") != "[memory]"]
+keep += [e for e in ev[2000:] if str(e.get("name")).startswith("ProfilerStep#")]
 for t in (0, 1):
     keep += [e for e in mem if e["args"].get("Device Type") == t][:300]
 d["traceEvents"] = keep
@@ -92,4 +95,38 @@ PY
 )
 	# the reference without the times: Chrome JSON's are microseconds
 	assert_eq "$got" "$(awk '{ NF--; print }' <<< "$want")"
+}
+
+@test "per step: each total's peak, when, and the operation at it, against the reference; the comparison can fail" {
+	python3 "$REF" --memory-ops "$F" > "$D/ref.json"
+	[ "$(jq '.steps | length' "$D/ref.json")" -ge 1 ]
+	# the operation is known for the GPU's peaks of the real trace
+	[ "$(jq '[.peaks[] | select(.device) | .allocated.op] | map(select(. != null)) | length' \
+		"$D/ref.json")" -ge 1 ]
+	trace-stats -r memory --steps --json "$F" > "$D/ours.json"
+	run -0 python3 "$REF" --compare-memory "$D/ref.json" "$D/ours.json"
+	# CSV: a step_memory row per step, device or host and total
+	want=$(jq -r '.steps | to_entries[] | .key as $i | .value[] |
+		(if .device != null then "device,,\(.device)" else "process,\(.pid)," end) as $w |
+		to_entries[] | select(.key == "allocated" or .key == "reserved") |
+		"\($i + 1),\($w),allocator_\(.key),\(.value.bytes),\(.value.ns),\(.value.op // "")"' \
+		"$D/ref.json" | sort)
+	# (once imported: CSV and text of the same trace, quicker)
+	trace-import -o "$D/f.tkt" "$F"
+	got=$(trace-stats -r memory --steps --csv "$D/f.tkt" | grep '^step_memory,' | cut -d, -f2- | sort)
+	assert_eq "$got" "$want"
+	# text: a row each (at most 20 steps), the operation last
+	run -0 trace-stats -r memory --steps --full-names "$D/f.tkt"
+	rows=$(awk '/^  Step  Where/ { on = 1; next } on && /^ +[0-9]+  / { n++ } on && /^$/ { on = 0 }
+		END { print n + 0 }' <<< "$output")
+	assert_eq "$rows" "$(wc -l <<< "$want")"
+	# the comparison fails on an operation, a time (a microsecond: jq
+	# counts in doubles) or a peak that is off
+	for cut in '.steps.instances[0].memory[0].allocated_peak_op = "aten::other"' \
+	           '.steps.instances[-1].memory[0].reserved_peak_ns += 1000' \
+	           'del(.steps.instances[0].memory[-1])' \
+	           '.memory.devices[0].allocator.allocated_peak_op = null'; do
+		jq "$cut" "$D/ours.json" > "$D/bad.json"
+		run -1 python3 "$REF" --compare-memory "$D/ref.json" "$D/bad.json"
+	done
 }

@@ -15,6 +15,11 @@ independently of tracekit, for tests/cli/trace-stats-pytorch.bats.
     pytorch_reference.py --memory TRACE.json[.gz]
         the allocator's peaks, one line each: "gpu DEVICE|host WHAT BYTES NS",
         sorted (tests/cli/memory.bats).
+    pytorch_reference.py --memory-ops TRACE.json[.gz]
+        the same with the operation at each peak, and the peaks of each
+        step, as JSON.
+    pytorch_reference.py --compare-memory REF.json STATS.json
+        check trace-stats -r memory --steps --json against it.
 
 Times are integer nanoseconds read from the digits of ts and dur
 (microseconds), fractions of a nanosecond rounded half away from zero,
@@ -43,6 +48,15 @@ as trace-import documents.  Definitions (trace-stats(1) says the same):
              Allocated" and "Total Reserved" of each device (Device Type
              1, its Device Id) and of the host (Device Type 0), with the
              time of the first sample at that peak.
+  op at a    the innermost range on the [memory] event's own thread
+  peak       (ranges as for operators, nested the same way) enclosing
+             the event that reached the peak: b <= ts < b + dur.
+  memory     per step and per device or host, each total: a total holds
+  per step   its value until the next [memory] event of its device
+             changes it, so the level entering the step counts as well as
+             every event inside the step window [b, b + dur); the peak is
+             the highest, at the first event that reached it (of a run of
+             events repeating one value, the first).
 """
 import gzip
 import json
@@ -414,6 +428,108 @@ def memory(path):
     return sorted(f"{w} {k} {v} {t}" for (w, k), (v, t) in peaks.items())
 
 
+def memory_ops(path):
+    """The allocator's peaks with the operation at each, whole trace and
+    per step (see the module's definitions)."""
+    opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
+    with opener(path, "rt") as f:
+        doc = json.load(f, parse_float=Decimal)
+    base = int(doc.get("baseTimeNanoseconds", 0))
+    ranges = [e for e in load(path) if e["cat"] not in NOT_HOST and e["cat"] != "Trace"]
+    threads = {}
+    for r in ranges:
+        threads.setdefault((r["pid"], r["tid"]), []).append(r)
+    nested = {k: nest(v) for k, v in threads.items()}
+    begins = {k: [r["ts"] for r in rs] for k, (rs, _) in nested.items()}
+
+    def op_at(pid, tid, t):
+        if (pid, tid) not in nested:
+            return None
+        rs, parent = nested[(pid, tid)]
+        j = innermost(rs, parent, begins[(pid, tid)], t)
+        return rs[j]["name"] if j >= 0 else None
+
+    # series: (kind, id) -> total -> [(ts, value, op)], repeats of the
+    # last value dropped (the level is the same; the time it was reached
+    # is the first)
+    series = {}
+    for e in doc["traceEvents"]:
+        a = e.get("args") or {}
+        if e.get("name") != "[memory]" or e.get("ph") not in ("i", "I"):
+            continue
+        where = ("device", a["Device Id"]) if a.get("Device Type") == 1 else ("pid", e["pid"])
+        t = ns(e["ts"]) + base
+        for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
+            if key not in a:
+                continue
+            v = series.setdefault(where, {}).setdefault(what, [])
+            v.append((t, int(a[key]), e["pid"], e["tid"]))
+    # events come out of time order in the file: a stable sort, then the
+    # repeats dropped
+    for s in series.values():
+        for what in s:
+            v = sorted(s[what], key=lambda x: x[0])
+            s[what] = [x for i, x in enumerate(v) if i == 0 or v[i - 1][1] != x[1]]
+
+    def peak(samples, b=None, e=None):
+        if b is not None:
+            j = bisect_right([x[0] for x in samples], b - 1)   # first ts >= b
+            inside = [x for x in samples[j:] if x[0] < e]
+            samples = ([samples[j - 1]] if j > 0 else []) + inside
+        best = None
+        for x in samples:
+            if best is None or x[1] > best[1]:
+                best = x
+        if best is None:
+            return None
+        return {"bytes": best[1], "ns": best[0], "op": op_at(best[2], best[3], best[0])}
+
+    def entry(where, b=None, e=None):
+        o = {where[0]: where[1]}
+        for what, samples in series[where].items():
+            p = peak(samples, b, e)
+            if p:
+                o[what] = p
+        return o
+    out = {"peaks": [entry(w) for w in sorted(series)]}
+    steps = sorted((r for r in ranges if STEP.match(r["name"])), key=lambda r: r["ts"])
+    out["steps"] = [[entry(w, s["ts"], s["ts"] + s["dur"]) for w in sorted(series)]
+                    for s in steps]
+    return out
+
+
+def compare_memory(ref, ours):
+    """ref: memory_ops(); ours: trace-stats -r memory --steps --json."""
+    bad = []
+
+    def mine(o):
+        where = ("device", o["device"]) if "device" in o else ("pid", o["pid"])
+        got = {where[0]: where[1]}
+        src = o.get("allocator", o)
+        for what in ("allocated", "reserved"):
+            if what + "_peak_bytes" in src:
+                got[what] = {"bytes": src[what + "_peak_bytes"], "ns": src[what + "_peak_ns"],
+                             "op": src[what + "_peak_op"]}
+        return got
+
+    def key(o):
+        return ("device", o["device"]) if "device" in o else ("pid", o["pid"])
+    got = sorted((mine(o) for o in ours["memory"]["processes"] + ours["memory"]["devices"]
+                  if "allocator" in o), key=key)
+    want = sorted(ref["peaks"], key=key)
+    if got != want:
+        bad.append(f"whole trace: ours {got} reference {want}")
+    inst = ours.get("steps", {}).get("instances", [])
+    if len(inst) != len(ref["steps"]):
+        bad.append(f"steps: ours {len(inst)} reference {len(ref['steps'])}")
+    for i, (o, r) in enumerate(zip(inst, ref["steps"])):
+        g = sorted((mine(m) for m in o.get("memory", [])), key=key)
+        w = sorted((x for x in r if len(x) > 1), key=key)
+        if g != w:
+            bad.append(f"step {i + 1}: ours {g} reference {w}")
+    return bad
+
+
 def main():
     if sys.argv[1] == "--distributed":
         args, labels = sys.argv[2:], []
@@ -424,6 +540,14 @@ def main():
         return
     if sys.argv[1] == "--compare-distributed":
         bad = compare_distributed(json.load(open(sys.argv[2])), json.load(open(sys.argv[3])))
+        for b in bad[:30]:
+            print(b)
+        sys.exit(1 if bad else 0)
+    if sys.argv[1] == "--memory-ops":
+        json.dump(memory_ops(sys.argv[2]), sys.stdout)
+        return
+    if sys.argv[1] == "--compare-memory":
+        bad = compare_memory(json.load(open(sys.argv[2])), json.load(open(sys.argv[3])))
         for b in bad[:30]:
             print(b)
         sys.exit(1 if bad else 0)

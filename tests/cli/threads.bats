@@ -49,6 +49,41 @@ setup() {
 	done
 }
 
+@test "trace-diff: both JSON inputs repaired to UTF-8 at once, each keeping its own strings" {
+	# each import turns its invalid UTF-8 metadata into U+FFFD on its
+	# own thread; a buffer shared between the threads (as cmd_utf8's
+	# was) is a race ThreadSanitizer reports, and could swap strings
+	local n=3000
+	under_valgrind && n=500
+	for side in a b; do
+		python3 - $side $n > "$D/$side.json" <<'PY'
+import sys
+side, n = sys.argv[1].encode(), int(sys.argv[2])
+out = sys.stdout.buffer
+out.write(b'{')
+for i in range(n):
+    out.write(b'"%s\xff%d":"%s\xfe%d",' % (side, i, side * 2, i))
+out.write(b'"traceEvents":[')
+out.write(b',\n'.join(b'{"ph":"X","name":"op%d","cat":"cpu_op","pid":1,"tid":1,'
+                      b'"ts":%d,"dur":5}' % (i % 7, i * 10) for i in range(500)))
+out.write(b']}')
+PY
+	done
+	run -0 --separate-stderr trace-diff -j "$D/a.json" "$D/b.json"
+	# every key and value of each side, as Python's decoder repairs them
+	for side in before after; do
+		f=$([ $side = before ] && echo a || echo b)
+		want=$(python3 -c '
+import sys
+side, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    print("%s\ufffd%d=%s\ufffd%d" % (side, i, side * 2, i))' $f $n | sort)
+		got=$(jq -r ".$side.metadata | to_entries[] | select(.key | test(\"^[ab]\")) |
+			\"\(.key)=\(.value)\"" <<<"$output" | sort)
+		assert_eq "$got" "$want"
+	done
+}
+
 @test "trace-merge: the sealer thread writes the same bytes as one thread" {
 	# inputs of several chunks each, so that chunks are in flight while
 	# the merge goes on

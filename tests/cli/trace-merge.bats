@@ -411,3 +411,35 @@ processes() {
 	assert_eq "$(trace-dump --json "$D/out.tkt" | jq -r 'select(.kind == "mark") | .name' | paste -sd' ')" \
 		"early m1 m2 m3 m4 m5 m6 m7 m8 late"
 }
+
+@test "progress: on a terminal's stderr once the merge takes TK_PROGRESS_AFTER, erased at the end; nothing otherwise" {
+	command -v script > /dev/null || skip "script(1) is not installed"
+	D=$BATS_TEST_TMPDIR
+	X=$(synth_trace x.tkt -n 20000 --pid 301 --seed 11)
+	Y=$(synth_trace y.tkt -n 20000 --pid 302 --seed 12)
+	size=$(( $(stat -c %s "$X") + $(stat -c %s "$Y") ))
+	# script(1) gives the command a terminal for stderr
+	TK_PROGRESS_AFTER=0 script -qec "trace-merge -o '$D/tty.tkt' '$X' '$Y'" /dev/null \
+		< /dev/null > "$D/tty.out"
+	python3 - "$D/tty.out" "$size" <<'PY'
+import re, sys
+out = open(sys.argv[1], "rb").read().decode()
+lines = re.findall(r"\r(trace-merge: [^\r\x1b]*)\x1b\[K", out)
+assert lines, repr(out[:200])
+assert all(l.startswith("trace-merge: merging 2 inputs: ") for l in lines), lines
+pcts = [int(re.search(r": +([0-9]+)% \(", l).group(1)) for l in lines]
+assert pcts == sorted(pcts) and 0 <= pcts[0] and pcts[-1] <= 100, pcts
+assert ("of %.1f MiB" % (int(sys.argv[2]) / 2**20)) in lines[0], lines[0]
+# the last thing written erases the line
+assert out.endswith("\r\x1b[K"), repr(out[-20:])
+PY
+	# not a terminal: nothing on stderr, the same trace
+	run -0 --separate-stderr env TK_PROGRESS_AFTER=0 trace-merge -o "$D/pipe.tkt" "$X" "$Y"
+	assert_eq "$stderr" ""
+	cmp "$D/tty.tkt" "$D/pipe.tkt"
+	# a terminal, but quicker than the default second: nothing (not
+	# timed under valgrind or the sanitizers, which are slower)
+	if under_valgrind || under_sanitizers; then return 0; fi
+	script -qec "trace-merge -o '$D/quick.tkt' '$X' '$Y'" /dev/null < /dev/null > "$D/quick.out"
+	assert_eq "$(wc -c < "$D/quick.out")" 0
+}

@@ -62,6 +62,28 @@ dlrm_ranks() {
 	assert_eq "$(jq '.distributed.ranks | length' "$d/ours.json")" "${#F[@]}"
 }
 
+@test "--distributed: ranks imported one by one and merged with no label are named by distributedInfo.rank" {
+	mapfile -t F < <(dlrm_ranks)
+	d=$BATS_TEST_TMPDIR
+	t=()
+	for f in "${F[@]}"; do t+=("$(import "$f")"); done
+	# no -l: each rank's processes carry "rank N" from the import, so
+	# the merged trace keeps them apart (they all said distributedInfo
+	# before, and the last one named every rank)
+	trace-merge -o "$d/job.tkt" "${t[@]}"
+	python3 "$REF" --distributed "${F[@]}" > "$d/ref.json"
+	trace-stats --json --distributed -r run,processes,gpu "$d/job.tkt" > "$d/ours.json"
+	run python3 "$REF" --compare-distributed "$d/ref.json" "$d/ours.json"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	want=$(for f in "${F[@]}"; do
+		python3 -c 'import json, sys; print("rank %s" % json.load(open(sys.argv[1]))["distributedInfo"]["rank"])' "$f"
+	done | sort)
+	assert_eq "$(jq -r '.distributed.ranks[].rank' "$d/ours.json" | sort)" "$want"
+	# a process and a GPU per rank, each process labelled with its rank
+	assert_eq "$(jq -r '.processes[].label' "$d/ours.json" | sort)" "$want"
+	assert_eq "$(jq '.gpus | length' "$d/ours.json")" "${#F[@]}"
+}
+
 @test "--distributed: HTA's sampled ranks 0 and 1, and its NCCL trace, to the nanosecond" {
 	shared_data hta/trace_filter/sampled_rank-0.json.gz F0
 	shared_data hta/trace_filter/sampled_rank-1.json.gz F1

@@ -452,3 +452,30 @@ EOF
 	         xargs ls -S -r)
 	[ "$n" -gt 0 ]
 }
+
+@test "instants of global scope go to a track of no process; others stay on theirs" {
+	need_protoc
+	cat > "$BATS_TEST_TMPDIR/mix.json" <<'JSON'
+{"traceEvents":[
+{"ph":"X","name":"work","cat":"c","pid":1,"tid":2,"ts":10,"dur":100},
+{"ph":"i","name":"global","cat":"c","s":"g","pid":1,"tid":2,"ts":20},
+{"ph":"i","name":"thread","cat":"c","s":"t","pid":1,"tid":2,"ts":40},
+{"ph":"i","name":"global too","s":"g","pid":7,"tid":0,"ts":50}
+]}
+JSON
+	trace-import -o "$BATS_TEST_TMPDIR/mix.tkt" "$BATS_TEST_TMPDIR/mix.json"
+	trace-to-perfetto -o "$P" "$BATS_TEST_TMPDIR/mix.tkt"
+	run -0 check "$BATS_TEST_TMPDIR/mix.tkt" "$P"
+	assert_eq "$(events "$P" | jq -r 'select(.kind == "mark") | "\(.name)=\(.track_name)"' | sort)" \
+	          "$(printf '%s\n' 'global too=global instants' 'global=global instants' 'thread=thread 2')"
+	# its descriptor names no parent, process or thread
+	decoded "$P" > "$BATS_TEST_TMPDIR/p.txt"
+	python3 - "$BATS_TEST_TMPDIR/p.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+descs = re.findall(r"track_descriptor \{(.*?)\n  \}", text, re.S)
+mine = [d for d in descs if 'name: "global instants"' in d]
+assert len(mine) == 1, mine
+assert not re.search(r"parent_uuid|process \{|thread \{", mine[0]), mine[0]
+PY
+}

@@ -326,6 +326,70 @@ TEST(unsorted_inputs_spill)
 	mem_free(&res.out);
 }
 
+/* tk_merge_set_progress(): what the callback is told. */
+struct progress_log {
+	int calls;
+	int monotonic;           /* no count ever went back */
+	int written_le_read;     /* never more written than read */
+	uint64_t bytes, read, written;
+};
+
+static void
+on_progress(void *arg, uint64_t bytes, uint64_t read, uint64_t written)
+{
+	struct progress_log *p = arg;
+	if (bytes < p->bytes || read < p->read || written < p->written)
+		p->monotonic = 0;
+	if (written > read)
+		p->written_le_read = 0;
+	p->calls++;
+	p->bytes = bytes;
+	p->read = read;
+	p->written = written;
+}
+
+/* The counts of the progress callback: every event of the inputs read
+ * once (events read back from spill files are not counted again), the
+ * bytes within the inputs' size, nothing going back. */
+TEST(progress_counts)
+{
+	struct mem_trace in[3];
+	uint64_t size = 0;
+	for (int i = 0; i < 3; i++) {
+		struct gen g = { "h", 40 + i, 5000000, 7000, 0, (uint64_t)i + 30 };
+		gen_trace(&in[i], &g);
+		size += in[i].len;
+	}
+	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
+	struct mem_trace out;
+	struct tk_writer *w = mem_open(&out, &wo);
+	/* little memory: the unsorted inputs spill */
+	struct tk_merge_options o = { 64 * 1024, NULL, 0, NULL, NULL };
+	struct tk_merge *mg = tk_merge_new(w, &o);
+	struct progress_log log = { 0, 1, 1, 0, 0, 0 };
+	tk_merge_set_progress(mg, on_progress, &log);
+	for (int i = 0; i < 3; i++)
+		CHECK(tk_merge_add(mg, reader_on(&in[i], "input"), NULL, 0) == i);
+	CHECK_EQ_INT(tk_merge_run(mg), TK_OK);
+	struct tk_merge_stats st;
+	tk_merge_stats(mg, &st);
+	CHECK(st.spilled > 0);
+	CHECK(log.calls >= 3);
+	CHECK(log.monotonic);
+	CHECK(log.written_le_read);
+	CHECK_EQ_INT(log.read, 21000);
+	CHECK(log.written <= st.events);
+	CHECK(log.bytes > 0 && log.bytes < size);
+	/* NULL stops it */
+	tk_merge_set_progress(mg, NULL, NULL);
+	tk_merge_set_progress(NULL, on_progress, &log);
+	tk_merge_free(mg);
+	mem_finish(&out, 1);
+	mem_free(&out);
+	for (int i = 0; i < 3; i++)
+		mem_free(&in[i]);
+}
+
 TEST(identical_processes_deduplicated)
 {
 	struct mem_trace in[2];
@@ -945,6 +1009,7 @@ main(void)
 	RUN(merge_errno);
 	RUN(unsorted_inputs_spill);
 	RUN(many_spills_stay_few_open);
+	RUN(progress_counts);
 	RUN(identical_processes_deduplicated);
 	RUN(labels_and_offsets);
 	RUN(concatenated_input);
