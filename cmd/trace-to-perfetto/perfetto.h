@@ -253,24 +253,36 @@ uint32_t pf_tracks_place(struct pf_tracks *tr, uint32_t i, int64_t b,
 
 /* ---- order.c: heaps ---------------------------------------------------------- */
 
-/* An event copied out of the reader to wait for its turn. */
+/* An event copied out of the reader to wait for its turn, in an arena
+ * block; the next event of its run follows `next`. */
 struct pf_held {
 	struct tk_event ev;      /* pointers into `strings` */
 	uint64_t seq;
 	uint32_t map_track;      /* Perfetto track for it */
 	uint32_t scope;
-	char *strings;           /* owned copy of its texts */
+	char *strings;           /* its texts, after it in the block */
 	size_t bytes;
+	struct pf_held *next;    /* the next of its run, NULL = none yet */
+	struct pf_block *block;
 };
 
-/* A heap entry keeps the event's sort keys beside the pointer, so that
- * sifting compares entries in the heap's own array instead of loading
- * each held event (a cache miss apiece once the heap outgrows the
- * cache: 40 % of an unsorted import's conversion went there). */
+/* Arena block of held events: freed when the last of them is let out. */
+struct pf_block {
+	size_t refs;             /* held events in it not yet let out */
+	size_t used, cap;        /* bytes of data[] */
+	_Alignas(16) unsigned char data[];
+};
+
+/* The heap holds runs, not events: a run is a series of held events
+ * already in order (an unsorted import is sorted chunks whose times
+ * overlap, each chunk one run), and the heap orders runs by their first
+ * event.  Merging a few runs costs a comparison or two per event where
+ * a heap of every event cost a sift through cache misses.  Each entry
+ * keeps its run's first sort keys beside the pointer. */
 struct pf_slot {
 	int64_t ts, dur;
 	uint64_t seq;
-	struct pf_held *held;
+	struct pf_held *held;    /* first event of the run */
 };
 
 struct pf_reorder {
@@ -280,6 +292,9 @@ struct pf_reorder {
 	size_t limit;
 	size_t peak;
 	uint64_t seq;
+	struct pf_held *tail;    /* last event pushed while its run waits */
+	struct pf_block *cur;    /* block that takes new events */
+	struct pf_block *spare;  /* an emptied block kept for reuse */
 };
 
 void pf_reorder_init(struct pf_reorder *ro, size_t limit);
