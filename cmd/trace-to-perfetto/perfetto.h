@@ -12,6 +12,7 @@
  *   order.c    the heap that puts out-of-order events back in begin
  *              order, and the heap of slice ends still to write
  *   encode.c   one event as TrackEvent fields and debug annotations
+ *   args.c     imported args as debug annotations
  *   packet.c   packets on the sequence: timestamps (incremental),
  *              flags, interned data, the preamble of each file
  * trace-to-perfetto.c reads the inputs, filters, and drives the rest.
@@ -374,8 +375,11 @@ enum {
 
 enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
 
+struct pf_args;                  /* args.c: shapes of args texts seen */
+
 struct pf_enc {
 	struct pf_intern *in;
+	struct pf_args *args;    /* made on first use */
 	uint32_t scope;
 	int flows;               /* flow ids from launches to GPU work */
 	uint64_t bad_args;       /* imported args that were not an object */
@@ -385,5 +389,24 @@ struct pf_enc {
  * sample) on track `uuid`: name, category, annotations, flows. */
 void pf_encode_event(struct pf_enc *x, struct pbuf *te, const struct tk_event *e,
                      uint64_t uuid, int type);
+
+/* DebugAnnotation fields. */
+enum {
+	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5,
+	DA_STRING = 6, DA_POINTER = 7, DA_NAME = 10, DA_DICT = 11, DA_ARRAY = 12,
+	DA_STRING_IID = 17,
+};
+
+/* Open annotation `field` (TE_DEBUG, DA_DICT, DA_ARRAY) named `key`
+ * (interned; NULL = no name); close it with pb_close(). */
+size_t pf_ann_open(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key);
+/* A string value, interned when short. */
+void pf_value_str(struct pf_enc *x, struct pbuf *b, const char *s, size_t n);
+
+/* ---- args.c: imported args ----------------------------------------------------- */
+
+/* The event's imported args (a JSON object) as annotations. */
+void pf_args_annotate(struct pf_enc *x, struct pbuf *b, const struct tk_event *e);
+void pf_args_free(struct pf_args *A);
 
 #endif

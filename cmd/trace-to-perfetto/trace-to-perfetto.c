@@ -471,6 +471,7 @@ cleanup(struct conv *C)
 	pf_ends_free(&C->ends);
 	pf_tracks_free(&C->tr);
 	pf_intern_free(&C->in);
+	pf_args_free(C->enc.args);
 	pb_free(&C->te);
 	pb_free(&C->seq.pkt);
 	free(C->name_ok);

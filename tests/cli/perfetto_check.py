@@ -188,8 +188,9 @@ class Sequence:
 
 
 def annotation_value(seq, a):
-    for k in ("uint_value", "int_value", "double_value", "bool_value",
-              "string_value", "pointer_value"):
+    if "double_value" in a:
+        return float(a["double_value"][0])  # protoc writes 1000.0 as "1000"
+    for k in ("uint_value", "int_value", "bool_value", "string_value", "pointer_value"):
         if k in a:
             return a[k][0]
     if "string_value_iid" in a:
@@ -395,6 +396,49 @@ def compare_events(tl, dump, subset):
     return got
 
 
+def imported_value(v, depth=0):
+    """An imported JSON value as trace-to-perfetto's annotations hold it."""
+    if v is None:
+        return "null"
+    if isinstance(v, list):
+        if not v or depth >= 9:
+            return "[]"
+        return [imported_value(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        if not v or depth >= 9:
+            return "{}"
+        return {k: imported_value(x, depth + 1) for k, x in v.items()}
+    return v
+
+
+def check_args(tl, dump):
+    """Every event's imported args are among its annotations, each key with
+    the value and type the .tkt holds (events matched by kind, times, name;
+    those with the same key take the args the .tkt gives them in any order)."""
+    by_key = collections.defaultdict(list)
+    for ev in tl.events:
+        if ev["type"] != "TYPE_COUNTER":
+            by_key[pf_key(tl, ev)].append(ev["args"])
+    checked = 0
+    for e in dump:
+        args = e.get("args")
+        if not isinstance(args, dict) or not args or not e["name"] or e["kind"] == "counter":
+            continue
+        want = {k: imported_value(v) for k, v in args.items()}
+        cands = by_key.get(tkt_key(e), [])
+        for i, got in enumerate(cands):
+            if all(k in got and got[k] == v and type(got[k]) is type(v)
+                   for k, v in want.items()):
+                del cands[i]
+                break
+        else:
+            raise Bad("%s %r at %d: args %s not among its annotations (%s)" %
+                      (e["kind"], e["name"], e["ts"], json.dumps(want, sort_keys=True),
+                       [json.dumps(c, sort_keys=True) for c in cands[:2]]))
+        checked += 1
+    return checked
+
+
 def check_kernels(tl, dump):
     want = collections.Counter()
     for e in dump:
@@ -475,6 +519,7 @@ def main(argv):
             tl.read_file(path, decode(path, proto))
         check_nesting(tl)
         got = compare_events(tl, dump, "--subset" in opts)
+        check_args(tl, dump)
         check_kernels(tl, dump)
         flows = 0 if "--no-flows" in opts or "--subset" in opts else check_flows(tl, dump)
     except Bad as e:
