@@ -308,7 +308,13 @@ pf_encode_event(struct pf_enc *x, struct pbuf *te, const struct tk_event *e,
 	pb_uint(te, TE_TYPE, (uint64_t)type);
 	pb_uint(te, TE_TRACK_UUID, uuid);
 	if (type == TE_COUNTER) {
-		pb_double(te, TE_DOUBLE_COUNTER, e->u.counter.value);
+		/* a whole number (bytes, counts: most samples) as a varint,
+		 * 5 bytes or so where a double takes 9 */
+		double v = e->u.counter.value;
+		if (v == trunc(v) && fabs(v) < 0x1p62)
+			pb_int(te, TE_COUNTER_VALUE, (int64_t)v);
+		else
+			pb_double(te, TE_DOUBLE_COUNTER, v);
 		return;
 	}
 	name_and_category(x, te, e);

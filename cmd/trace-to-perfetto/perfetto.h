@@ -350,10 +350,8 @@ void pf_seq_start(struct pf_seq *s, int64_t t0, const char *const *meta,
  * Perfetto UI; `trace_attribute.KEY` in trace processor's metadata). */
 void pf_seq_attributes(struct pf_seq *s, const char *const *kv, size_t n);
 /* Append one packet with a TrackEvent body `te` at time `ts` to s->pkt,
- * with the interned data it introduced; `interned`: it refers to
- * interned strings (slice ends do not), and says so in its flags. */
-void pf_seq_event(struct pf_seq *s, int64_t ts, const struct pbuf *te,
-                  int interned);
+ * with the interned data it introduced. */
+void pf_seq_event(struct pf_seq *s, int64_t ts, const struct pbuf *te);
 /* Write s->pkt out and empty it. */
 void pf_seq_flush(struct pf_seq *s);
 
@@ -367,6 +365,7 @@ enum {
 	TE_NAME_IID = 10,
 	TE_TRACK_UUID = 11,
 	TE_CATEGORIES = 22,
+	TE_COUNTER_VALUE = 30,
 	TE_NAME = 23,
 	TE_DOUBLE_COUNTER = 44,
 	TE_FLOW_IDS = 47,

@@ -154,7 +154,7 @@ write_end_packet(struct conv *C, const struct pf_end *e)
 	te->len = 0;
 	pb_uint(te, TE_TYPE, TE_SLICE_END);
 	pb_uint(te, TE_TRACK_UUID, C->tr.t[e->track].uuid);
-	pf_seq_event(&C->seq, e->ts, te, 0);
+	pf_seq_event(&C->seq, e->ts, te);
 }
 
 /* The next file of a --split series: the ends of the slices still open
@@ -188,7 +188,7 @@ write_unit(struct conv *C, uint32_t track, int64_t ts, const struct tk_event *e,
 			write_end_packet(C, end);
 		else {
 			pf_encode_event(&C->enc, &C->te, e, C->tr.t[track].uuid, type);
-			pf_seq_event(&C->seq, ts, &C->te, type != TE_COUNTER);
+			pf_seq_event(&C->seq, ts, &C->te);
 		}
 		/* an end goes in the file of its begin: the room for it was
 		 * kept when the begin was written */
