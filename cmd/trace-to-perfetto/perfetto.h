@@ -329,14 +329,23 @@ void pf_ends_free(struct pf_ends *h);
 /* ---- packet.c: the sequence -------------------------------------------------- */
 
 #define PF_SEQ_ID 1u
-#define PF_CLOCK_INCR 64u        /* our incremental clock */
+#define PF_CLOCK_INCR 64u        /* our incremental clock, ns */
+#define PF_CLOCK_INCR_US 65u     /* the same in microseconds */
 #define PF_CLOCK_BOOTTIME 6u     /* the trace clock */
+
+/* The incremental clocks' state: the time of the last packet on each,
+ * which one packets use by default, and the score that picks it. */
+struct pf_clocks {
+	int64_t ns, us;          /* ns since the epoch, both */
+	int micro;               /* the default is PF_CLOCK_INCR_US */
+	int score;               /* +1 a whole microsecond, -4 not */
+};
 
 struct pf_seq {
 	struct pf_out *out;
 	struct pf_intern *in;
 	struct pbuf pkt;         /* packets being assembled */
-	int64_t clock;           /* last incremental timestamp */
+	struct pf_clocks clock;
 	uint64_t packets;
 	uint64_t absolute;       /* packets written with absolute times */
 };

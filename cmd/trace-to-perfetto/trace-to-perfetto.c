@@ -182,7 +182,7 @@ write_unit(struct conv *C, uint32_t track, int64_t ts, const struct tk_event *e,
 		start_file(C, C->base < ts ? C->base : ts);
 	for (int attempt = 0;; attempt++) {
 		size_t mark = C->seq.pkt.len;
-		int64_t clock = C->seq.clock;
+		struct pf_clocks clock = C->seq.clock;
 		pf_tracks_announce(&C->tr, track, C->out.index, &C->seq.pkt, PF_SEQ_ID);
 		if (end)
 			write_end_packet(C, end);

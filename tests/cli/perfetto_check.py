@@ -138,8 +138,7 @@ class Sequence:
         self.path = path
         self.cleared = False
         self.interned = {}
-        self.clock = None
-        self.incremental = False
+        self.clocks = {}          # sequence clock id -> [value, ns per unit, incremental]
         self.default_clock = None
 
     def start(self, pkt):
@@ -148,11 +147,24 @@ class Sequence:
         self.cleared = True
         self.interned = collections.defaultdict(dict)
         snap = one(pkt, "clock_snapshot")
+        boot = None
         if snap:
-            for c in snap.get("clocks", []):
-                if one(c, "clock_id") == 64:
-                    self.clock = one(c, "timestamp")
-                    self.incremental = one(c, "is_incremental", False)
+            clocks = {one(c, "clock_id"): c for c in snap.get("clocks", [])}
+            boot = one(clocks.get(6, {}), "timestamp")
+            for cid, c in clocks.items():
+                if cid < 64:
+                    continue
+                mult = one(c, "unit_multiplier_ns", 1)
+                # our snapshots read every clock at the same instant
+                if boot is None or one(c, "timestamp") * mult != boot:
+                    raise Bad("%s: clock %d does not read the snapshot's BOOTTIME" %
+                              (self.path, cid))
+                self.clocks[cid] = [one(c, "timestamp"), mult,
+                                    one(c, "is_incremental", False)]
+        self.defaults(pkt)
+
+    def defaults(self, pkt):
+        """TracePacketDefaults may come in any packet; they apply to it too."""
         d = one(pkt, "trace_packet_defaults")
         if d:
             self.default_clock = one(d, "timestamp_clock_id")
@@ -177,11 +189,13 @@ class Sequence:
     def time(self, pkt):
         ts = one(pkt, "timestamp")
         clock = one(pkt, "timestamp_clock_id", self.default_clock)
-        if clock == 64:
-            if self.clock is None or not self.incremental:
-                raise Bad("%s: incremental timestamp without its clock" % self.path)
-            self.clock += ts
-            return self.clock
+        if clock is not None and clock >= 64:
+            if clock not in self.clocks or not self.clocks[clock][2]:
+                raise Bad("%s: incremental timestamp on clock %s, not defined so" %
+                          (self.path, clock))
+            c = self.clocks[clock]
+            c[0] += ts
+            return c[0] * c[1]
         if clock in (None, 6):
             return ts
         raise Bad("%s: unexpected clock %s" % (self.path, clock))
@@ -241,6 +255,8 @@ class Timeline:
                 seq.start(pkt)
             elif one(pkt, "sequence_flags", 0) & 1:
                 raise Bad("%s: the sequence is cleared again at packet %d" % (path, n))
+            else:
+                seq.defaults(pkt)
             seq.intern(pkt)
             if "track_descriptor" in pkt:
                 d = pkt["track_descriptor"][0]

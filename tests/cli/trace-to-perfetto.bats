@@ -151,6 +151,32 @@ PY
 	[ $(( $(stat -c %s "$BATS_TEST_TMPDIR/run.json") / $(stat -c %s "$P") )) -ge 7 ]
 }
 
+@test "whole microseconds go on the microsecond clock, other times on the ns one" {
+	need_protoc
+	# whole microseconds, then times with nanoseconds, then whole again
+	python3 - > "$BATS_TEST_TMPDIR/us.jsonl" <<'PY'
+print('{"def":"process","ref":"p","pid":1,"host":"h","argv":["app"]}')
+print('{"def":"thread","ref":"t","process":"p","tid":1,"name":"main"}')
+t = 5_000_000_000
+for i in range(600):
+    ns = 0 if i < 200 or i >= 400 else 1 + i % 997
+    print('{"kind":"range","track":"t","ts":%d,"dur":%d,"name":"op%d"}'
+          % (t + ns, 3000 + (i % 7) * 1000, i % 5))
+    t += 7000 + (i % 13) * 1000
+PY
+	mktrace < "$BATS_TEST_TMPDIR/us.jsonl" > "$BATS_TEST_TMPDIR/us.tkt"
+	trace-to-perfetto -o "$P" "$BATS_TEST_TMPDIR/us.tkt"
+	run -0 check "$BATS_TEST_TMPDIR/us.tkt" "$P"
+	decoded "$P" > "$BATS_TEST_TMPDIR/p.txt"
+	# the default goes to 65, back to 64 for the nanoseconds, then to 65
+	assert_eq "$(grep -A1 'trace_packet_defaults {' "$BATS_TEST_TMPDIR/p.txt" | grep -o 'timestamp_clock_id: [0-9]*' | tr '\n' ' ')" \
+	          "timestamp_clock_id: 64 timestamp_clock_id: 65 timestamp_clock_id: 64 timestamp_clock_id: 65 "
+	grep -q 'unit_multiplier_ns: 1000' "$BATS_TEST_TMPDIR/p.txt"
+	# a nanosecond trace never leaves clock 64
+	trace-to-perfetto -o "$P" "$T"
+	! decoded "$P" | grep -q 'timestamp_clock_id: 65'
+}
+
 @test "overlapping GPU work goes to an extra track; nothing is lost" {
 	need_protoc
 	F=$(fixture ov.tkt <<'EOF'
