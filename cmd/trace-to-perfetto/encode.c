@@ -3,8 +3,7 @@
  * One event as a TrackEvent: its type, track, interned name and
  * category, flow ids, and its attributes as debug annotations with
  * interned keys.  Launch configurations ("264x1x1") and other short
- * strings that repeat are interned values; imported args (the JSON
- * object an importer kept) become annotations too, nested as they were.
+ * strings that repeat are interned values; imported args go to args.c.
  * The category of each kind is trace-to-chrome's ("kernel",
  * "cuda_runtime", ...).
  */
@@ -12,20 +11,13 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <jansson.h>
-
 #include "perfetto.h"
 #include "common/util.h"
 
-enum {
-	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5,
-	DA_STRING = 6, DA_POINTER = 7, DA_NAME = 10, DA_DICT = 11, DA_ARRAY = 12,
-	DA_STRING_IID = 17,
-};
 #define INTERN_VALUE_MAX 96  /* longer string values are written inline */
 
-static size_t
-ann_open(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key)
+size_t
+pf_ann_open(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key)
 {
 	size_t at = pb_open(b, field);
 	if (!key)
@@ -41,7 +33,7 @@ ann_open(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key)
 static void
 ann_uint(struct pf_enc *x, struct pbuf *b, const char *key, uint64_t v)
 {
-	size_t at = ann_open(x, b, TE_DEBUG, key);
+	size_t at = pf_ann_open(x, b, TE_DEBUG, key);
 	pb_uint(b, DA_UINT, v);
 	pb_close(b, at);
 }
@@ -49,13 +41,13 @@ ann_uint(struct pf_enc *x, struct pbuf *b, const char *key, uint64_t v)
 static void
 ann_int(struct pf_enc *x, struct pbuf *b, const char *key, int64_t v)
 {
-	size_t at = ann_open(x, b, TE_DEBUG, key);
+	size_t at = pf_ann_open(x, b, TE_DEBUG, key);
 	pb_int(b, DA_INT, v);
 	pb_close(b, at);
 }
 
-static void
-value_str(struct pf_enc *x, struct pbuf *b, const char *s, size_t n)
+void
+pf_value_str(struct pf_enc *x, struct pbuf *b, const char *s, size_t n)
 {
 	uint64_t iid = n <= INTERN_VALUE_MAX ? pf_intern(x->in, PF_T_VALUE, s, n) : 0;
 	if (iid)
@@ -67,85 +59,9 @@ value_str(struct pf_enc *x, struct pbuf *b, const char *s, size_t n)
 static void
 ann_str(struct pf_enc *x, struct pbuf *b, const char *key, const char *s)
 {
-	size_t at = ann_open(x, b, TE_DEBUG, key);
-	value_str(x, b, s, strlen(s));
+	size_t at = pf_ann_open(x, b, TE_DEBUG, key);
+	pf_value_str(x, b, s, strlen(s));
 	pb_close(b, at);
-}
-
-/* ---- imported args ------------------------------------------------------------ */
-
-static void json_value(struct pf_enc *x, struct pbuf *b, unsigned field,
-                       const char *key, json_t *v, int depth);
-
-static void
-json_value(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key,
-           json_t *v, int depth)
-{
-	size_t at = ann_open(x, b, field, key);
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		value_str(x, b, json_string_value(v), json_string_length(v));
-		break;
-	case JSON_INTEGER:
-		pb_int(b, DA_INT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		pb_double(b, DA_DOUBLE, json_real_value(v));
-		break;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		pb_uint(b, DA_BOOL, json_is_true(v));
-		break;
-	case JSON_NULL:
-		value_str(x, b, "null", 4);
-		break;
-	case JSON_ARRAY: {
-		size_t i;
-		json_t *e;
-		if (depth > 8 || !json_array_size(v)) {
-			value_str(x, b, "[]", depth > 8 ? 5 : 2);
-			break;
-		}
-		json_array_foreach(v, i, e)
-			json_value(x, b, DA_ARRAY, NULL, e, depth + 1);
-		break;
-	}
-	case JSON_OBJECT: {
-		const char *k;
-		json_t *e;
-		if (depth > 8 || !json_object_size(v)) {
-			value_str(x, b, "{}", 2);
-			break;
-		}
-		json_object_foreach(v, k, e)
-			json_value(x, b, DA_DICT, k, e, depth + 1);
-		break;
-	}
-	}
-	pb_close(b, at);
-}
-
-static void
-imported_args(struct pf_enc *x, struct pbuf *b, const struct tk_event *e)
-{
-	if (!e->args || !e->args_len)
-		return;
-	size_t n;
-	const char *text = cmd_utf8(e->args, e->args_len, &n);
-	json_t *a = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-	if (!a || !json_is_object(a)) {
-		size_t at = ann_open(x, b, TE_DEBUG, "args");
-		pb_bytes(b, DA_STRING, text, n);
-		pb_close(b, at);
-		x->bad_args++;
-		json_decref(a);
-		return;
-	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(a, k, v)
-		json_value(x, b, TE_DEBUG, k, v, 0);
-	json_decref(a);
 }
 
 /* ---- per kind ------------------------------------------------------------------ */
@@ -164,7 +80,7 @@ range_args(struct pf_enc *x, struct pbuf *b, const struct tk_range_attrs *a, int
 	case TK_PAYLOAD_UINT: ann_uint(x, b, "payload", a->payload.u); break;
 	case TK_PAYLOAD_INT: ann_int(x, b, "payload", a->payload.i); break;
 	case TK_PAYLOAD_DOUBLE: {
-		size_t at = ann_open(x, b, TE_DEBUG, "payload");
+		size_t at = pf_ann_open(x, b, TE_DEBUG, "payload");
 		pb_double(b, DA_DOUBLE, a->payload.d);
 		pb_close(b, at);
 		break;
@@ -210,7 +126,7 @@ memcpy_args(struct pf_enc *x, struct pbuf *b, const struct tk_memcpy_attrs *c)
 		ann_uint(x, b, "src device", c->src_device);
 		ann_uint(x, b, "dst device", c->dst_device);
 	}
-	size_t at = ann_open(x, b, TE_DEBUG, "async");
+	size_t at = pf_ann_open(x, b, TE_DEBUG, "async");
 	pb_uint(b, DA_BOOL, (c->flags & TK_FLAG_ASYNC) != 0);
 	pb_close(b, at);
 }
@@ -244,7 +160,7 @@ memory_args(struct pf_enc *x, struct pbuf *b, const struct tk_memory_attrs *a)
 {
 	ann_str(x, b, "operation", a->op == TK_MEM_FREE ? "free" : "alloc");
 	ann_uint(x, b, "bytes", a->bytes);
-	size_t at = ann_open(x, b, TE_DEBUG, "address");
+	size_t at = pf_ann_open(x, b, TE_DEBUG, "address");
 	pb_uint(b, DA_POINTER, a->address);
 	pb_close(b, at);
 	ann_str(x, b, "memory kind", tk_mem_kind_name(a->mem_kind));
@@ -392,11 +308,17 @@ pf_encode_event(struct pf_enc *x, struct pbuf *te, const struct tk_event *e,
 	pb_uint(te, TE_TYPE, (uint64_t)type);
 	pb_uint(te, TE_TRACK_UUID, uuid);
 	if (type == TE_COUNTER) {
-		pb_double(te, TE_DOUBLE_COUNTER, e->u.counter.value);
+		/* a whole number (bytes, counts: most samples) as a varint,
+		 * 5 bytes or so where a double takes 9 */
+		double v = e->u.counter.value;
+		if (v == trunc(v) && fabs(v) < 0x1p62)
+			pb_int(te, TE_COUNTER_VALUE, (int64_t)v);
+		else
+			pb_double(te, TE_DOUBLE_COUNTER, v);
 		return;
 	}
 	name_and_category(x, te, e);
 	flows(x, te, e);
 	kind_args(x, te, e);
-	imported_args(x, te, e);
+	pf_args_annotate(x, te, e);
 }

@@ -3,9 +3,13 @@
  * The two heaps of trace-to-perfetto.
  *
  * Events that come out of begin order (an unsorted input, chunk
- * watermarks that allow it) wait in a heap, copied with their strings,
- * until the watermarks say nothing earlier can come; past the memory
- * limit the earliest go anyway.  Sorted inputs pass by it.
+ * watermarks that allow it) wait, copied with their strings into arena
+ * blocks, until the watermarks say nothing earlier can come; past the
+ * memory limit the earliest go anyway.  Sorted inputs pass by it.  They
+ * wait as runs: each event that is not earlier than the one pushed
+ * before it joins that one's run, and a heap of runs merges them (see
+ * struct pf_slot).  The events come out in the order a heap of single
+ * events would give, as the runs are each in that order.
  *
  * Slice ends wait in the other heap until the output reaches their
  * time, so that packets go out in time order (timestamps are deltas
@@ -17,11 +21,47 @@
 #include "perfetto.h"
 #include "common/util.h"
 
+#define BLOCK_SIZE (256u << 10)
+
 void
 pf_reorder_init(struct pf_reorder *ro, size_t limit)
 {
 	memset(ro, 0, sizeof(*ro));
 	ro->limit = limit;
+}
+
+/* Room for n bytes (a multiple of 16) in the current block, or a new one. */
+static void *
+arena_alloc(struct pf_reorder *ro, size_t n, struct pf_block **in)
+{
+	struct pf_block *b = ro->cur;
+	if (b && !b->refs)
+		b->used = 0;  /* all let out: start it again, still in cache */
+	if (!b || b->cap - b->used < n) {
+		if (b && !b->refs && b != ro->spare) {
+			/* everything in it is let out: reuse it */
+			if (!ro->spare)
+				ro->spare = b;
+			else
+				free(b);
+		}
+		if (ro->spare && ro->spare->cap >= n) {
+			b = ro->spare;
+			ro->spare = NULL;
+		} else {
+			size_t cap = n > BLOCK_SIZE ? n : BLOCK_SIZE;
+			b = cmd_xrealloc(NULL, sizeof(*b) + cap);
+			b->cap = cap;
+		}
+		b->used = 0;
+		b->refs = 0;
+		ro->cur = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	b->refs++;
+	*in = b;
+	return p;
 }
 
 void
@@ -30,15 +70,25 @@ pf_held_free(struct pf_reorder *ro, struct pf_held *h)
 	if (!h)
 		return;
 	ro->held -= h->bytes;
-	free(h);
+	struct pf_block *b = h->block;
+	if (--b->refs || b == ro->cur)
+		return;
+	if (!ro->spare)
+		ro->spare = b;
+	else
+		free(b);
 }
 
 void
 pf_reorder_free(struct pf_reorder *ro)
 {
-	for (size_t i = 0; i < ro->n; i++)
-		pf_held_free(ro, ro->heap[i].held);
+	struct pf_held *h;
+	while ((h = pf_reorder_pop(ro, INT64_MAX)))
+		pf_held_free(ro, h);
 	free(ro->heap);
+	free(ro->cur);
+	if (ro->spare != ro->cur)
+		free(ro->spare);
 	memset(ro, 0, sizeof(*ro));
 }
 
@@ -52,6 +102,13 @@ earlier(const struct pf_slot *a, const struct pf_slot *b)
 	if (a->dur != b->dur)
 		return a->dur > b->dur;
 	return a->seq < b->seq;
+}
+
+static struct pf_slot
+slot_of(struct pf_held *h)
+{
+	struct pf_slot s = { h->ev.ts, h->ev.dur, h->seq, h };
+	return s;
 }
 
 /* Copy string `s` into the arena at *at; returns the copy. */
@@ -109,7 +166,9 @@ pf_reorder_push(struct pf_reorder *ro, const struct tk_event *e, uint32_t track,
                 uint32_t scope)
 {
 	size_t ns = strings_size(e);
-	struct pf_held *h = cmd_xrealloc(NULL, sizeof(*h) + ns);
+	size_t size = (sizeof(struct pf_held) + ns + 15) & ~(size_t)15;
+	struct pf_block *block;
+	struct pf_held *h = arena_alloc(ro, size, &block);
 	h->ev = *e;
 	h->strings = (char *)(h + 1);
 	copy_strings(h, e);
@@ -117,20 +176,32 @@ pf_reorder_push(struct pf_reorder *ro, const struct tk_event *e, uint32_t track,
 	h->map_track = track;
 	h->scope = scope;
 	h->bytes = sizeof(*h) + ns + sizeof(struct pf_slot);
+	h->next = NULL;
+	h->block = block;
 	ro->held += h->bytes;
 	if (ro->held > ro->peak)
 		ro->peak = ro->held;
+	struct pf_slot slot = slot_of(h);
+	if (ro->tail) {
+		struct pf_slot last = slot_of(ro->tail);
+		if (!earlier(&slot, &last)) {
+			/* in order after the last one: its run goes on */
+			ro->tail->next = h;
+			ro->tail = h;
+			return;
+		}
+	}
 	if (ro->n == ro->cap) {
 		ro->cap = ro->cap ? ro->cap * 2 : 1024;
 		ro->heap = cmd_xrealloc(ro->heap, ro->cap * sizeof(*ro->heap));
 	}
-	struct pf_slot slot = { h->ev.ts, h->ev.dur, h->seq, h };
 	size_t i = ro->n++;
 	while (i && earlier(&slot, &ro->heap[(i - 1) / 2])) {
 		ro->heap[i] = ro->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
 	ro->heap[i] = slot;
+	ro->tail = h;
 }
 
 struct pf_held *
@@ -139,7 +210,14 @@ pf_reorder_pop(struct pf_reorder *ro, int64_t bound)
 	if (!ro->n || ro->heap[0].ts >= bound)
 		return NULL;
 	struct pf_held *top = ro->heap[0].held;
-	struct pf_slot last = ro->heap[--ro->n];
+	struct pf_slot moved;
+	if (top->next) {
+		moved = slot_of(top->next);   /* the run's next takes its place */
+	} else {
+		moved = ro->heap[--ro->n];    /* the run is done */
+		if (top == ro->tail)
+			ro->tail = NULL;
+	}
 	size_t i = 0;
 	for (;;) {
 		size_t c = 2 * i + 1;
@@ -147,13 +225,13 @@ pf_reorder_pop(struct pf_reorder *ro, int64_t bound)
 			break;
 		if (c + 1 < ro->n && earlier(&ro->heap[c + 1], &ro->heap[c]))
 			c++;
-		if (!earlier(&ro->heap[c], &last))
+		if (!earlier(&ro->heap[c], &moved))
 			break;
 		ro->heap[i] = ro->heap[c];
 		i = c;
 	}
 	if (ro->n)
-		ro->heap[i] = last;
+		ro->heap[i] = moved;
 	return top;
 }
 

@@ -12,6 +12,7 @@
  *   order.c    the heap that puts out-of-order events back in begin
  *              order, and the heap of slice ends still to write
  *   encode.c   one event as TrackEvent fields and debug annotations
+ *   args.c     imported args as debug annotations
  *   packet.c   packets on the sequence: timestamps (incremental),
  *              flags, interned data, the preamble of each file
  * trace-to-perfetto.c reads the inputs, filters, and drives the rest.
@@ -257,24 +258,36 @@ uint32_t pf_tracks_place(struct pf_tracks *tr, uint32_t i, int64_t b,
 
 /* ---- order.c: heaps ---------------------------------------------------------- */
 
-/* An event copied out of the reader to wait for its turn. */
+/* An event copied out of the reader to wait for its turn, in an arena
+ * block; the next event of its run follows `next`. */
 struct pf_held {
 	struct tk_event ev;      /* pointers into `strings` */
 	uint64_t seq;
 	uint32_t map_track;      /* Perfetto track for it */
 	uint32_t scope;
-	char *strings;           /* owned copy of its texts */
+	char *strings;           /* its texts, after it in the block */
 	size_t bytes;
+	struct pf_held *next;    /* the next of its run, NULL = none yet */
+	struct pf_block *block;
 };
 
-/* A heap entry keeps the event's sort keys beside the pointer, so that
- * sifting compares entries in the heap's own array instead of loading
- * each held event (a cache miss apiece once the heap outgrows the
- * cache: 40 % of an unsorted import's conversion went there). */
+/* Arena block of held events: freed when the last of them is let out. */
+struct pf_block {
+	size_t refs;             /* held events in it not yet let out */
+	size_t used, cap;        /* bytes of data[] */
+	_Alignas(16) unsigned char data[];
+};
+
+/* The heap holds runs, not events: a run is a series of held events
+ * already in order (an unsorted import is sorted chunks whose times
+ * overlap, each chunk one run), and the heap orders runs by their first
+ * event.  Merging a few runs costs a comparison or two per event where
+ * a heap of every event cost a sift through cache misses.  Each entry
+ * keeps its run's first sort keys beside the pointer. */
 struct pf_slot {
 	int64_t ts, dur;
 	uint64_t seq;
-	struct pf_held *held;
+	struct pf_held *held;    /* first event of the run */
 };
 
 struct pf_reorder {
@@ -284,6 +297,9 @@ struct pf_reorder {
 	size_t limit;
 	size_t peak;
 	uint64_t seq;
+	struct pf_held *tail;    /* last event pushed while its run waits */
+	struct pf_block *cur;    /* block that takes new events */
+	struct pf_block *spare;  /* an emptied block kept for reuse */
 };
 
 void pf_reorder_init(struct pf_reorder *ro, size_t limit);
@@ -317,14 +333,23 @@ void pf_ends_free(struct pf_ends *h);
 /* ---- packet.c: the sequence -------------------------------------------------- */
 
 #define PF_SEQ_ID 1u
-#define PF_CLOCK_INCR 64u        /* our incremental clock */
+#define PF_CLOCK_INCR 64u        /* our incremental clock, ns */
+#define PF_CLOCK_INCR_US 65u     /* the same in microseconds */
 #define PF_CLOCK_BOOTTIME 6u     /* the trace clock */
+
+/* The incremental clocks' state: the time of the last packet on each,
+ * which one packets use by default, and the score that picks it. */
+struct pf_clocks {
+	int64_t ns, us;          /* ns since the epoch, both */
+	int micro;               /* the default is PF_CLOCK_INCR_US */
+	int score;               /* +1 a whole microsecond, -4 not */
+};
 
 struct pf_seq {
 	struct pf_out *out;
 	struct pf_intern *in;
 	struct pbuf pkt;         /* packets being assembled */
-	int64_t clock;           /* last incremental timestamp */
+	struct pf_clocks clock;
 	uint64_t packets;
 	uint64_t absolute;       /* packets written with absolute times */
 };
@@ -338,10 +363,8 @@ void pf_seq_start(struct pf_seq *s, int64_t t0, const char *const *meta,
  * Perfetto UI; `trace_attribute.KEY` in trace processor's metadata). */
 void pf_seq_attributes(struct pf_seq *s, const char *const *kv, size_t n);
 /* Append one packet with a TrackEvent body `te` at time `ts` to s->pkt,
- * with the interned data it introduced; `interned`: it refers to
- * interned strings (slice ends do not), and says so in its flags. */
-void pf_seq_event(struct pf_seq *s, int64_t ts, const struct pbuf *te,
-                  int interned);
+ * with the interned data it introduced. */
+void pf_seq_event(struct pf_seq *s, int64_t ts, const struct pbuf *te);
 /* Write s->pkt out and empty it. */
 void pf_seq_flush(struct pf_seq *s);
 
@@ -355,6 +378,7 @@ enum {
 	TE_NAME_IID = 10,
 	TE_TRACK_UUID = 11,
 	TE_CATEGORIES = 22,
+	TE_COUNTER_VALUE = 30,
 	TE_NAME = 23,
 	TE_DOUBLE_COUNTER = 44,
 	TE_FLOW_IDS = 47,
@@ -363,8 +387,11 @@ enum {
 
 enum { TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3, TE_COUNTER = 4 };
 
+struct pf_args;                  /* args.c: shapes of args texts seen */
+
 struct pf_enc {
 	struct pf_intern *in;
+	struct pf_args *args;    /* made on first use */
 	uint32_t scope;
 	int flows;               /* flow ids from launches to GPU work */
 	uint64_t bad_args;       /* imported args that were not an object */
@@ -374,5 +401,24 @@ struct pf_enc {
  * sample) on track `uuid`: name, category, annotations, flows. */
 void pf_encode_event(struct pf_enc *x, struct pbuf *te, const struct tk_event *e,
                      uint64_t uuid, int type);
+
+/* DebugAnnotation fields. */
+enum {
+	DA_NAME_IID = 1, DA_BOOL = 2, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5,
+	DA_STRING = 6, DA_POINTER = 7, DA_NAME = 10, DA_DICT = 11, DA_ARRAY = 12,
+	DA_STRING_IID = 17,
+};
+
+/* Open annotation `field` (TE_DEBUG, DA_DICT, DA_ARRAY) named `key`
+ * (interned; NULL = no name); close it with pb_close(). */
+size_t pf_ann_open(struct pf_enc *x, struct pbuf *b, unsigned field, const char *key);
+/* A string value, interned when short. */
+void pf_value_str(struct pf_enc *x, struct pbuf *b, const char *s, size_t n);
+
+/* ---- args.c: imported args ----------------------------------------------------- */
+
+/* The event's imported args (a JSON object) as annotations. */
+void pf_args_annotate(struct pf_enc *x, struct pbuf *b, const struct tk_event *e);
+void pf_args_free(struct pf_args *A);
 
 #endif

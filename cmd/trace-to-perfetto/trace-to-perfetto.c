@@ -156,7 +156,7 @@ write_end_packet(struct conv *C, const struct pf_end *e)
 	te->len = 0;
 	pb_uint(te, TE_TYPE, TE_SLICE_END);
 	pb_uint(te, TE_TRACK_UUID, C->tr.t[e->track].uuid);
-	pf_seq_event(&C->seq, e->ts, te, 0);
+	pf_seq_event(&C->seq, e->ts, te);
 }
 
 /* The next file of a --split series: the ends of the slices still open
@@ -184,13 +184,13 @@ write_unit(struct conv *C, uint32_t track, int64_t ts, const struct tk_event *e,
 		start_file(C, C->base < ts ? C->base : ts);
 	for (int attempt = 0;; attempt++) {
 		size_t mark = C->seq.pkt.len;
-		int64_t clock = C->seq.clock;
+		struct pf_clocks clock = C->seq.clock;
 		pf_tracks_announce(&C->tr, track, C->out.index, &C->seq.pkt, PF_SEQ_ID);
 		if (end)
 			write_end_packet(C, end);
 		else {
 			pf_encode_event(&C->enc, &C->te, e, C->tr.t[track].uuid, type);
-			pf_seq_event(&C->seq, ts, &C->te, type != TE_COUNTER);
+			pf_seq_event(&C->seq, ts, &C->te);
 		}
 		/* an end goes in the file of its begin: the room for it was
 		 * kept when the begin was written */
@@ -491,6 +491,7 @@ cleanup(struct conv *C)
 	pf_ends_free(&C->ends);
 	pf_tracks_free(&C->tr);
 	pf_intern_free(&C->in);
+	pf_args_free(C->enc.args);
 	pb_free(&C->te);
 	pb_free(&C->seq.pkt);
 	free(C->name_ok);

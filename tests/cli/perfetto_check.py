@@ -138,8 +138,7 @@ class Sequence:
         self.path = path
         self.cleared = False
         self.interned = {}
-        self.clock = None
-        self.incremental = False
+        self.clocks = {}          # sequence clock id -> [value, ns per unit, incremental]
         self.default_clock = None
 
     def start(self, pkt):
@@ -148,11 +147,24 @@ class Sequence:
         self.cleared = True
         self.interned = collections.defaultdict(dict)
         snap = one(pkt, "clock_snapshot")
+        boot = None
         if snap:
-            for c in snap.get("clocks", []):
-                if one(c, "clock_id") == 64:
-                    self.clock = one(c, "timestamp")
-                    self.incremental = one(c, "is_incremental", False)
+            clocks = {one(c, "clock_id"): c for c in snap.get("clocks", [])}
+            boot = one(clocks.get(6, {}), "timestamp")
+            for cid, c in clocks.items():
+                if cid < 64:
+                    continue
+                mult = one(c, "unit_multiplier_ns", 1)
+                # our snapshots read every clock at the same instant
+                if boot is None or one(c, "timestamp") * mult != boot:
+                    raise Bad("%s: clock %d does not read the snapshot's BOOTTIME" %
+                              (self.path, cid))
+                self.clocks[cid] = [one(c, "timestamp"), mult,
+                                    one(c, "is_incremental", False)]
+        self.defaults(pkt)
+
+    def defaults(self, pkt):
+        """TracePacketDefaults may come in any packet; they apply to it too."""
         d = one(pkt, "trace_packet_defaults")
         if d:
             self.default_clock = one(d, "timestamp_clock_id")
@@ -177,19 +189,22 @@ class Sequence:
     def time(self, pkt):
         ts = one(pkt, "timestamp")
         clock = one(pkt, "timestamp_clock_id", self.default_clock)
-        if clock == 64:
-            if self.clock is None or not self.incremental:
-                raise Bad("%s: incremental timestamp without its clock" % self.path)
-            self.clock += ts
-            return self.clock
+        if clock is not None and clock >= 64:
+            if clock not in self.clocks or not self.clocks[clock][2]:
+                raise Bad("%s: incremental timestamp on clock %s, not defined so" %
+                          (self.path, clock))
+            c = self.clocks[clock]
+            c[0] += ts
+            return c[0] * c[1]
         if clock in (None, 6):
             return ts
         raise Bad("%s: unexpected clock %s" % (self.path, clock))
 
 
 def annotation_value(seq, a):
-    for k in ("uint_value", "int_value", "double_value", "bool_value",
-              "string_value", "pointer_value"):
+    if "double_value" in a:
+        return float(a["double_value"][0])  # protoc writes 1000.0 as "1000"
+    for k in ("uint_value", "int_value", "bool_value", "string_value", "pointer_value"):
         if k in a:
             return a[k][0]
     if "string_value_iid" in a:
@@ -240,6 +255,8 @@ class Timeline:
                 seq.start(pkt)
             elif one(pkt, "sequence_flags", 0) & 1:
                 raise Bad("%s: the sequence is cleared again at packet %d" % (path, n))
+            else:
+                seq.defaults(pkt)
             seq.intern(pkt)
             if "track_descriptor" in pkt:
                 d = pkt["track_descriptor"][0]
@@ -395,6 +412,49 @@ def compare_events(tl, dump, subset):
     return got
 
 
+def imported_value(v, depth=0):
+    """An imported JSON value as trace-to-perfetto's annotations hold it."""
+    if v is None:
+        return "null"
+    if isinstance(v, list):
+        if not v or depth >= 9:
+            return "[]"
+        return [imported_value(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        if not v or depth >= 9:
+            return "{}"
+        return {k: imported_value(x, depth + 1) for k, x in v.items()}
+    return v
+
+
+def check_args(tl, dump):
+    """Every event's imported args are among its annotations, each key with
+    the value and type the .tkt holds (events matched by kind, times, name;
+    those with the same key take the args the .tkt gives them in any order)."""
+    by_key = collections.defaultdict(list)
+    for ev in tl.events:
+        if ev["type"] != "TYPE_COUNTER":
+            by_key[pf_key(tl, ev)].append(ev["args"])
+    checked = 0
+    for e in dump:
+        args = e.get("args")
+        if not isinstance(args, dict) or not args or not e["name"] or e["kind"] == "counter":
+            continue
+        want = {k: imported_value(v) for k, v in args.items()}
+        cands = by_key.get(tkt_key(e), [])
+        for i, got in enumerate(cands):
+            if all(k in got and got[k] == v and type(got[k]) is type(v)
+                   for k, v in want.items()):
+                del cands[i]
+                break
+        else:
+            raise Bad("%s %r at %d: args %s not among its annotations (%s)" %
+                      (e["kind"], e["name"], e["ts"], json.dumps(want, sort_keys=True),
+                       [json.dumps(c, sort_keys=True) for c in cands[:2]]))
+        checked += 1
+    return checked
+
+
 def check_kernels(tl, dump):
     want = collections.Counter()
     for e in dump:
@@ -475,6 +535,7 @@ def main(argv):
             tl.read_file(path, decode(path, proto))
         check_nesting(tl)
         got = compare_events(tl, dump, "--subset" in opts)
+        check_args(tl, dump)
         check_kernels(tl, dump)
         flows = 0 if "--no-flows" in opts or "--subset" in opts else check_flows(tl, dump)
     except Bad as e:
