@@ -441,16 +441,18 @@ check_args(const char *base, struct imp_flat *f)
 	return 0;
 }
 
-int
-imp_flat_scan(char *text, size_t len, struct imp_flat *f)
+/* The event object at text (no white space before it), reading at most
+ * avail bytes: its length, or 0 to leave it to jansson (or if it does
+ * not end within avail bytes). */
+static size_t
+flat_object(char *text, size_t avail, struct imp_flat *f)
 {
-	struct cur c = { text, text + len };
+	struct cur c = { text, text + avail };
 	struct imp_span sp[T_N];
 	int type[T_N] = { 0 };
 	int64_t iv[T_N];
 	f->nargs = 0;
 	f->has_args = 0;
-	ws(&c);
 	if (c.p >= c.e || *c.p++ != '{')
 		return 0;
 	ws(&c);
@@ -491,9 +493,7 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 			return 0;
 		break;
 	}
-	ws(&c);
-	if (c.p != c.e)
-		return 0;
+	size_t len = (size_t)(c.p - text);
 	/* every field the conversion needs, as numbers and strings; args an
 	 * object or absent */
 	if (type[T_PH] != IMP_FLAT_STR || type[T_NAME] != IMP_FLAT_STR ||
@@ -547,5 +547,18 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 		s[sp[strs[i]].len - 1] = 0;
 		*out[i] = s + 1;
 	}
-	return 1;
+	return len;
+}
+
+int
+imp_flat_scan(char *text, size_t len, struct imp_flat *f)
+{
+	/* the splitter hands out values without white space around them */
+	return len > 0 && flat_object(text, len, f) == len;
+}
+
+size_t
+imp_flat_read(char *text, size_t avail, struct imp_flat *f)
+{
+	return flat_object(text, avail, f);
 }

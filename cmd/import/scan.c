@@ -51,10 +51,11 @@ is_ws(int c)
 }
 
 void
-imp_scan_init(struct imp_scan *s, struct imp_input *in)
+imp_scan_init(struct imp_scan *s, struct imp_input *in, struct imp_flat *flat)
 {
 	memset(s, 0, sizeof(*s));
 	s->in = in;
+	s->flat = flat;
 	s->state = S_START;
 }
 
@@ -322,6 +323,22 @@ read_value(struct imp_scan *s, struct imp_item *it, enum imp_item_type type)
 	struct imp_span sp[IMP_SPAN_MAX];
 	long n;
 	for (;;) {
+		/* the fast path's events are read here, in the same pass that
+		 * finds their end; others (and one cut by the end of the
+		 * buffer) are only delimited, for jansson */
+		size_t flat;
+		if (s->flat && type == IMP_EVENT &&
+		    (flat = imp_flat_read(s->buf + s->pos, s->end - s->pos, s->flat))) {
+			memset(it, 0, sizeof(*it));
+			it->type = type;
+			it->text = s->buf + s->pos;
+			it->len = flat;
+			it->offset = s->base + s->pos;
+			it->is_object = 1;
+			it->flat = 1;
+			s->pos += flat;
+			return 0;
+		}
 		memset(sp, 0, sizeof(sp));
 		n = value_len(s->buf + s->pos, s->buf + s->end, s->eof, sp);
 		if (n < 0)

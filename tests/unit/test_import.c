@@ -98,7 +98,7 @@ split(const char *json, size_t len, struct split *out)
 		snprintf(out->errmsg, sizeof(out->errmsg), "%s", in.errmsg);
 		return;
 	}
-	imp_scan_init(&sc, &in);
+	imp_scan_init(&sc, &in, NULL);
 	while ((rc = imp_scan_next(&sc, &it)) > 0 && out->n < 64) {
 		out->items[out->n] = strndup(it.text, it.len);
 		out->offsets[out->n] = it.offset;
@@ -215,7 +215,7 @@ TEST(splitter_large_input)
 	struct imp_scan sc;
 	struct imp_item it;
 	CHECK(imp_input_open_mem(&in, j, len, "big") == 0);
-	imp_scan_init(&sc, &in);
+	imp_scan_init(&sc, &in, NULL);
 	int got = 0, ok = 1, rc;
 	while ((rc = imp_scan_next(&sc, &it)) > 0) {
 		char want[32];
@@ -227,6 +227,97 @@ TEST(splitter_large_input)
 	}
 	CHECK_EQ_INT(rc, 0);
 	CHECK_EQ_INT(got, n);
+	CHECK(ok);
+	imp_scan_free(&sc);
+	imp_input_close(&in);
+	free(j);
+}
+
+/* The fast path's reader finds an event's end itself: no prefix of an
+ * event is taken for the event, and the whole one reads as imp_flat_scan
+ * reads it delimited. */
+TEST(flat_read_needs_the_whole_event)
+{
+	const char *ev = "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k<1>\", "
+	                 "\"pid\": 0, \"tid\": 7, \"ts\": 1712195496004644.183, "
+	                 "\"dur\": 12.5, \"args\": {\"correlation\": 99, \"grid\": [2, 1, 1], "
+	                 "\"stream\": 7, \"l\": [1, [2, \"x\"]]}}";
+	size_t len = strlen(ev);
+	char *buf = malloc(len + 8);
+	CHECK(buf != NULL);
+	if (!buf)
+		return;
+	struct imp_flat whole, f;
+	memcpy(buf, ev, len);
+	CHECK(imp_flat_scan(buf, len, &whole) == 1);
+	int cut_ok = 1;
+	for (size_t k = 0; k < len; k++) {
+		memcpy(buf, ev, len);
+		cut_ok &= imp_flat_read(buf, k, &f) == 0 && memcmp(buf, ev, len) == 0;
+	}
+	CHECK(cut_ok);
+	/* what follows the event is not read */
+	memcpy(buf, ev, len);
+	memcpy(buf + len, ",{\"x", 5);
+	CHECK_EQ_INT(imp_flat_read(buf, len + 5, &f), len);
+	CHECK(f.ts == whole.ts && f.dur == whole.dur && f.nargs == whole.nargs &&
+	      f.kind == whole.kind && f.pid == whole.pid && f.tid == whole.tid);
+	CHECK_STR(f.name, "k<1>");
+	CHECK_EQ_INT(f.ts, INT64_C(1712195496004644183));
+	free(buf);
+}
+
+/* Events the fast path takes, read by the splitter as it splits them,
+ * across many buffer refills (an event cut by each), some larger than
+ * the buffer; and one it leaves to jansson among them. */
+TEST(splitter_reads_fast_events)
+{
+	size_t cap = 8u << 20, len = 0;
+	char *j = malloc(cap);
+	CHECK(j != NULL);
+	if (!j)
+		return;
+	len += (size_t)sprintf(j, "{\"traceEvents\":[");
+	int n = 0;
+	while (len < cap - (3u << 20)) {
+		size_t pad = n % 2000 == 1999 ? (1u << 20) + 77 : (size_t)(n % 300);
+		if (n)
+			j[len++] = ',';
+		if (n == 5)
+			len += (size_t)sprintf(j + len, "{\"ph\":\"B\",\"ts\":5,\"name\":\"b\"}");
+		else
+			len += (size_t)sprintf(j + len, "\n {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\", "
+			                       "\"pid\":1,\"tid\":%d,\"ts\":%d.5,\"dur\":1,\"args\":{\"s\":\"",
+			                       n % 7, n);
+		if (n != 5) {
+			memset(j + len, n % 2 ? 'x' : '}', pad);
+			len += pad;
+			len += (size_t)sprintf(j + len, "\"}}");
+		}
+		n++;
+	}
+	len += (size_t)sprintf(j + len, "]}");
+	struct imp_input in;
+	struct imp_scan sc;
+	struct imp_item it;
+	struct imp_flat f;
+	CHECK(imp_input_open_mem(&in, j, len, "big") == 0);
+	imp_scan_init(&sc, &in, &f);
+	int got = 0, flat = 0, ok = 1, rc;
+	while ((rc = imp_scan_next(&sc, &it)) > 0) {
+		if (it.flat) {
+			flat++;
+			ok &= f.ts == (int64_t)got * 1000 + 500 && f.tid == got % 7 &&
+			      it.text[0] == '{' && it.text[it.len - 1] == '}' &&
+			      it.offset == (uint64_t)(it.text - sc.buf) + sc.base;
+		} else {
+			ok &= got == 5 && it.len == strlen("{\"ph\":\"B\",\"ts\":5,\"name\":\"b\"}");
+		}
+		got++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(got, n);
+	CHECK_EQ_INT(flat, n - 1);
 	CHECK(ok);
 	imp_scan_free(&sc);
 	imp_input_close(&in);
@@ -325,6 +416,8 @@ main(void)
 	RUN(splitter_bare_arrays);
 	RUN(splitter_errors_say_where);
 	RUN(splitter_large_input);
+	RUN(flat_read_needs_the_whole_event);
+	RUN(splitter_reads_fast_events);
 	RUN(parse_repairs);
 	RUN(input_gzip_members_and_truncation);
 	return tap_done();
