@@ -8,8 +8,17 @@
  * limit is reached they are sorted and written to an unlinked temporary
  * .tkt (a "run").  At the end, a trace that fits in memory is written
  * straight out; otherwise the sorted runs are merged into the output in
- * one pass.  Runs are merged into one when there get to be many, so
- * open files stay few.
+ * one pass.
+ *
+ * Memory while merging is that of a reader per run (its input buffer
+ * and the arrays of one chunk: about half a MiB), so at most FAN_IN
+ * runs are kept: when there are that many, the newest ones, of the
+ * lowest levels, are merged into one run a level up (at least FAN_IN/2
+ * runs each time).  An event is written again once per level, and the
+ * levels are few: a 1 GB trace makes some 180 runs with the default
+ * buffer, two levels.  (All runs were merged into one whenever there
+ * were 48 of them before: 48 readers held 40 MB, and every merge wrote
+ * everything again.)
  *
  * Why not the library's merge engine: a run carries the tracks as they
  * were known when it was written, and Kineto names its threads and
@@ -31,8 +40,10 @@
 #include "support.h"
 
 #define BLOCK_SIZE (64u * 1024u)
-#define MAX_RUNS 48
-#define RUN_CHUNK (64u * 1024u)
+#define FAN_IN 32
+/* Chunks of runs are small: a reader's arrays are sized to the events
+ * of its chunk, and each run being merged has one */
+#define RUN_CHUNK (16u * 1024u)
 
 struct rec {
 	struct tk_event ev;      /* strings point into the arena */
@@ -44,6 +55,8 @@ struct run {
 	int fd;
 	uint32_t *idx;           /* the run's track id -> our track index */
 	uint32_t nidx;
+	uint32_t level;          /* 0: sorted from memory; k + 1: merged
+	                            from runs of level k and below */
 	struct tk_reader *r;     /* while merging */
 	const struct tk_event *head;
 };
@@ -382,7 +395,7 @@ run_writer(struct imp_sort *s, int *fd)
 
 /* Finish a run: close its writer and keep its track ids. */
 static int
-end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
+end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok, uint32_t level)
 {
 	if (ok && tk_writer_close(w) != TK_OK)
 		ok = wfail(s, w, "temporary file") == 0;
@@ -398,6 +411,7 @@ end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
 	r = &s->runs[s->nruns++];
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
+	r->level = level;
 	/* the writer gave ids in order: invert our index -> id map */
 	for (uint32_t i = 0; i < s->nmap; i++)
 		if (s->map[i] >= r->nidx)
@@ -452,20 +466,25 @@ advance(struct imp_sort *s, struct run *r)
 	return sfail(s, "temporary file: %s", tk_reader_error(r->r));
 }
 
-/* Merge runs [0, nruns) into w, which s->map describes; then they are
- * closed. */
+/* Merge runs [first, nruns) into w, which s->map describes; then they
+ * are closed. */
 static int
-merge_runs(struct imp_sort *s, struct tk_writer *w, int64_t offset,
-           const char *what)
+merge_runs(struct imp_sort *s, uint32_t first, struct tk_writer *w,
+           int64_t offset, const char *what)
 {
 	uint32_t n = 0, *heap = calloc(s->nruns + 1, sizeof(*heap));
 	if (!heap)
 		cmd_die(EXIT_USAGE, "out of memory");
 	int rc = 0;
-	for (uint32_t i = 0; i < s->nruns && !rc; i++) {
+	for (uint32_t i = first; i < s->nruns && !rc; i++) {
 		struct run *r = &s->runs[i];
 		if (!(r->r = tk_reader_new()))
 			cmd_die(EXIT_USAGE, "out of memory");
+		/* no workers reading ahead: each would hold chunks of its
+		 * own for every run, and the runs are many */
+		struct tk_reader_options ro = TK_READER_OPTIONS_INIT;
+		ro.threads = 1;
+		tk_reader_set_options(r->r, &ro);
 		if (lseek(r->fd, 0, SEEK_SET) < 0 ||
 		    tk_reader_open_fd(r->r, r->fd, "(temporary file)") != TK_OK) {
 			rc = sfail(s, "temporary file: %s", tk_reader_error(r->r));
@@ -506,41 +525,55 @@ merge_runs(struct imp_sort *s, struct tk_writer *w, int64_t offset,
 		sift(s, heap, n, 0);
 	}
 	free(heap);
-	for (uint32_t i = 0; i < s->nruns; i++) {
+	for (uint32_t i = first; i < s->nruns; i++) {
 		tk_reader_free(s->runs[i].r);
+		s->runs[i].r = NULL;
 		close(s->runs[i].fd);
 		free(s->runs[i].idx);
 	}
-	s->nruns = 0;
+	s->nruns = first;
 	return rc;
 }
 
-/* Fold all runs into one. */
+/*
+ * FAN_IN runs are open: merge the newest into one.  Levels never grow
+ * from the oldest run to the newest, so the runs of the lowest levels
+ * are the newest ones; enough levels are taken for at least half of
+ * FAN_IN runs, so that each merge frees many places.  Ties in time
+ * still go to the run that came first: the merged runs all came after
+ * the ones left.
+ */
 static int
-compact(struct imp_sort *s)
+merge_newest(struct imp_sort *s)
 {
+	uint32_t first = s->nruns;
+	while (first > 0 &&
+	       (s->nruns - first < FAN_IN / 2 || s->runs[first - 1].level == s->runs[first].level))
+		first--;
+	uint32_t level = s->runs[first].level + 1;
 	int fd;
 	struct tk_writer *w = run_writer(s, &fd);
 	if (!w)
 		return -1;
-	int ok = merge_runs(s, w, 0, "temporary file") == 0;
-	return end_run(s, w, fd, ok);
+	int ok = merge_runs(s, first, w, 0, "temporary file") == 0;
+	return end_run(s, w, fd, ok, level);
 }
 
 /* Sort what waits and write it to a new run. */
 static int
 spill(struct imp_sort *s)
 {
-	if (s->nruns >= MAX_RUNS && compact(s) < 0)
-		return -1;
 	int fd;
 	struct tk_writer *w = run_writer(s, &fd);
 	if (!w)
 		return -1;
 	int ok = write_events(s, w, 0, "temporary file") == 0;
-	if (end_run(s, w, fd, ok) < 0)
+	if (end_run(s, w, fd, ok, 0) < 0)
 		return -1;
 	s->total_runs++;
+	/* after the events' strings are freed (write_events) */
+	if (s->nruns >= FAN_IN && merge_newest(s) < 0)
+		return -1;
 	return 0;
 }
 
@@ -642,6 +675,6 @@ imp_sort_finish(struct imp_sort *s, struct tk_writer *out, int64_t offset,
 		    !imp_define_track(s->t, out, i, s->map, s->dmap))
 			return wfail(s, out, "output");
 	if (s->nruns)
-		return merge_runs(s, out, offset, "output");
+		return merge_runs(s, 0, out, offset, "output");
 	return write_events(s, out, offset, "output");
 }

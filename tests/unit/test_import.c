@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of trace-import's parts: numbers from their digits, the
  * splitter, the parser's repairs, the input's gzip handling. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -324,6 +326,101 @@ TEST(splitter_reads_fast_events)
 	free(j);
 }
 
+/* ---- time order in bounded memory ----------------------------------------------- */
+
+/* File descriptors open in this process now. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+struct order_key {
+	int64_t ts;
+	int i;
+};
+
+static int
+cmp_order(const void *a, const void *b)
+{
+	const struct order_key *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Runs of 24 events: hundreds of them, merged a level up when many,
+ * some twice.  The output is the events sorted by time, ties in the
+ * order they came (checked against qsort here), and the files open at
+ * once stay few whatever the number of runs. */
+TEST(sort_merges_runs_by_levels)
+{
+	enum { N = 12000 };
+	struct order_key *keys = malloc(N * sizeof(*keys));
+	CHECK(keys != NULL);
+	if (!keys)
+		return;
+	struct imp_tracks *t = imp_tracks_new();
+	struct imp_sort *s = imp_sort_new(t, 8192, NULL);
+	struct imp_id pid = { 1, NULL }, tid = { 2, NULL };
+	uint32_t track = imp_thread(t, &pid, &tid);
+	int fds0 = open_fds(), fds_max = fds0;
+	uint64_t x = 42;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		/* few distinct times: many ties, which must keep their order */
+		keys[i].ts = (int64_t)(x >> 33) % 3000;
+		keys[i].i = i;
+		struct tk_event ev = { 0 };
+		char name[16];
+		snprintf(name, sizeof(name), "e%d", i);
+		ev.kind = TK_RANGE;
+		ev.track = track;
+		ev.ts = keys[i].ts;
+		ev.dur = i;            /* says which event it is */
+		ev.name = name;
+		CHECK_EQ_INT(imp_sort_add(s, &ev), 0);
+		int fds = i % 16 == 15 ? open_fds() : 0;
+		if (fds > fds_max)
+			fds_max = fds;
+	}
+	/* at most 32 runs and the one being written (2: its directory) */
+	CHECK(fds_max - fds0 <= 34);
+	CHECK(imp_sort_runs(s) > 423);     /* two levels: see sort.c */
+	char path[] = "/tmp/test_import_sort_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	struct tk_writer *w = tk_writer_new();
+	CHECK(tk_writer_open_fd(w, fd, "sorted", NULL) == TK_OK);
+	CHECK_EQ_INT(imp_sort_finish(s, w, 0, NULL, NULL), 0);
+	CHECK(tk_writer_close(w) == TK_OK);
+	tk_writer_free(w);
+	qsort(keys, N, sizeof(*keys), cmp_order);
+	struct tk_reader *r = tk_reader_new();
+	CHECK(lseek(fd, 0, SEEK_SET) == 0 && tk_reader_open_fd(r, fd, "sorted") == TK_OK);
+	const struct tk_event *ev;
+	int n = 0, ok = 1;
+	while (tk_reader_next_event(r, &ev) == TK_OK) {
+		ok &= n < N && ev->ts == keys[n].ts && ev->dur == keys[n].i;
+		n++;
+	}
+	CHECK_EQ_INT(n, N);
+	CHECK(ok);
+	tk_reader_free(r);
+	close(fd);
+	unlink(path);
+	imp_sort_free(s);
+	imp_tracks_free(t);
+	free(keys);
+}
+
 /* ---- the parser's repairs ---------------------------------------------------------- */
 
 TEST(parse_repairs)
@@ -418,6 +515,7 @@ main(void)
 	RUN(splitter_large_input);
 	RUN(flat_read_needs_the_whole_event);
 	RUN(splitter_reads_fast_events);
+	RUN(sort_merges_runs_by_levels);
 	RUN(parse_repairs);
 	RUN(input_gzip_members_and_truncation);
 	return tap_done();
