@@ -269,6 +269,39 @@ TEST(flat_read_needs_the_whole_event)
 	free(buf);
 }
 
+/* Times read in the pass that checks them are the nanoseconds that
+ * imp_us_to_ns() reads from the same digits, in every form. */
+TEST(flat_times_as_us_to_ns)
+{
+	static const struct {
+		const char *t;
+		int taken;             /* the fast path takes the event */
+	} times[] = {
+		{ "0", 1 }, { "1", 1 }, { "-1", 1 }, { "0.5", 1 }, { "-0.5", 1 },
+		{ "12.0", 1 }, { "100.10", 1 }, { "7.123", 1 }, { "-0.0", 1 },
+		{ "1712195496004644.183", 1 }, { "9223372036854774.999", 1 },
+		{ "9223372036854775.807", 1 }, { "-9223372036854775.807", 1 },
+		{ "1.2345", 1 }, { "1.99999", 1 }, { "1e3", 1 }, { "2.5E-1", 1 },
+		{ "99999999999999999", 0 }, { "9223372036854775.808", 0 },
+		{ "-0", 0 }, { "01", 0 }, { "1.", 0 }, { ".5", 0 }, { "-", 0 },
+	};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		char ev[256];
+		int n = snprintf(ev, sizeof(ev), "{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"n\","
+		                 "\"pid\":1,\"tid\":2,\"ts\":%s,\"dur\":%s}", times[i].t, times[i].t);
+		struct imp_flat f;
+		int64_t want = 42;
+		int rc = imp_flat_scan(ev, (size_t)n, &f);
+		int ok = rc == times[i].taken &&
+		         (!rc || (imp_us_to_ns(times[i].t, strlen(times[i].t), &want) == 0 &&
+		                  f.ts == want && f.dur == want));
+		if (!ok)
+			fprintf(stderr, "# %s: rc %d, ts %lld, want %lld\n", times[i].t, rc,
+			        rc ? (long long)f.ts : 0, (long long)want);
+		CHECK(ok);
+	}
+}
+
 /* Events the fast path takes, read by the splitter as it splits them,
  * across many buffer refills (an event cut by each), some larger than
  * the buffer; and one it leaves to jansson among them. */
@@ -517,6 +550,7 @@ main(void)
 	RUN(splitter_errors_say_where);
 	RUN(splitter_large_input);
 	RUN(flat_read_needs_the_whole_event);
+	RUN(flat_times_as_us_to_ns);
 	RUN(splitter_reads_fast_events);
 	RUN(sort_merges_runs_by_levels);
 	RUN(parse_repairs);
