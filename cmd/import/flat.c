@@ -76,8 +76,27 @@ static const unsigned char stop[256] = {
 	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
+/* Whether any of 8 bytes would stop the run (a control character, the
+ * quote, the backslash, or a byte >= 0x80).  It may say so of a word
+ * without any (never the other way): the caller then goes byte by byte. */
+static int
+stop8(const unsigned char *p)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), high = ones * 0x80;
+	uint64_t x;
+	memcpy(&x, p, 8);
+	if (x & high)
+		return 1;
+	/* with no byte >= 0x80: a byte below 0x20 borrows in x - 0x20..,
+	 * and a quote or backslash is a zero byte of the XOR, which
+	 * borrows in its - 0x01.. (the lowest such byte sets its bit) */
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	return (((x - ones * 0x20) | (q - ones) | (b - ones)) & high) != 0;
+}
+
 /* A string without escapes: its contents' span (c->p after the closing
- * quote).  0, or -1 to leave the event to jansson. */
+ * quote).  0, or -1 to leave the event to jansson.  Names of kernels
+ * run to hundreds of bytes: they are gone through 8 at a time. */
 static int
 string(struct cur *c, struct imp_span *sp, const char *base)
 {
@@ -87,6 +106,8 @@ string(struct cur *c, struct imp_span *sp, const char *base)
 	const unsigned char *e = (const unsigned char *)c->e;
 	const unsigned char *start = p;
 	for (;;) {
+		while (e - p >= 8 && !stop8(p))
+			p += 8;
 		while (p < e && !stop[*p])
 			p++;
 		if (p >= e || *p < 0x20 || *p == '\\')

@@ -302,6 +302,38 @@ TEST(flat_times_as_us_to_ns)
 	}
 }
 
+/* Strings are gone through 8 bytes at a time: what ends or refuses
+ * one is seen at every place in a word. */
+TEST(flat_strings_every_place)
+{
+	static const struct {
+		const char *what;
+		int taken;
+	} mid[] = {
+		{ "\\\"", 0 }, { "\\n", 0 }, { "\\\\", 0 }, { "\t", 0 }, { "\x1f", 0 },
+		{ "\xff", 0 }, { "\xc3", 0 },
+		{ "\xc3\xa9", 1 }, { "\xf0\x9d\x84\x9e", 1 }, { " ", 1 }, { "~", 1 },
+		{ "!", 1 }, { "#", 1 }, { "[", 1 }, { "]", 1 }, { "\x7f", 1 },
+	};
+	int ok = 1;
+	for (size_t m = 0; m < sizeof(mid) / sizeof(mid[0]); m++) {
+		for (int pos = 0; pos < 20; pos++) {
+			char name[64], ev[256];
+			snprintf(name, sizeof(name), "%.*s%s%.*s", pos, "aaaaaaaaaaaaaaaaaaaa",
+			         mid[m].what, 19 - pos, "bbbbbbbbbbbbbbbbbbbb");
+			int n = snprintf(ev, sizeof(ev), "{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"%s\","
+			                 "\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":1}", name);
+			struct imp_flat f;
+			int rc = imp_flat_scan(ev, (size_t)n, &f);
+			if (rc != mid[m].taken || (rc && strcmp(f.name, name) != 0)) {
+				fprintf(stderr, "# %zu at %d: rc %d\n", m, pos, rc);
+				ok = 0;
+			}
+		}
+	}
+	CHECK(ok);
+}
+
 /* Events the fast path takes, read by the splitter as it splits them,
  * across many buffer refills (an event cut by each), some larger than
  * the buffer; and one it leaves to jansson among them. */
@@ -551,6 +583,7 @@ main(void)
 	RUN(splitter_large_input);
 	RUN(flat_read_needs_the_whole_event);
 	RUN(flat_times_as_us_to_ns);
+	RUN(flat_strings_every_place);
 	RUN(splitter_reads_fast_events);
 	RUN(sort_merges_runs_by_levels);
 	RUN(parse_repairs);
