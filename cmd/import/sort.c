@@ -15,10 +15,11 @@
  * runs are kept: when there are that many, the newest ones, of the
  * lowest levels, are merged into one run a level up (at least FAN_IN/2
  * runs each time).  An event is written again once per level, and the
- * levels are few: a 1 GB trace makes some 180 runs with the default
- * buffer, two levels.  (All runs were merged into one whenever there
- * were 48 of them before: 48 readers held 40 MB, and every merge wrote
- * everything again.)
+ * levels are few: a 1 GB trace makes some 90 runs with the default
+ * 16 MiB buffer, two levels.  (All runs were merged into one whenever
+ * there were 48 of them before: each reader held its chunks' arrays
+ * for 64 KiB chunks and workers reading ahead, 40 MB in all, and every
+ * merge wrote everything so far again.)
  *
  * Why not the library's merge engine: a run carries the tracks as they
  * were known when it was written, and Kineto names its threads and
@@ -40,7 +41,7 @@
 #include "support.h"
 
 #define BLOCK_SIZE (64u * 1024u)
-#define FAN_IN 32
+#define FAN_IN 48
 /* Chunks of runs are small: a reader's arrays are sized to the events
  * of its chunk, and each run being merged has one */
 #define RUN_CHUNK (16u * 1024u)
