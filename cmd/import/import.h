@@ -9,7 +9,8 @@
  *   scan.c       the splitter: walks the top-level JSON and hands out
  *                each event's bytes (and each other top-level value)
  *                without parsing them; tracks strings, escapes and
- *                nesting only
+ *                nesting only (on one thread, the events the fast
+ *                path takes are read by flat.c as they are split)
  *   pipe.c       jansson parses batches of events in a second thread,
  *                its allocations in an arena per batch
  *   parse.c      one event's bytes to a jansson value, repairing what
@@ -219,8 +220,8 @@ int imp_flat_scan(char *text, size_t len, struct imp_flat *f);
 /* The same for the event that begins at text, whose end is not known
  * yet: its length, or 0 (for jansson, or not complete in avail bytes). */
 size_t imp_flat_read(char *text, size_t avail, struct imp_flat *f);
-/* Convert an event read by imp_flat_scan(): 0, or 1 if it could not be
- * queued (writing failed: im->fatal). */
+/* Convert an event read by imp_flat_scan() or imp_flat_read(): 0, or 1
+ * if it could not be queued (writing failed: im->fatal). */
 int imp_fast_event(struct imp *im, const struct imp_item *it, const struct imp_flat *f);
 
 /* ---- pipe.c ---------------------------------------------------------- */

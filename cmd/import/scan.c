@@ -11,6 +11,10 @@
  * "ts" and "dur" keys are, so their digits can be read exactly (a
  * double cannot hold the nanoseconds of an epoch time in microseconds).
  *
+ * Given an imp_flat (one thread), it first tries the fast path's reader
+ * (flat.c) on each event, which finds the event's end as it reads it:
+ * the events it takes are looked at once, not split and then read.
+ *
  * Errors of structure stop the import with the byte offset (0-based, in
  * the JSON text after any decompression); errors inside an event are
  * left to jansson, which reports them for that event alone.
@@ -324,8 +328,8 @@ read_value(struct imp_scan *s, struct imp_item *it, enum imp_item_type type)
 	long n;
 	for (;;) {
 		/* the fast path's events are read here, in the same pass that
-		 * finds their end; others (and one cut by the end of the
-		 * buffer) are only delimited, for jansson */
+		 * finds their end (one cut by the end of the buffer is tried
+		 * again with more); others are only delimited, for jansson */
 		size_t flat;
 		if (s->flat && type == IMP_EVENT &&
 		    (flat = imp_flat_read(s->buf + s->pos, s->end - s->pos, s->flat))) {
