@@ -76,8 +76,27 @@ static const unsigned char stop[256] = {
 	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
+/* Whether any of 8 bytes would stop the run (a control character, the
+ * quote, the backslash, or a byte >= 0x80).  It may say so of a word
+ * without any (never the other way): the caller then goes byte by byte. */
+static int
+stop8(const unsigned char *p)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), high = ones * 0x80;
+	uint64_t x;
+	memcpy(&x, p, 8);
+	if (x & high)
+		return 1;
+	/* with no byte >= 0x80: a byte below 0x20 borrows in x - 0x20..,
+	 * and a quote or backslash is a zero byte of the XOR, which
+	 * borrows in its - 0x01.. (the lowest such byte sets its bit) */
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	return (((x - ones * 0x20) | (q - ones) | (b - ones)) & high) != 0;
+}
+
 /* A string without escapes: its contents' span (c->p after the closing
- * quote).  0, or -1 to leave the event to jansson. */
+ * quote).  0, or -1 to leave the event to jansson.  Names of kernels
+ * run to hundreds of bytes: they are gone through 8 at a time. */
 static int
 string(struct cur *c, struct imp_span *sp, const char *base)
 {
@@ -87,6 +106,8 @@ string(struct cur *c, struct imp_span *sp, const char *base)
 	const unsigned char *e = (const unsigned char *)c->e;
 	const unsigned char *start = p;
 	for (;;) {
+		while (e - p >= 8 && !stop8(p))
+			p += 8;
 		while (p < e && !stop[*p])
 			p++;
 		if (p >= e || *p < 0x20 || *p == '\\')
@@ -299,6 +320,48 @@ args(struct cur *c, const char *base, struct imp_flat *f)
 
 enum top { T_PH, T_NAME, T_CAT, T_PID, T_TID, T_TS, T_DUR, T_ARGS, T_S, T_N };
 
+/*
+ * A time in microseconds written the usual way, [-]digits[.digits] with
+ * at most 3 decimals (Kineto: 1712195496004644.183), read straight into
+ * nanoseconds in the pass that checks it: 1, with c->p after it.  0 for
+ * any other form, c->p unmoved: number() and imp_us_to_ns() read it
+ * (they give the same for these, which need no rounding).
+ */
+static int
+simple_time(struct cur *c, int *type, int64_t *ns)
+{
+	const char *p = c->p, *e = c->e;
+	int neg = p < e && *p == '-';
+	p += neg;
+	const char *d = p;
+	uint64_t us = 0;
+	while (p < e && *p >= '0' && *p <= '9')
+		us = us * 10 + (uint64_t)(*p++ - '0');
+	/* 1 to 16 digits, no leading zero, and room for the 3 decimals */
+	if (p == d || p - d > 16 || (*d == '0' && p - d > 1) ||
+	    us > UINT64_C(9223372036854774))
+		return 0;
+	uint64_t frac = 0;
+	int decimals = 0;
+	if (p < e && *p == '.') {
+		p++;
+		while (p < e && *p >= '0' && *p <= '9' && decimals < 4)
+			frac = frac * 10 + (uint64_t)(*p++ - '0'), decimals++;
+		if (decimals == 0 || decimals > 3)
+			return 0;
+	}
+	if (p < e && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E'))
+		return 0;
+	if (!decimals && neg && us == 0)
+		return 0;                   /* "-0": number() refuses it */
+	static const uint64_t scale[4] = { 1000, 100, 10, 1 };
+	uint64_t v = us * 1000 + frac * scale[decimals];
+	*ns = neg ? -(int64_t)v : (int64_t)v;
+	*type = decimals ? IMP_FLAT_REAL : IMP_FLAT_INT;
+	c->p = p;
+	return 1;
+}
+
 /* Every key of every event comes here: by length, then bytes. */
 static int
 top_key(const char *k, size_t n)
@@ -441,16 +504,20 @@ check_args(const char *base, struct imp_flat *f)
 	return 0;
 }
 
-int
-imp_flat_scan(char *text, size_t len, struct imp_flat *f)
+/* The event object at text (no white space before it), reading at most
+ * avail bytes: its length, or 0 to leave it to jansson (or if it does
+ * not end within avail bytes). */
+static size_t
+flat_object(char *text, size_t avail, struct imp_flat *f)
 {
-	struct cur c = { text, text + len };
+	struct cur c = { text, text + avail };
 	struct imp_span sp[T_N];
 	int type[T_N] = { 0 };
 	int64_t iv[T_N];
+	int64_t ts_ns = 0, dur_ns = 0;
+	int has_ns[2] = { 0, 0 };      /* ts, dur read by simple_time() */
 	f->nargs = 0;
 	f->has_args = 0;
-	ws(&c);
 	if (c.p >= c.e || *c.p++ != '{')
 		return 0;
 	ws(&c);
@@ -473,6 +540,9 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 				return 0;
 			type[t] = IMP_FLAT_OBJECT;
 			f->has_args = 1;
+		} else if ((t == T_TS || t == T_DUR) &&
+		           simple_time(&c, &type[t], t == T_TS ? &ts_ns : &dur_ns)) {
+			has_ns[t == T_DUR] = 1;
 		} else {
 			int canon = 1;
 			if (value(&c, text, 1, &type[t], &iv[t], &canon) < 0)
@@ -491,9 +561,7 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 			return 0;
 		break;
 	}
-	ws(&c);
-	if (c.p != c.e)
-		return 0;
+	size_t len = (size_t)(c.p - text);
 	/* every field the conversion needs, as numbers and strings; args an
 	 * object or absent */
 	if (type[T_PH] != IMP_FLAT_STR || type[T_NAME] != IMP_FLAT_STR ||
@@ -501,7 +569,8 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 	    type[T_TID] != IMP_FLAT_INT || !type[T_TS] ||
 	    (type[T_ARGS] && type[T_ARGS] != IMP_FLAT_OBJECT) ||
 	    (type[T_TS] != IMP_FLAT_INT && type[T_TS] != IMP_FLAT_REAL) ||
-	    imp_us_to_ns(text + sp[T_TS].off, sp[T_TS].len, &f->ts) < 0 ||
+	    (has_ns[0] ? (f->ts = ts_ns, 0)
+	               : imp_us_to_ns(text + sp[T_TS].off, sp[T_TS].len, &f->ts)) < 0 ||
 	    sp[T_PH].len != 3)
 		return 0;
 	char ph = text[sp[T_PH].off + 1];
@@ -511,7 +580,8 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 	if (ph == 'X' && !type[T_S] && type[T_DUR]) {
 		/* X: a slice, its dur a number */
 		if ((type[T_DUR] != IMP_FLAT_INT && type[T_DUR] != IMP_FLAT_REAL) ||
-		    imp_us_to_ns(text + sp[T_DUR].off, sp[T_DUR].len, &f->dur) < 0)
+		    (has_ns[1] ? (f->dur = dur_ns, 0)
+		               : imp_us_to_ns(text + sp[T_DUR].off, sp[T_DUR].len, &f->dur)) < 0)
 			return 0;
 		f->kind = (uint8_t)kind_of(text, &cat);
 	} else if (ph == 'i' && str_is(text, &name, "[memory]") && !type[T_DUR]) {
@@ -547,5 +617,18 @@ imp_flat_scan(char *text, size_t len, struct imp_flat *f)
 		s[sp[strs[i]].len - 1] = 0;
 		*out[i] = s + 1;
 	}
-	return 1;
+	return len;
+}
+
+int
+imp_flat_scan(char *text, size_t len, struct imp_flat *f)
+{
+	/* the splitter hands out values without white space around them */
+	return len > 0 && flat_object(text, len, f) == len;
+}
+
+size_t
+imp_flat_read(char *text, size_t avail, struct imp_flat *f)
+{
+	return flat_object(text, avail, f);
 }

@@ -9,7 +9,8 @@
  *   scan.c       the splitter: walks the top-level JSON and hands out
  *                each event's bytes (and each other top-level value)
  *                without parsing them; tracks strings, escapes and
- *                nesting only
+ *                nesting only (on one thread, the events the fast
+ *                path takes are read by flat.c as they are split)
  *   pipe.c       jansson parses batches of events in a second thread,
  *                its allocations in an arena per batch
  *   parse.c      one event's bytes to a jansson value, repairing what
@@ -119,7 +120,11 @@ struct imp_item {
 		uint32_t off, len;
 	} span[IMP_SPAN_MAX];
 	int is_object;             /* the value starts with '{' */
+	int flat;                  /* an event the fast path read (into the
+	                              splitter's imp_flat; no spans) */
 };
+
+struct imp_flat;
 
 struct imp_scan {
 	struct imp_input *in;
@@ -134,10 +139,15 @@ struct imp_scan {
 	int unclosed_array;        /* a bare array cut short (allowed) */
 	char *key;                 /* current top-level key */
 	size_t key_cap;
+	struct imp_flat *flat;     /* the fast path's reading, or NULL */
 	char errmsg[512];
 };
 
-void imp_scan_init(struct imp_scan *s, struct imp_input *in);
+/* With `flat` (borrowed), events the fast path takes are read into it
+ * as they are split (imp_flat_read), which ends their strings in place:
+ * the item's flat is set, and *flat holds the reading until the next
+ * item.  NULL: every event is only delimited. */
+void imp_scan_init(struct imp_scan *s, struct imp_input *in, struct imp_flat *flat);
 void imp_scan_free(struct imp_scan *s);
 /* The next item: 1, 0 at the clean end, -1 on an error that stops the
  * import ("expected ',' or ']' at byte 1234" in s->errmsg). */
@@ -207,8 +217,11 @@ struct imp;
  * flat.c): 1, with its strings ended in place in text; 0 to leave it to
  * jansson (text unchanged). */
 int imp_flat_scan(char *text, size_t len, struct imp_flat *f);
-/* Convert an event read by imp_flat_scan(): 0, or 1 if it could not be
- * queued (writing failed: im->fatal). */
+/* The same for the event that begins at text, whose end is not known
+ * yet: its length, or 0 (for jansson, or not complete in avail bytes). */
+size_t imp_flat_read(char *text, size_t avail, struct imp_flat *f);
+/* Convert an event read by imp_flat_scan() or imp_flat_read(): 0, or 1
+ * if it could not be queued (writing failed: im->fatal). */
 int imp_fast_event(struct imp *im, const struct imp_item *it, const struct imp_flat *f);
 
 /* ---- pipe.c ---------------------------------------------------------- */

@@ -166,19 +166,18 @@ read_input(struct run *r, struct imp_input *in, int threads, int fast)
 	if (direct && !flat)
 		cmd_die(EXIT_USAGE, "out of memory");
 	struct imp_pipe *p = imp_pipe_new(threads, fast && !direct);
-	imp_scan_init(&sc, in);
+	imp_scan_init(&sc, in, flat);
 	while (!im->fatal && (rc = imp_scan_next(&sc, &it)) > 0) {
-		if (it.type == IMP_EVENT && imp_skip_flow(im, &it))
-			continue;
-		/* the splitter's buffer is ours to change until the next item */
-		if (direct && it.type == IMP_EVENT &&
-		    imp_flat_scan((char *)(uintptr_t)it.text, it.len, flat)) {
+		/* the splitter read it already: converted where it lies */
+		if (it.flat) {
 			imp_pipe_end(p);
 			while ((b = imp_pipe_get(p, 1)))
 				status |= convert_batch(r, p, b);
 			status |= imp_fast_event(im, &it, flat);
 			continue;
 		}
+		if (it.type == IMP_EVENT && imp_skip_flow(im, &it))
+			continue;
 		imp_pipe_put(p, &it);
 		while ((b = imp_pipe_get(p, imp_pipe_full(p))))
 			status |= convert_batch(r, p, b);

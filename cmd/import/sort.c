@@ -8,8 +8,18 @@
  * limit is reached they are sorted and written to an unlinked temporary
  * .tkt (a "run").  At the end, a trace that fits in memory is written
  * straight out; otherwise the sorted runs are merged into the output in
- * one pass.  Runs are merged into one when there get to be many, so
- * open files stay few.
+ * one pass.
+ *
+ * Memory while merging is that of a reader per run (its input buffer
+ * and the arrays of one chunk: about half a MiB), so at most FAN_IN
+ * runs are kept: when there are that many, the newest ones, of the
+ * lowest levels, are merged into one run a level up (at least FAN_IN/2
+ * runs each time).  An event is written again once per level, and the
+ * levels are few: a 1 GB trace makes some 90 runs with the default
+ * 16 MiB buffer, two levels.  (All runs were merged into one whenever
+ * there were 48 of them before: each reader held its chunks' arrays
+ * for 64 KiB chunks and workers reading ahead, 40 MB in all, and every
+ * merge wrote everything so far again.)
  *
  * Why not the library's merge engine: a run carries the tracks as they
  * were known when it was written, and Kineto names its threads and
@@ -31,12 +41,13 @@
 #include "support.h"
 
 #define BLOCK_SIZE (64u * 1024u)
-#define MAX_RUNS 48
-#define RUN_CHUNK (64u * 1024u)
+#define FAN_IN 48
+/* Chunks of runs are small: a reader's arrays are sized to the events
+ * of its chunk, and each run being merged has one */
+#define RUN_CHUNK (16u * 1024u)
 
 struct rec {
 	struct tk_event ev;      /* strings point into the arena */
-	uint64_t seq;
 };
 
 /* A run: a sorted .tkt in an unlinked temporary file. */
@@ -44,6 +55,8 @@ struct run {
 	int fd;
 	uint32_t *idx;           /* the run's track id -> our track index */
 	uint32_t nidx;
+	uint32_t level;          /* 0: sorted from memory; k + 1: merged
+	                            from runs of level k and below */
 	struct tk_reader *r;     /* while merging */
 	const struct tk_event *head;
 };
@@ -64,15 +77,16 @@ struct imp_sort {
 	struct imp_tracks *t;
 	size_t limit;
 	char *tmpdir;
-	struct rec *recs;
+	struct rec *recs;        /* in the order they came */
 	size_t n, cap, max_recs;
+	uint64_t *keys;          /* sorting: times from the earliest */
+	uint32_t *tmp;           /* sorting: the indexes of one pass */
 	size_t block;            /* arena block size */
-	uint32_t *idx;
+	uint32_t *idx;           /* recs in time order, once sorted */
 	struct block *blocks;
 	size_t arena_bytes;
 	struct istr *strs;
 	size_t nstrs, capstrs;
-	uint64_t seq;
 	struct run *runs;        /* sorted runs in temporary files */
 	size_t capruns;
 	uint32_t nruns, total_runs;
@@ -92,8 +106,9 @@ imp_sort_new(struct imp_tracks *t, size_t memory, const char *tmpdir)
 		cmd_die(EXIT_USAGE, "out of memory");
 	s->t = t;
 	s->limit = memory;
-	/* half the memory for the events, half for their strings */
-	s->max_recs = memory / 2 / (sizeof(struct rec) + sizeof(uint32_t));
+	/* half the memory for the events, half for their strings; an
+	 * event's sort key and index cost 16 bytes more while sorting */
+	s->max_recs = memory / 2 / (sizeof(struct rec) + sizeof(uint64_t) + sizeof(uint32_t));
 	if (s->max_recs < 16)
 		s->max_recs = 16;
 	if (s->max_recs > UINT32_MAX)
@@ -137,6 +152,8 @@ imp_sort_free(struct imp_sort *s)
 	free(s->runs);
 	free(s->recs);
 	free(s->idx);
+	free(s->keys);
+	free(s->tmp);
 	free(s->strs);
 	free(s->map);
 	free(s->dmap);
@@ -252,25 +269,61 @@ full(const struct imp_sort *s)
 
 /* ---- sorting and writing ------------------------------------------------------- */
 
-/* qsort_r: `recs` is the array the indexes point into. */
-static int
-cmp_idx(const void *a, const void *b, void *recs)
-{
-	const struct rec *x = (const struct rec *)recs + *(const uint32_t *)a;
-	const struct rec *y = (const struct rec *)recs + *(const uint32_t *)b;
-	if (x->ev.ts != y->ev.ts)
-		return x->ev.ts < y->ev.ts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
+/*
+ * s->idx: the buffered events by time, ties in the order they came.  A
+ * stable radix sort of the times, a byte a pass, skipping the bytes all
+ * times share (a run spans seconds: 4 or 5 passes); qsort's call per
+ * comparison was 5 % of an import.  Stretches already in order are
+ * common (a Kineto trace writes each thread's work in order), and a
+ * buffer that is all in order is not sorted at all.
+ */
 static void
 sort_recs(struct imp_sort *s)
 {
-	if (!s->n)
+	size_t n = s->n;
+	if (!n)
 		return;
-	for (size_t i = 0; i < s->n; i++)
+	int64_t min = s->recs[0].ev.ts;
+	int in_order = 1;
+	for (size_t i = 1; i < n; i++) {
+		int64_t ts = s->recs[i].ev.ts;
+		in_order &= ts >= s->recs[i - 1].ev.ts;
+		if (ts < min)
+			min = ts;
+	}
+	for (size_t i = 0; i < n; i++)
 		s->idx[i] = (uint32_t)i;
-	qsort_r(s->idx, s->n, sizeof(*s->idx), cmp_idx, s->recs);
+	if (in_order)
+		return;
+	/* from the earliest: unsigned, and the same order */
+	uint32_t count[8][256] = { { 0 } };   /* per byte: keys per value */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = (uint64_t)s->recs[i].ev.ts - (uint64_t)min;
+		s->keys[i] = k;
+		for (int b = 0; b < 8; b++)
+			count[b][k >> (8 * b) & 0xff]++;
+	}
+	uint32_t *from = s->idx, *to = s->tmp;
+	for (int b = 0; b < 8; b++) {
+		uint32_t *c = count[b];
+		if (c[s->keys[0] >> (8 * b) & 0xff] == n)
+			continue;        /* every key has this byte */
+		uint32_t sum = 0;
+		for (int d = 0; d < 256; d++) {
+			uint32_t k = c[d];
+			c[d] = sum;
+			sum += k;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint32_t x = from[i];
+			to[c[s->keys[x] >> (8 * b) & 0xff]++] = x;
+		}
+		uint32_t *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != s->idx)
+		memcpy(s->idx, from, n * sizeof(*s->idx));
 }
 
 /* Fresh id maps for a new writer. */
@@ -382,7 +435,7 @@ run_writer(struct imp_sort *s, int *fd)
 
 /* Finish a run: close its writer and keep its track ids. */
 static int
-end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
+end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok, uint32_t level)
 {
 	if (ok && tk_writer_close(w) != TK_OK)
 		ok = wfail(s, w, "temporary file") == 0;
@@ -398,6 +451,7 @@ end_run(struct imp_sort *s, struct tk_writer *w, int fd, int ok)
 	r = &s->runs[s->nruns++];
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
+	r->level = level;
 	/* the writer gave ids in order: invert our index -> id map */
 	for (uint32_t i = 0; i < s->nmap; i++)
 		if (s->map[i] >= r->nidx)
@@ -452,20 +506,25 @@ advance(struct imp_sort *s, struct run *r)
 	return sfail(s, "temporary file: %s", tk_reader_error(r->r));
 }
 
-/* Merge runs [0, nruns) into w, which s->map describes; then they are
- * closed. */
+/* Merge runs [first, nruns) into w, which s->map describes; then they
+ * are closed. */
 static int
-merge_runs(struct imp_sort *s, struct tk_writer *w, int64_t offset,
-           const char *what)
+merge_runs(struct imp_sort *s, uint32_t first, struct tk_writer *w,
+           int64_t offset, const char *what)
 {
 	uint32_t n = 0, *heap = calloc(s->nruns + 1, sizeof(*heap));
 	if (!heap)
 		cmd_die(EXIT_USAGE, "out of memory");
 	int rc = 0;
-	for (uint32_t i = 0; i < s->nruns && !rc; i++) {
+	for (uint32_t i = first; i < s->nruns && !rc; i++) {
 		struct run *r = &s->runs[i];
 		if (!(r->r = tk_reader_new()))
 			cmd_die(EXIT_USAGE, "out of memory");
+		/* no workers reading ahead: each would hold chunks of its
+		 * own for every run, and the runs are many */
+		struct tk_reader_options ro = TK_READER_OPTIONS_INIT;
+		ro.threads = 1;
+		tk_reader_set_options(r->r, &ro);
 		if (lseek(r->fd, 0, SEEK_SET) < 0 ||
 		    tk_reader_open_fd(r->r, r->fd, "(temporary file)") != TK_OK) {
 			rc = sfail(s, "temporary file: %s", tk_reader_error(r->r));
@@ -506,41 +565,55 @@ merge_runs(struct imp_sort *s, struct tk_writer *w, int64_t offset,
 		sift(s, heap, n, 0);
 	}
 	free(heap);
-	for (uint32_t i = 0; i < s->nruns; i++) {
+	for (uint32_t i = first; i < s->nruns; i++) {
 		tk_reader_free(s->runs[i].r);
+		s->runs[i].r = NULL;
 		close(s->runs[i].fd);
 		free(s->runs[i].idx);
 	}
-	s->nruns = 0;
+	s->nruns = first;
 	return rc;
 }
 
-/* Fold all runs into one. */
+/*
+ * FAN_IN runs are open: merge the newest into one.  Levels never grow
+ * from the oldest run to the newest, so the runs of the lowest levels
+ * are the newest ones; enough levels are taken for at least half of
+ * FAN_IN runs, so that each merge frees many places.  Ties in time
+ * still go to the run that came first: the merged runs all came after
+ * the ones left.
+ */
 static int
-compact(struct imp_sort *s)
+merge_newest(struct imp_sort *s)
 {
+	uint32_t first = s->nruns;
+	while (first > 0 &&
+	       (s->nruns - first < FAN_IN / 2 || s->runs[first - 1].level == s->runs[first].level))
+		first--;
+	uint32_t level = s->runs[first].level + 1;
 	int fd;
 	struct tk_writer *w = run_writer(s, &fd);
 	if (!w)
 		return -1;
-	int ok = merge_runs(s, w, 0, "temporary file") == 0;
-	return end_run(s, w, fd, ok);
+	int ok = merge_runs(s, first, w, 0, "temporary file") == 0;
+	return end_run(s, w, fd, ok, level);
 }
 
 /* Sort what waits and write it to a new run. */
 static int
 spill(struct imp_sort *s)
 {
-	if (s->nruns >= MAX_RUNS && compact(s) < 0)
-		return -1;
 	int fd;
 	struct tk_writer *w = run_writer(s, &fd);
 	if (!w)
 		return -1;
 	int ok = write_events(s, w, 0, "temporary file") == 0;
-	if (end_run(s, w, fd, ok) < 0)
+	if (end_run(s, w, fd, ok, 0) < 0)
 		return -1;
 	s->total_runs++;
+	/* after the events' strings are freed (write_events) */
+	if (s->nruns >= FAN_IN && merge_newest(s) < 0)
+		return -1;
 	return 0;
 }
 
@@ -555,17 +628,22 @@ imp_sort_add(struct imp_sort *s, const struct tk_event *ev)
 			cap = s->max_recs;
 		struct rec *r = realloc(s->recs, cap * sizeof(*r));
 		uint32_t *x = realloc(s->idx, cap * sizeof(*x));
+		uint32_t *t = realloc(s->tmp, cap * sizeof(*t));
+		uint64_t *k = realloc(s->keys, cap * sizeof(*k));
 		if (r)
 			s->recs = r;
 		if (x)
 			s->idx = x;
-		if (!r || !x)
+		if (t)
+			s->tmp = t;
+		if (k)
+			s->keys = k;
+		if (!r || !x || !t || !k)
 			cmd_die(EXIT_USAGE, "out of memory");
 		s->cap = cap;
 	}
 	struct rec *r = &s->recs[s->n++];
 	r->ev = *ev;
-	r->seq = s->seq++;
 	struct tk_event *e = &r->ev;
 	e->trk = NULL;
 	e->name_id = 0;
@@ -620,9 +698,13 @@ imp_sort_finish(struct imp_sort *s, struct tk_writer *out, int64_t offset,
 		/* the merge needs the memory, not the empty buffer */
 		free(s->recs);
 		free(s->idx);
+		free(s->keys);
+		free(s->tmp);
 		free(s->strs);
 		s->recs = NULL;
 		s->idx = NULL;
+		s->keys = NULL;
+		s->tmp = NULL;
 		s->strs = NULL;
 		s->cap = s->capstrs = 0;
 	}
@@ -642,6 +724,6 @@ imp_sort_finish(struct imp_sort *s, struct tk_writer *out, int64_t offset,
 		    !imp_define_track(s->t, out, i, s->map, s->dmap))
 			return wfail(s, out, "output");
 	if (s->nruns)
-		return merge_runs(s, out, offset, "output");
+		return merge_runs(s, 0, out, offset, "output");
 	return write_events(s, out, offset, "output");
 }

@@ -25,7 +25,7 @@
 #include "import/nsys.h"
 #include "common/util.h"
 
-#define DEFAULT_MEMORY (8u << 20)
+#define DEFAULT_MEMORY (16u << 20)
 
 struct options {
 	const char *output;      /* NULL or "-" = stdout */
@@ -46,7 +46,7 @@ usage(void)
 	       "  -o, --output FILE    write FILE instead of standard output\n"
 	       "  -v, --verbose        say on stderr what became of each kind of event\n"
 	       "  -S, --buffer-size SIZE  memory for putting events in time order\n"
-	       "                       before using temporary files (default 8M;\n"
+	       "                       before using temporary files (default 16M;\n"
 	       "                       also -m, --memory)\n"
 	       "  -T, --temporary-directory DIR  directory for temporary files (default\n"
 	       "                       $TMPDIR or /tmp; also --tmpdir)\n"

@@ -31,9 +31,10 @@ same() {
 
 @test "fast path: every real trace imports as through jansson, byte for byte" {
 	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
-	local n=0 f
+	local n=0 f largest
 	while IFS= read -r f; do
 		same "$f"
+		largest=$f
 		n=$((n + 1))
 		# under valgrind or the sanitizers, the smallest few only
 		if under_valgrind || under_sanitizers; then
@@ -45,6 +46,10 @@ same() {
 		[ "$n" -eq 4 ]
 	else
 		[ "$n" -ge 30 ]
+		# on one thread the splitter reads the fast path's events
+		# itself, events cut by its buffer's end included (the
+		# largest trace crosses that end some 50 times)
+		TK_IMPORT_THREADS=0 same "$largest"
 	fi
 }
 

@@ -429,7 +429,7 @@ PY
 	trace-dump --csv "$D/out.tkt" | awk -F, 'NR > 1 && $2 < prev { bad = 1 } NR > 1 { prev = $2 } END { exit bad }'
 	assert_eq "$(trace-dump "$D/out.tkt" | wc -l)" 20500
 	mv "$D/out.tkt" "$D/big.tkt"
-	# 64k of memory: many sorted runs, merged into one when they are many
+	# 64k of memory: many sorted runs, merged a level up when they are many
 	import "$J" -v --memory 64k
 	[[ "$stderr" =~ sorted\ runs\ in\ temporary\ files:\ ([0-9]+) ]]
 	[ "${BASH_REMATCH[1]}" -gt 48 ]

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of trace-import's parts: numbers from their digits, the
  * splitter, the parser's repairs, the input's gzip handling. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -98,7 +100,7 @@ split(const char *json, size_t len, struct split *out)
 		snprintf(out->errmsg, sizeof(out->errmsg), "%s", in.errmsg);
 		return;
 	}
-	imp_scan_init(&sc, &in);
+	imp_scan_init(&sc, &in, NULL);
 	while ((rc = imp_scan_next(&sc, &it)) > 0 && out->n < 64) {
 		out->items[out->n] = strndup(it.text, it.len);
 		out->offsets[out->n] = it.offset;
@@ -215,7 +217,7 @@ TEST(splitter_large_input)
 	struct imp_scan sc;
 	struct imp_item it;
 	CHECK(imp_input_open_mem(&in, j, len, "big") == 0);
-	imp_scan_init(&sc, &in);
+	imp_scan_init(&sc, &in, NULL);
 	int got = 0, ok = 1, rc;
 	while ((rc = imp_scan_next(&sc, &it)) > 0) {
 		char want[32];
@@ -231,6 +233,263 @@ TEST(splitter_large_input)
 	imp_scan_free(&sc);
 	imp_input_close(&in);
 	free(j);
+}
+
+/* The fast path's reader finds an event's end itself: no prefix of an
+ * event is taken for the event, and the whole one reads as imp_flat_scan
+ * reads it delimited. */
+TEST(flat_read_needs_the_whole_event)
+{
+	const char *ev = "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k<1>\", "
+	                 "\"pid\": 0, \"tid\": 7, \"ts\": 1712195496004644.183, "
+	                 "\"dur\": 12.5, \"args\": {\"correlation\": 99, \"grid\": [2, 1, 1], "
+	                 "\"stream\": 7, \"l\": [1, [2, \"x\"]]}}";
+	size_t len = strlen(ev);
+	char *buf = malloc(len + 8);
+	CHECK(buf != NULL);
+	if (!buf)
+		return;
+	struct imp_flat whole, f;
+	memcpy(buf, ev, len);
+	CHECK(imp_flat_scan(buf, len, &whole) == 1);
+	int cut_ok = 1;
+	for (size_t k = 0; k < len; k++) {
+		memcpy(buf, ev, len);
+		cut_ok &= imp_flat_read(buf, k, &f) == 0 && memcmp(buf, ev, len) == 0;
+	}
+	CHECK(cut_ok);
+	/* what follows the event is not read */
+	memcpy(buf, ev, len);
+	memcpy(buf + len, ",{\"x", 5);
+	CHECK_EQ_INT(imp_flat_read(buf, len + 5, &f), len);
+	CHECK(f.ts == whole.ts && f.dur == whole.dur && f.nargs == whole.nargs &&
+	      f.kind == whole.kind && f.pid == whole.pid && f.tid == whole.tid);
+	CHECK_STR(f.name, "k<1>");
+	CHECK_EQ_INT(f.ts, INT64_C(1712195496004644183));
+	free(buf);
+}
+
+/* Times read in the pass that checks them are the nanoseconds that
+ * imp_us_to_ns() reads from the same digits, in every form. */
+TEST(flat_times_as_us_to_ns)
+{
+	static const struct {
+		const char *t;
+		int taken;             /* the fast path takes the event */
+	} times[] = {
+		{ "0", 1 }, { "1", 1 }, { "-1", 1 }, { "0.5", 1 }, { "-0.5", 1 },
+		{ "12.0", 1 }, { "100.10", 1 }, { "7.123", 1 }, { "-0.0", 1 },
+		{ "1712195496004644.183", 1 }, { "9223372036854774.999", 1 },
+		{ "9223372036854775.807", 1 }, { "-9223372036854775.807", 1 },
+		{ "1.2345", 1 }, { "1.99999", 1 }, { "1e3", 1 }, { "2.5E-1", 1 },
+		{ "99999999999999999", 0 }, { "9223372036854775.808", 0 },
+		{ "-0", 0 }, { "01", 0 }, { "1.", 0 }, { ".5", 0 }, { "-", 0 },
+	};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		char ev[256];
+		int n = snprintf(ev, sizeof(ev), "{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"n\","
+		                 "\"pid\":1,\"tid\":2,\"ts\":%s,\"dur\":%s}", times[i].t, times[i].t);
+		struct imp_flat f;
+		int64_t want = 42;
+		int rc = imp_flat_scan(ev, (size_t)n, &f);
+		int ok = rc == times[i].taken &&
+		         (!rc || (imp_us_to_ns(times[i].t, strlen(times[i].t), &want) == 0 &&
+		                  f.ts == want && f.dur == want));
+		if (!ok)
+			fprintf(stderr, "# %s: rc %d, ts %lld, want %lld\n", times[i].t, rc,
+			        rc ? (long long)f.ts : 0, (long long)want);
+		CHECK(ok);
+	}
+}
+
+/* Strings are gone through 8 bytes at a time: what ends or refuses
+ * one is seen at every place in a word. */
+TEST(flat_strings_every_place)
+{
+	static const struct {
+		const char *what;
+		int taken;
+	} mid[] = {
+		{ "\\\"", 0 }, { "\\n", 0 }, { "\\\\", 0 }, { "\t", 0 }, { "\x1f", 0 },
+		{ "\xff", 0 }, { "\xc3", 0 },
+		{ "\xc3\xa9", 1 }, { "\xf0\x9d\x84\x9e", 1 }, { " ", 1 }, { "~", 1 },
+		{ "!", 1 }, { "#", 1 }, { "[", 1 }, { "]", 1 }, { "\x7f", 1 },
+	};
+	int ok = 1;
+	for (size_t m = 0; m < sizeof(mid) / sizeof(mid[0]); m++) {
+		for (int pos = 0; pos < 20; pos++) {
+			char name[64], ev[256];
+			snprintf(name, sizeof(name), "%.*s%s%.*s", pos, "aaaaaaaaaaaaaaaaaaaa",
+			         mid[m].what, 19 - pos, "bbbbbbbbbbbbbbbbbbbb");
+			int n = snprintf(ev, sizeof(ev), "{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"%s\","
+			                 "\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":1}", name);
+			struct imp_flat f;
+			int rc = imp_flat_scan(ev, (size_t)n, &f);
+			if (rc != mid[m].taken || (rc && strcmp(f.name, name) != 0)) {
+				fprintf(stderr, "# %zu at %d: rc %d\n", m, pos, rc);
+				ok = 0;
+			}
+		}
+	}
+	CHECK(ok);
+}
+
+/* Events the fast path takes, read by the splitter as it splits them,
+ * across many buffer refills (an event cut by each), some larger than
+ * the buffer; and one it leaves to jansson among them. */
+TEST(splitter_reads_fast_events)
+{
+	size_t cap = 8u << 20, len = 0;
+	char *j = malloc(cap);
+	CHECK(j != NULL);
+	if (!j)
+		return;
+	len += (size_t)sprintf(j, "{\"traceEvents\":[");
+	int n = 0;
+	while (len < cap - (3u << 20)) {
+		size_t pad = n % 2000 == 1999 ? (1u << 20) + 77 : (size_t)(n % 300);
+		if (n)
+			j[len++] = ',';
+		if (n == 5)
+			len += (size_t)sprintf(j + len, "{\"ph\":\"B\",\"ts\":5,\"name\":\"b\"}");
+		else
+			len += (size_t)sprintf(j + len, "\n {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\", "
+			                       "\"pid\":1,\"tid\":%d,\"ts\":%d.5,\"dur\":1,\"args\":{\"s\":\"",
+			                       n % 7, n);
+		if (n != 5) {
+			memset(j + len, n % 2 ? 'x' : '}', pad);
+			len += pad;
+			len += (size_t)sprintf(j + len, "\"}}");
+		}
+		n++;
+	}
+	len += (size_t)sprintf(j + len, "]}");
+	struct imp_input in;
+	struct imp_scan sc;
+	struct imp_item it;
+	struct imp_flat f;
+	CHECK(imp_input_open_mem(&in, j, len, "big") == 0);
+	imp_scan_init(&sc, &in, &f);
+	int got = 0, flat = 0, ok = 1, rc;
+	while ((rc = imp_scan_next(&sc, &it)) > 0) {
+		if (it.flat) {
+			flat++;
+			ok &= f.ts == (int64_t)got * 1000 + 500 && f.tid == got % 7 &&
+			      it.text[0] == '{' && it.text[it.len - 1] == '}' &&
+			      it.offset == (uint64_t)(it.text - sc.buf) + sc.base;
+		} else {
+			ok &= got == 5 && it.len == strlen("{\"ph\":\"B\",\"ts\":5,\"name\":\"b\"}");
+		}
+		got++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(got, n);
+	CHECK_EQ_INT(flat, n - 1);
+	CHECK(ok);
+	imp_scan_free(&sc);
+	imp_input_close(&in);
+	free(j);
+}
+
+/* ---- time order in bounded memory ----------------------------------------------- */
+
+/* File descriptors open in this process now. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+struct order_key {
+	int64_t ts;
+	int i;
+};
+
+static int
+cmp_order(const void *a, const void *b)
+{
+	const struct order_key *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Runs of 24 events: a thousand of them, merged a level up when many,
+ * some twice.  The output is the events sorted by time, ties in the
+ * order they came (checked against qsort here), and the files open at
+ * once stay few whatever the number of runs. */
+TEST(sort_merges_runs_by_levels)
+{
+	enum { N = 24000 };
+	struct order_key *keys = malloc(N * sizeof(*keys));
+	CHECK(keys != NULL);
+	if (!keys)
+		return;
+	struct imp_tracks *t = imp_tracks_new();
+	struct imp_sort *s = imp_sort_new(t, 8192, NULL);
+	struct imp_id pid = { 1, NULL }, tid = { 2, NULL };
+	uint32_t track = imp_thread(t, &pid, &tid);
+	int fds0 = open_fds(), fds_max = fds0, added = 0;
+	uint64_t x = 42;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		/* few distinct times: many ties, which must keep their order */
+		keys[i].ts = (int64_t)(x >> 33) % 3000;
+		keys[i].i = i;
+		struct tk_event ev = { 0 };
+		char name[16];
+		snprintf(name, sizeof(name), "e%d", i);
+		ev.kind = TK_RANGE;
+		ev.track = track;
+		ev.ts = keys[i].ts;
+		ev.dur = i;            /* says which event it is */
+		ev.name = name;
+		if (imp_sort_add(s, &ev) < 0)
+			break;
+		added++;
+		int fds = i % 16 == 15 ? open_fds() : 0;
+		if (fds > fds_max)
+			fds_max = fds;
+	}
+	CHECK_EQ_INT(added, N);
+	/* at most 48 runs (sort.c's FAN_IN) and the one being written (2:
+	 * its directory) */
+	CHECK(fds_max - fds0 <= 50);
+	/* two levels: 48 runs merged, then 47, 46 ... 24 of level 0, then
+	 * all: 923 */
+	CHECK(imp_sort_runs(s) > 923);
+	char path[] = "/tmp/test_import_sort_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	struct tk_writer *w = tk_writer_new();
+	CHECK(tk_writer_open_fd(w, fd, "sorted", NULL) == TK_OK);
+	CHECK_EQ_INT(imp_sort_finish(s, w, 0, NULL, NULL), 0);
+	CHECK(tk_writer_close(w) == TK_OK);
+	tk_writer_free(w);
+	qsort(keys, N, sizeof(*keys), cmp_order);
+	struct tk_reader *r = tk_reader_new();
+	CHECK(lseek(fd, 0, SEEK_SET) == 0 && tk_reader_open_fd(r, fd, "sorted") == TK_OK);
+	const struct tk_event *ev;
+	int n = 0, ok = 1;
+	while (tk_reader_next_event(r, &ev) == TK_OK) {
+		ok &= n < N && ev->ts == keys[n].ts && ev->dur == keys[n].i;
+		n++;
+	}
+	CHECK_EQ_INT(n, N);
+	CHECK(ok);
+	tk_reader_free(r);
+	close(fd);
+	unlink(path);
+	imp_sort_free(s);
+	imp_tracks_free(t);
+	free(keys);
 }
 
 /* ---- the parser's repairs ---------------------------------------------------------- */
@@ -325,6 +584,11 @@ main(void)
 	RUN(splitter_bare_arrays);
 	RUN(splitter_errors_say_where);
 	RUN(splitter_large_input);
+	RUN(flat_read_needs_the_whole_event);
+	RUN(flat_times_as_us_to_ns);
+	RUN(flat_strings_every_place);
+	RUN(splitter_reads_fast_events);
+	RUN(sort_merges_runs_by_levels);
 	RUN(parse_repairs);
 	RUN(input_gzip_members_and_truncation);
 	return tap_done();
