@@ -3,6 +3,8 @@
  * Count the SIGINTs it gets in a while: `sigcount SECONDS FILE` writes
  * the count to FILE and exits 3 if it got any.  Unlike a shell's trap,
  * which runs once for signals that arrive together, it counts each.
+ * FILE.ready exists once its handler is in place (the SECONDS count
+ * from then): a test signals it then, however slowly it started.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +32,12 @@ main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_int;
 	sigaction(SIGINT, &sa, NULL);
+	char ready[4096];
+	snprintf(ready, sizeof(ready), "%s.ready", argv[2]);
+	FILE *r = fopen(ready, "w");
+	if (!r)
+		return 2;
+	fclose(r);
 	struct timespec left = { atoi(argv[1]), 0 };
 	while (nanosleep(&left, &left) < 0)
 		;

@@ -352,12 +352,17 @@ for r in rows:
 	assert_eq "$(trace-dump --info --json "$T" | jq -r '.metadata["record.processes"]')" "scan (--no-ptrace)"
 }
 
-# Time for trace-record to start (much longer under valgrind), and for
-# sigcount to wait for signals after that.
+# How long sigcount waits for signals once ready (longer under valgrind).
 signal_times() {
-	settle=0.5 wait_s=2
-	under_valgrind && settle=4 wait_s=7
+	wait_s=2
+	under_valgrind && wait_s=7
 	return 0
+}
+
+# Wait (up to 60 s) until sigcount has its handler: FILE.ready.
+sigcount_ready() {
+	for _ in $(seq 600); do [ -e "$1.ready" ] && return 0; sleep 0.1; done
+	return 1
 }
 
 @test "SIGINT to trace-record reaches the command once; the trace is complete" {
@@ -366,7 +371,7 @@ signal_times() {
 		# (a background job of a script starts with SIGINT ignored)
 		env --default-signal=INT trace-record $opt -o "$T" -- "$APPS/sigcount" "$wait_s" "$BATS_TEST_TMPDIR/got" &
 		pid=$!
-		sleep "$settle"
+		sigcount_ready "$BATS_TEST_TMPDIR/got"
 		kill -INT "$pid"
 		status=0
 		wait "$pid" || status=$?
@@ -374,6 +379,7 @@ signal_times() {
 		assert_eq "$(cat "$BATS_TEST_TMPDIR/got")" 1
 		assert_eq "$(ev 'select(.kind=="process") | .exit_code')" 3
 		trace-dump "$T" > /dev/null
+		rm -f "$BATS_TEST_TMPDIR/got.ready"
 	done
 }
 
@@ -386,12 +392,12 @@ signal_times() {
 		trap true INT
 		env --default-signal=INT trace-record -o "$1" -- "$3" $5 "$2/got" &
 		pid=$!
-		sleep $4
+		for _ in $(seq 600); do [ -e "$2/got.ready" ] && break; sleep 0.1; done
 		kill -INT -$$
 		wait $pid; st=$?
 		[ $st -gt 128 ] && { wait $pid; st=$?; }
 		echo "status $st" >> "$2/got"
-	' bash "$T" "$BATS_TEST_TMPDIR" "$APPS/sigcount" "$settle" "$wait_s"
+	' bash "$T" "$BATS_TEST_TMPDIR" "$APPS/sigcount" "" "$wait_s"
 	assert_eq "$(paste -sd, "$BATS_TEST_TMPDIR/got")" "1,status 3"
 }
 
