@@ -213,6 +213,97 @@ TEST(loads_and_records)
 	free(s.ev);
 }
 
+/* Sources other than NVTX (lib/inject/source.c): tracks, a device, a
+ * stream, a counter and strings defined through the library's own
+ * functions, events written with them, counted as produced in the
+ * status page, and refused (not counted) while recording is off. */
+TEST(direct_sources_write_and_count)
+{
+	struct spool_read before;
+	flush_and_read(&before);
+	uint64_t produced0 = produced();
+	uint32_t proc = tki_process_track(), thr = tki_thread_track(gettid_());
+	CHECK(proc != 0 && thr != 0 && proc != thr);
+	CHECK_EQ_INT(tki_process_track(), proc); /* defined once */
+	struct tk_device dev = { .index = 3, .name = "Fake GPU", .sm_count = 7 };
+	uint32_t dev_id = tki_device(&dev);
+	CHECK(dev_id >= 1);
+	struct tk_stream st = { .device = dev_id, .context = 1, .stream = 42 };
+	uint32_t stream = tki_stream(&st); /* process 0: this process */
+	struct tk_counter ctr = { .name = "fake memory", .unit = "bytes" };
+	uint32_t counter = tki_counter(&ctr);
+	CHECK(stream != 0 && counter != 0 && stream != counter);
+	uint32_t kname = tki_string("direct_kernel");
+	CHECK(kname != 0);
+
+	struct tk_event ev[3];
+	memset(ev, 0, sizeof(ev));
+	int64_t t0 = tki_now();
+	ev[0].kind = TK_KERNEL;
+	ev[0].track = stream;
+	ev[0].ts = t0;
+	ev[0].dur = 1234;
+	ev[0].name_id = kname;
+	ev[0].u.kernel.grid[0] = 5;
+	ev[0].u.kernel.block[0] = 128;
+	ev[1].kind = TK_COUNTER;
+	ev[1].track = counter;
+	ev[1].ts = t0 + 10;
+	ev[1].name = "";
+	ev[1].u.counter.value = 4096.5;
+	ev[2].kind = TK_MARK;
+	ev[2].track = thr;
+	ev[2].ts = t0 + 20;
+	ev[2].name = "direct mark";
+	CHECK_EQ_INT(tki_events(ev, 2), 2);
+	CHECK_EQ_INT(tki_event(&ev[2]), 0);
+	CHECK_EQ_INT(produced() - produced0, 3);
+
+	/* recording off: refused, and not counted */
+	atomic_store(&tki_on, 0);
+	CHECK_EQ_INT(tki_events(ev, 3), 0);
+	CHECK_EQ_INT(tki_event(&ev[2]), -1);
+	atomic_store(&tki_on, 1);
+	CHECK_EQ_INT(produced() - produced0, 3);
+
+	/* read back: every field as written, on the tracks as defined */
+	tki_flusher_round(0);
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	CHECK(tk_reader_open_path(r, path) == TK_OK);
+	const struct tk_event *e;
+	int kernels = 0, counters = 0, marks = 0;
+	while (tk_reader_next_event(r, &e) == TK_OK) {
+		if (e->kind == TK_KERNEL && !strcmp(e->name, "direct_kernel")) {
+			kernels++;
+			CHECK_EQ_INT(e->ts, t0);
+			CHECK_EQ_INT(e->dur, 1234);
+			CHECK_EQ_INT(e->u.kernel.grid[0], 5);
+			CHECK_EQ_INT(e->u.kernel.block[0], 128);
+			CHECK(e->trk->type == TK_TRACK_STREAM);
+			CHECK_EQ_INT(e->trk->u.stream.stream, 42);
+			const struct tk_device *d = tk_reader_device(r, e->trk->u.stream.device);
+			CHECK(d && !strcmp(d->name, "Fake GPU") && d->index == 3 && d->sm_count == 7);
+			const struct tk_track *p = tk_reader_track(r, e->trk->u.stream.process);
+			CHECK(p && p->type == TK_TRACK_PROCESS && p->u.process.pid == getpid());
+		} else if (e->kind == TK_COUNTER && e->trk->type == TK_TRACK_COUNTER &&
+		           !strcmp(e->trk->u.counter.name, "fake memory")) {
+			counters++;
+			CHECK(e->u.counter.value == 4096.5);
+			CHECK_STR(e->trk->u.counter.unit, "bytes");
+		} else if (e->kind == TK_MARK && !strcmp(e->name, "direct mark")) {
+			marks++;
+			CHECK_EQ_INT(e->trk->u.thread.tid, gettid_());
+		}
+	}
+	tk_reader_free(r);
+	CHECK_EQ_INT(kernels, 1);
+	CHECK_EQ_INT(counters, 1);
+	CHECK_EQ_INT(marks, 1);
+	free(before.ev);
+}
+
 TEST(attributes_domains_categories)
 {
 	nvtxNameCategoryA(3, "compute");
@@ -649,6 +740,7 @@ main(void)
 	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
 
 	RUN(loads_and_records);
+	RUN(direct_sources_write_and_count);
 	RUN(attributes_domains_categories);
 	RUN(threads_names_and_async);
 	RUN(open_ranges_hold_the_watermark);
