@@ -392,6 +392,109 @@ TEST(attributes_domains_categories)
 	CHECK(compute && wire);
 }
 
+/* The wide-character (W) entry points, the attribute variants not used
+ * above (UTF-32 and registered messages from a W domain, 32-bit
+ * unsigned payloads, an unknown message type, attributes of an older
+ * and smaller struct, none at all), and category and thread names
+ * given as wide strings. */
+TEST(wide_calls_and_attribute_variants)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateW(L"w\u00e9dom");
+	CHECK(d != NULL);
+	nvtxDomainNameCategoryW(d, 7, L"w\u00e9cat");
+	nvtxNameCategoryW(8, L"def\u00e9cat");
+	nvtxNameOsThreadW((uint32_t)gettid_(), L"w\u00e9thread");
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringW(d, L"reg\u00e9w");
+	CHECK(reg != NULL);
+
+	CHECK_EQ_INT(nvtxRangePushW(L"push\u00e9w"), 0);
+	nvtxRangePop();
+	nvtxRangeEnd(nvtxRangeStartW(L"start\u00e9w"));
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 7;
+	a.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+	a.message.unicode = L"uni\u00e9";
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT32;
+	a.payload.uiValue = 4000000000u;
+	nvtxDomainMarkEx(d, &a);
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = reg;
+	a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+	a.payload.llValue = -7;
+	nvtxDomainRangeEnd(d, nvtxDomainRangeStartEx(d, &a));
+	/* a message type this library does not know: no name, the rest kept */
+	a.messageType = 99;
+	a.category = 8;
+	a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+	a.payload.dValue = 2.25;
+	nvtxRangeEnd(nvtxRangeStartEx(&a));
+	/* an older, smaller struct: only the fields it has (here, none
+	 * past the category) */
+	memset(&a, 0, sizeof(a));
+	a.version = 1;
+	a.size = (uint16_t)offsetof(nvtxEventAttributes_t, colorType);
+	a.category = 9;
+	a.color = 0xff00ff00;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "not read";
+	nvtxMarkEx(&a);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "push\xc3\xa9w"), 1);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "start\xc3\xa9w") +
+	             count(&s, TK_RANGE, "start\xc3\xa9w"), 1);
+	const struct ev *e = find(&s, TK_MARK, "uni\xc3\xa9", 0);
+	CHECK(e && !strcmp(e->domain, "w\xc3\xa9" "dom") && e->category == 7);
+	CHECK(e && e->payload_type == TK_PAYLOAD_UINT && e->payload.u == 4000000000u);
+	CHECK(e && !strcmp(e->thread, "w\xc3\xa9thread"));
+	e = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (!strcmp(s.ev[i].name, "reg\xc3\xa9w"))
+			e = &s.ev[i];
+	CHECK(e && !strcmp(e->domain, "w\xc3\xa9" "dom"));
+	CHECK(e && e->payload_type == TK_PAYLOAD_INT && e->payload.i == -7);
+	/* the unknown message type: an unnamed range of category 8 */
+	int unnamed = 0, old = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *x = &s.ev[i];
+		if (x->category == 8 && !x->name[0] && x->payload_type == TK_PAYLOAD_DOUBLE &&
+		    x->payload.d == 2.25)
+			unnamed++;
+		if (x->kind == TK_MARK && x->category == 9) {
+			old++;
+			CHECK(!x->name[0] && x->color == 0 && x->payload_type == 0);
+		}
+	}
+	CHECK_EQ_INT(unnamed, 1);
+	CHECK_EQ_INT(old, 1);
+	CHECK_EQ_INT(count(&s, TK_MARK, "not read"), 0);
+	free(s.ev);
+
+	/* both wide category names are defined, each in its domain */
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	int in_domain = 0, in_default = 0;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_CATEGORY) {
+				in_domain |= !strcmp(rec.u.category->name, "w\xc3\xa9" "cat") &&
+				             rec.u.category->category == 7 &&
+				             !strcmp(rec.u.category->domain, "w\xc3\xa9" "dom");
+				in_default |= !strcmp(rec.u.category->name, "def\xc3\xa9" "cat") &&
+				              rec.u.category->category == 8 &&
+				              !rec.u.category->domain[0];
+			}
+	tk_reader_free(r);
+	CHECK(in_domain && in_default);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 2000
 
@@ -742,6 +845,7 @@ main(void)
 	RUN(loads_and_records);
 	RUN(direct_sources_write_and_count);
 	RUN(attributes_domains_categories);
+	RUN(wide_calls_and_attribute_variants);
 	RUN(threads_names_and_async);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
