@@ -65,3 +65,24 @@ copies() {
 	run -0 bash -c 'ulimit -n 20 && trace-merge -T "$0/tmp" -o "$0/out.tkt" "$@"' "$D" "${INPUTS[@]}"
 	assert_eq "$(trace-dump --csv "$D/out.tkt" | tail -n +2 | wc -l)" $((40 * $(trace-dump --csv "$B" | tail -n +2 | wc -l)))
 }
+
+@test "a soft descriptor limit below the hard one is raised: one pass, the same bytes" {
+	copies 40
+	trace-merge -o "$D/ref.tkt" "${INPUTS[@]}"
+	hard=$(ulimit -Hn)
+	[ "$hard" = unlimited ] || [ "$hard" -gt 200 ] || skip "hard limit of descriptors too low: $hard"
+	run -0 --separate-stderr bash -c 'ulimit -Sn 30 && trace-merge -T "$0/none" -o "$0/out.tkt" "$@"' "$D" "${INPUTS[@]}"
+	# (no temporary file was needed: its directory does not exist)
+	assert_eq "$stderr" ""
+	cmp "$D/ref.tkt" "$D/out.tkt"
+}
+
+@test "--align of a pipe that fails part way: exit 1, one line naming stdin" {
+	shim=$TK_BUILD/tests/apps/libfaultio.so
+	[ -f "$shim" ] || skip "the fault injector was not built: $shim"
+	under_valgrind && skip "not under valgrind: LD_PRELOAD would load into valgrind"
+	run -1 --separate-stderr env LD_PRELOAD="$shim" FAULTIO_MATCH=pipe: FAULTIO_READ=eio:3000 \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		bash -c 'cat "$1" | trace-merge --align start -o "$0/out.tkt" - "$2"' "$D" "$A" "$B"
+	[[ "$stderr" =~ ^trace-merge:\ \(stdin\):\ read\ error\ at\ byte\ [0-9]+:\ Input/output\ error$ ]]
+}
