@@ -216,7 +216,8 @@ TEST(loads_and_records)
 /* Sources other than NVTX (lib/inject/source.c): tracks, a device, a
  * stream, a counter and strings defined through the library's own
  * functions, events written with them, counted as produced in the
- * status page, and refused (not counted) while recording is off. */
+ * status page, and refused (not counted) while recording is off or
+ * when the writer refuses them. */
 TEST(direct_sources_write_and_count)
 {
 	struct spool_read before;
@@ -265,6 +266,12 @@ TEST(direct_sources_write_and_count)
 	CHECK_EQ_INT(tki_event(&ev[2]), -1);
 	atomic_store(&tki_on, 1);
 	CHECK_EQ_INT(produced() - produced0, 3);
+	/* an event the writer refuses (an unknown kind) stops the batch:
+	 * what was written is counted, the rest is not */
+	struct tk_event two[2] = { ev[2], ev[2] };
+	two[1].kind = 250;
+	CHECK_EQ_INT(tki_events(two, 2), 1);
+	CHECK_EQ_INT(produced() - produced0, 4);
 
 	/* read back: every field as written, on the tracks as defined */
 	tki_flusher_round(0);
@@ -300,7 +307,7 @@ TEST(direct_sources_write_and_count)
 	tk_reader_free(r);
 	CHECK_EQ_INT(kernels, 1);
 	CHECK_EQ_INT(counters, 1);
-	CHECK_EQ_INT(marks, 1);
+	CHECK_EQ_INT(marks, 2);
 	free(before.ev);
 }
 
