@@ -454,6 +454,15 @@ $(O)/tests/unit/test_cuda: tests/unit/test_cuda.c tests/unit/tap.h \
 		$(STATIC_LIB) $(DEPS_LIBS) \
 		$(if $(HAVE_CUPTI_CONVERT),$(if $(HAVE_NVTX),$(CUPTI_LIBS))) -ldl
 
+# A syscall fault injector for the commands under test (LD_PRELOAD;
+# tests/cli/faults.bats).  Never sanitized, like the programs it loads
+# into may not be: those tests tell ASan not to mind the load order.
+FAULTIO := $(O)/tests/apps/libfaultio.so
+tests: $(FAULTIO)
+$(FAULTIO): tests/apps/faultio.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+
 $(O)/tests/apps/%: tests/apps/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lm

@@ -496,8 +496,10 @@ prepare(char **paths, size_t n)
 		struct merge_source *s = &run.src[i];
 		int rc = merge_source_open(s, o->align != ALIGN_NONE, o->tmpdir);
 		merge_source_park(s);
+		/* what went wrong (a temporary file) was said where it
+		 * happened: one line, not a second that adds nothing */
 		if (rc == EXIT_USAGE)
-			cmd_die(EXIT_USAGE, "cannot go on");
+			exit(EXIT_USAGE);
 		if (s->partial)
 			run.status = EXIT_BADINPUT;
 		if (rc) {

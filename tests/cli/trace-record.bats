@@ -78,6 +78,17 @@ sys.exit(1 if bad or not ins else 0)' "$1" "$2"
 	assert_eq "$stderr" "trace-record: $BATS_TEST_TMPDIR/notexec: Permission denied"
 }
 
+@test "an executable script without #!: a shell runs it, as execvp does" {
+	printf 'echo "ran with $# args: $1"\nexit 6\n' > "$BATS_TEST_TMPDIR/noshebang"
+	chmod 755 "$BATS_TEST_TMPDIR/noshebang"
+	for opt in "" --no-ptrace; do
+		run -6 --separate-stderr trace-record $opt -o "$T" -- "$BATS_TEST_TMPDIR/noshebang" one two
+		assert_eq "$output" "ran with 2 args: one"
+		assert_eq "$stderr" ""
+		assert_eq "$(ev 'select(.kind=="process") | "\(.name) \(.exit_code)"')" "sh 6"
+	done
+}
+
 @test "errors of trace-record itself: one line, exit 125" {
 	run -125 --separate-stderr trace-record -o /nonexistent/dir/x.tkt -- true
 	assert_eq "$stderr" "trace-record: /nonexistent/dir/x.tkt: No such file or directory"

@@ -64,6 +64,19 @@ hotspot kernels hot 30"
 	assert_eq "$(found kernels | awk '{ print $3 }' | paste -sd' ')" "a b d"
 }
 
+@test "at most 3 high-variance and 3 warm-up findings per table, the largest first" {
+	# five groups that each vary (max/min over 2, 5% of the table): the
+	# three of most time are listed, e d c
+	trace kernel:a:1000x4,3000 kernel:b:1000x4,3100 kernel:c:1000x4,3200 \
+		kernel:d:1000x4,3300 kernel:e:1000x4,3400
+	assert_eq "$(trace-stats --json --report findings "$BATS_TEST_TMPDIR/f.tkt" |
+		jq -r '[.findings[] | select(.type == "variance") | .name] | join(" ")')" "e d c"
+	# four groups that each warm up: d c b
+	trace kernel:a:3000,1000x2 kernel:b:3100,1000x2 kernel:c:3200,1000x2 kernel:d:3300,1000x2
+	assert_eq "$(trace-stats --json --report findings "$BATS_TEST_TMPDIR/f.tkt" |
+		jq -r '[.findings[] | select(.type == "warmup") | .name] | join(" ")')" "d c b"
+}
+
 @test "high variance: 5 instances or more, max/min over 2, 5% of the table" {
 	trace kernel:v:1000x4,2000
 	assert_eq "$(found kernels | grep variance)" ""

@@ -213,6 +213,104 @@ TEST(loads_and_records)
 	free(s.ev);
 }
 
+/* Sources other than NVTX (lib/inject/source.c): tracks, a device, a
+ * stream, a counter and strings defined through the library's own
+ * functions, events written with them, counted as produced in the
+ * status page, and refused (not counted) while recording is off or
+ * when the writer refuses them. */
+TEST(direct_sources_write_and_count)
+{
+	struct spool_read before;
+	flush_and_read(&before);
+	uint64_t produced0 = produced();
+	uint32_t proc = tki_process_track(), thr = tki_thread_track(gettid_());
+	CHECK(proc != 0 && thr != 0 && proc != thr);
+	CHECK_EQ_INT(tki_process_track(), proc); /* defined once */
+	struct tk_device dev = { .index = 3, .name = "Fake GPU", .sm_count = 7 };
+	uint32_t dev_id = tki_device(&dev);
+	CHECK(dev_id >= 1);
+	struct tk_stream st = { .device = dev_id, .context = 1, .stream = 42 };
+	uint32_t stream = tki_stream(&st); /* process 0: this process */
+	struct tk_counter ctr = { .name = "fake memory", .unit = "bytes" };
+	uint32_t counter = tki_counter(&ctr);
+	CHECK(stream != 0 && counter != 0 && stream != counter);
+	uint32_t kname = tki_string("direct_kernel");
+	CHECK(kname != 0);
+
+	struct tk_event ev[3];
+	memset(ev, 0, sizeof(ev));
+	int64_t t0 = tki_now();
+	ev[0].kind = TK_KERNEL;
+	ev[0].track = stream;
+	ev[0].ts = t0;
+	ev[0].dur = 1234;
+	ev[0].name_id = kname;
+	ev[0].u.kernel.grid[0] = 5;
+	ev[0].u.kernel.block[0] = 128;
+	ev[1].kind = TK_COUNTER;
+	ev[1].track = counter;
+	ev[1].ts = t0 + 10;
+	ev[1].name = "";
+	ev[1].u.counter.value = 4096.5;
+	ev[2].kind = TK_MARK;
+	ev[2].track = thr;
+	ev[2].ts = t0 + 20;
+	ev[2].name = "direct mark";
+	CHECK_EQ_INT(tki_events(ev, 2), 2);
+	CHECK_EQ_INT(tki_event(&ev[2]), 0);
+	CHECK_EQ_INT(produced() - produced0, 3);
+
+	/* recording off: refused, and not counted */
+	atomic_store(&tki_on, 0);
+	CHECK_EQ_INT(tki_events(ev, 3), 0);
+	CHECK_EQ_INT(tki_event(&ev[2]), -1);
+	atomic_store(&tki_on, 1);
+	CHECK_EQ_INT(produced() - produced0, 3);
+	/* an event the writer refuses (an unknown kind) stops the batch:
+	 * what was written is counted, the rest is not */
+	struct tk_event two[2] = { ev[2], ev[2] };
+	two[1].kind = 250;
+	CHECK_EQ_INT(tki_events(two, 2), 1);
+	CHECK_EQ_INT(produced() - produced0, 4);
+
+	/* read back: every field as written, on the tracks as defined */
+	tki_flusher_round(0);
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	CHECK(tk_reader_open_path(r, path) == TK_OK);
+	const struct tk_event *e;
+	int kernels = 0, counters = 0, marks = 0;
+	while (tk_reader_next_event(r, &e) == TK_OK) {
+		if (e->kind == TK_KERNEL && !strcmp(e->name, "direct_kernel")) {
+			kernels++;
+			CHECK_EQ_INT(e->ts, t0);
+			CHECK_EQ_INT(e->dur, 1234);
+			CHECK_EQ_INT(e->u.kernel.grid[0], 5);
+			CHECK_EQ_INT(e->u.kernel.block[0], 128);
+			CHECK(e->trk->type == TK_TRACK_STREAM);
+			CHECK_EQ_INT(e->trk->u.stream.stream, 42);
+			const struct tk_device *d = tk_reader_device(r, e->trk->u.stream.device);
+			CHECK(d && !strcmp(d->name, "Fake GPU") && d->index == 3 && d->sm_count == 7);
+			const struct tk_track *p = tk_reader_track(r, e->trk->u.stream.process);
+			CHECK(p && p->type == TK_TRACK_PROCESS && p->u.process.pid == getpid());
+		} else if (e->kind == TK_COUNTER && e->trk->type == TK_TRACK_COUNTER &&
+		           !strcmp(e->trk->u.counter.name, "fake memory")) {
+			counters++;
+			CHECK(e->u.counter.value == 4096.5);
+			CHECK_STR(e->trk->u.counter.unit, "bytes");
+		} else if (e->kind == TK_MARK && !strcmp(e->name, "direct mark")) {
+			marks++;
+			CHECK_EQ_INT(e->trk->u.thread.tid, gettid_());
+		}
+	}
+	tk_reader_free(r);
+	CHECK_EQ_INT(kernels, 1);
+	CHECK_EQ_INT(counters, 1);
+	CHECK_EQ_INT(marks, 2);
+	free(before.ev);
+}
+
 TEST(attributes_domains_categories)
 {
 	nvtxNameCategoryA(3, "compute");
@@ -299,6 +397,109 @@ TEST(attributes_domains_categories)
 	if (dir)
 		closedir(dir);
 	CHECK(compute && wire);
+}
+
+/* The wide-character (W) entry points, the attribute variants not used
+ * above (UTF-32 and registered messages from a W domain, 32-bit
+ * unsigned payloads, an unknown message type, attributes of an older
+ * and smaller struct, none at all), and category and thread names
+ * given as wide strings. */
+TEST(wide_calls_and_attribute_variants)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateW(L"w\u00e9dom");
+	CHECK(d != NULL);
+	nvtxDomainNameCategoryW(d, 7, L"w\u00e9cat");
+	nvtxNameCategoryW(8, L"def\u00e9cat");
+	nvtxNameOsThreadW((uint32_t)gettid_(), L"w\u00e9thread");
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringW(d, L"reg\u00e9w");
+	CHECK(reg != NULL);
+
+	CHECK_EQ_INT(nvtxRangePushW(L"push\u00e9w"), 0);
+	nvtxRangePop();
+	nvtxRangeEnd(nvtxRangeStartW(L"start\u00e9w"));
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 7;
+	a.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+	a.message.unicode = L"uni\u00e9";
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT32;
+	a.payload.uiValue = 4000000000u;
+	nvtxDomainMarkEx(d, &a);
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = reg;
+	a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+	a.payload.llValue = -7;
+	nvtxDomainRangeEnd(d, nvtxDomainRangeStartEx(d, &a));
+	/* a message type this library does not know: no name, the rest kept */
+	a.messageType = 99;
+	a.category = 8;
+	a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+	a.payload.dValue = 2.25;
+	nvtxRangeEnd(nvtxRangeStartEx(&a));
+	/* an older, smaller struct: only the fields it has (here, none
+	 * past the category) */
+	memset(&a, 0, sizeof(a));
+	a.version = 1;
+	a.size = (uint16_t)offsetof(nvtxEventAttributes_t, colorType);
+	a.category = 9;
+	a.color = 0xff00ff00;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "not read";
+	nvtxMarkEx(&a);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_RANGE, "push\xc3\xa9w"), 1);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "start\xc3\xa9w") +
+	             count(&s, TK_RANGE, "start\xc3\xa9w"), 1);
+	const struct ev *e = find(&s, TK_MARK, "uni\xc3\xa9", 0);
+	CHECK(e && !strcmp(e->domain, "w\xc3\xa9" "dom") && e->category == 7);
+	CHECK(e && e->payload_type == TK_PAYLOAD_UINT && e->payload.u == 4000000000u);
+	CHECK(e && !strcmp(e->thread, "w\xc3\xa9thread"));
+	e = NULL;
+	for (size_t i = 0; i < s.n; i++)
+		if (!strcmp(s.ev[i].name, "reg\xc3\xa9w"))
+			e = &s.ev[i];
+	CHECK(e && !strcmp(e->domain, "w\xc3\xa9" "dom"));
+	CHECK(e && e->payload_type == TK_PAYLOAD_INT && e->payload.i == -7);
+	/* the unknown message type: an unnamed range of category 8 */
+	int unnamed = 0, old = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *x = &s.ev[i];
+		if (x->category == 8 && !x->name[0] && x->payload_type == TK_PAYLOAD_DOUBLE &&
+		    x->payload.d == 2.25)
+			unnamed++;
+		if (x->kind == TK_MARK && x->category == 9) {
+			old++;
+			CHECK(!x->name[0] && x->color == 0 && x->payload_type == 0);
+		}
+	}
+	CHECK_EQ_INT(unnamed, 1);
+	CHECK_EQ_INT(old, 1);
+	CHECK_EQ_INT(count(&s, TK_MARK, "not read"), 0);
+	free(s.ev);
+
+	/* both wide category names are defined, each in its domain */
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	int in_domain = 0, in_default = 0;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_CATEGORY) {
+				in_domain |= !strcmp(rec.u.category->name, "w\xc3\xa9" "cat") &&
+				             rec.u.category->category == 7 &&
+				             !strcmp(rec.u.category->domain, "w\xc3\xa9" "dom");
+				in_default |= !strcmp(rec.u.category->name, "def\xc3\xa9" "cat") &&
+				              rec.u.category->category == 8 &&
+				              !rec.u.category->domain[0];
+			}
+	tk_reader_free(r);
+	CHECK(in_domain && in_default);
 }
 
 #define NTHREADS 4
@@ -649,7 +850,9 @@ main(void)
 	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
 
 	RUN(loads_and_records);
+	RUN(direct_sources_write_and_count);
 	RUN(attributes_domains_categories);
+	RUN(wide_calls_and_attribute_variants);
 	RUN(threads_names_and_async);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
