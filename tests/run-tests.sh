@@ -162,7 +162,7 @@ report_finished() {
 
 # The longest sections start first (measured: make check's seconds per
 # section), so that none of them is left running alone at the end.
-slow_first="trace-to-perfetto.bats trace-export.bats trace-record-loss.bats trace-stats-pytorch.bats
+slow_first="trace-record-loss.bats trace-to-perfetto.bats trace-export.bats trace-stats-pytorch.bats
 	trace-report.bats trace-stats.bats trace-merge.bats"
 order=()
 for n in $slow_first; do
