@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "chrome.h"
+#include "common/chrome_scope.h"
 #include "common/util.h"
 #include "import/autoread.h"
 
@@ -863,22 +864,6 @@ slice(struct conv *cv, const struct tk_reader *r, const struct tk_event *e,
 	queue(cv, e, m->ctrack, head_len, h.role, corr, CE_SLICE);
 }
 
-/* An imported instant of global scope: trace-import keeps Chrome's
- * "s":"g" as the argument chrome.s (a tracekit track belongs to a
- * process), given back here as the instant's scope. */
-static int
-mark_is_global(const struct tk_event *e)
-{
-	if (e->kind != TK_MARK || !e->args || !e->args_len ||
-	    !memmem(e->args, e->args_len, "\"chrome.s\"", 10))
-		return 0;
-	json_t *obj = json_loadb(e->args, e->args_len, 0, NULL);
-	json_t *s = json_object_get(obj, "chrome.s");
-	int global = json_is_string(s) && strcmp(json_string_value(s), "g") == 0;
-	json_decref(obj);
-	return global;
-}
-
 /* Instants: marks, memory operations, dropped-event notices. */
 static void
 instant(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
@@ -888,7 +873,7 @@ instant(struct conv *cv, const struct tk_event *e, const struct chrome_tkmap *m)
 	chrome_layout_announce(&cv->lay, o, m->ctrack, &cv->first);
 	sep(cv, o);
 	char scope = 't';
-	int global = mark_is_global(e);
+	int global = cmd_mark_is_global(e);
 	if (e->kind == TK_DROPPED || global)
 		scope = 'g';  /* lost data shows across the whole timeline */
 	else if (t->kind == CT_PROCESS)

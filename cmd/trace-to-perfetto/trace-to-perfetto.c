@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "perfetto.h"
+#include "common/chrome_scope.h"
 #include "common/util.h"
 #include "import/autoread.h"
 
@@ -239,26 +240,10 @@ slice(struct conv *C, const struct tk_event *e, uint32_t track)
 	pf_ends_push(&C->ends, end, t, depth);
 }
 
-/* An imported instant of global scope: trace-import keeps Chrome's
- * "s":"g" as the argument chrome.s (a tracekit track belongs to a
- * process; trace-to-chrome reads it the same way). */
-static int
-mark_is_global(const struct tk_event *e)
-{
-	if (e->kind != TK_MARK || !e->args || !e->args_len ||
-	    !memmem(e->args, e->args_len, "\"chrome.s\"", 10))
-		return 0;
-	json_t *obj = json_loadb(e->args, e->args_len, 0, NULL);
-	json_t *s = json_object_get(obj, "chrome.s");
-	int global = json_is_string(s) && strcmp(json_string_value(s), "g") == 0;
-	json_decref(obj);
-	return global;
-}
-
 static void
 emit(struct conv *C, const struct tk_event *e, uint32_t track)
 {
-	if (mark_is_global(e))
+	if (cmd_mark_is_global(e))
 		track = pf_tracks_global(&C->tr);
 	ends_until(C, e->ts);
 	if (e->ts > C->last_ts)
