@@ -165,7 +165,8 @@ static const char *const table_nouns[AGG_NTABLES] = {
 	"GPU kernel time", "memory operation time", "CUDA API time", "range time",
 };
 
-/* How many findings of one kind to list per table before saying "N more". */
+/* How many findings of one kind to list per table: the largest (the rows
+ * come by total time); the rest are left out, uncounted. */
 #define FINDINGS_PER_TABLE 3
 
 static void
@@ -203,7 +204,7 @@ table_findings(struct ctx *st, enum agg_table t)
 		return;
 	}
 	/* high variance, among the groups that matter (>= 5 % of the time) */
-	unsigned listed = 0, more = 0;
+	unsigned listed = 0;
 	for (size_t i = 0; i < r.n; i++) {
 		struct agg_group *g = r.v[i];
 		if (g->s.count < 5 || pct((double)g->s.total, (double)r.total) < 5)
@@ -213,10 +214,8 @@ table_findings(struct ctx *st, enum agg_table t)
 		double cv = g->s.mean > 0 ? g->s.std / g->s.mean : 0;
 		if (!(ratio > 2 || cv > 0.5))
 			continue;
-		if (listed == FINDINGS_PER_TABLE) {
-			more++;
+		if (listed == FINDINGS_PER_TABLE)
 			continue;
-		}
 		listed++;
 		struct finding *f = add_finding(st, "variance", table_keys[t], g->name, cv,
 		            "%s varies: max/min %s, CV %.2f (min %s, max %s)",
@@ -236,10 +235,8 @@ table_findings(struct ctx *st, enum agg_table t)
 		    (double)g->first_dur < 2 * g->s.p50 ||
 		    (double)g->first_dur - g->s.p50 < 0.01 * (double)r.total)
 			continue;
-		if (wl == FINDINGS_PER_TABLE) {
-			more++;
+		if (wl == FINDINGS_PER_TABLE)
 			continue;
-		}
 		wl++;
 		double x = (double)g->first_dur / g->s.p50;
 		struct finding *f = add_finding(st, "warmup", table_keys[t], g->name, x,
