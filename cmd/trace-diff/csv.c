@@ -128,7 +128,7 @@ static const char *const group_header[] = {
 	"p95_after_ns", "p99_before_ns", "p99_after_ns", "max_before_ns",
 	"max_after_ns", "ratio", "speedup", "change_pct", "test", "p_value",
 	"runs_p_value", "bytes_before", "bytes_after", "p_holm", "evidence", "calls",
-	"why",
+	"why", "runs_count_p_value",
 };
 #define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
 
@@ -174,6 +174,7 @@ csv_groups(struct diff *df, struct fields *f)
 			f->fld[33] = diff_evidence_name(diff_row_evidence(df, r));
 			f->fld[34] = r->calls > 0 ? "more" : r->calls < 0 ? "fewer" : NULL;
 			f->fld[35] = r->why;
+			set_p(f, 36, &r->count_test);
 			csv_record(stdout, f->fld, NGROUP);
 		}
 		free(v);

@@ -113,6 +113,14 @@ PY
 	run -1 trace-diff --json "$d"/b?.tkt -- "$d"/a?.tkt
 	jq -e '.groups[] | select(.name == "k") | .verdict == "slower" and .evidence == "runs" and
 	       .why == "more calls" and .runs_count_p_value == 0 and .runs_p_value > 0.5' <<< "$output"
+	# the CSV carries the same count test, in its last column
+	run -1 trace-diff --csv "$d"/b?.tkt -- "$d"/a?.tkt
+	python3 -c '
+import csv, sys
+rows = list(csv.DictReader(sys.stdin))
+k = [r for r in rows if r["name"] == "k"][0]
+assert float(k["runs_count_p_value"]) == 0 and float(k["runs_p_value"]) > 0.5, k
+assert list(rows[0])[-1] == "runs_count_p_value"' <<< "$output"
 	# counts 10, 20, 15 against 18, 12, 20: 11 % more calls in all, but
 	# the runs do not agree (t = 0.45)
 	one b1 10 1000; one b2 20 1000; one b3 15 1000

@@ -280,7 +280,7 @@ PY
 	A=$(synth_trace after.tkt $SMALL --slow flash_bwd=1.3 --add extra_kernel)
 	run -1 trace-diff --csv "$B" "$A"
 	printf '%s\n' "$output" > "$d/ops.csv"
-	assert_eq "${lines[0]}" "report,kind,domain,name,verdict,count_before,count_after,total_before_ns,total_after_ns,delta_ns,mean_before_ns,mean_after_ns,std_before_ns,std_after_ns,min_before_ns,min_after_ns,median_before_ns,median_after_ns,p95_before_ns,p95_after_ns,p99_before_ns,p99_after_ns,max_before_ns,max_after_ns,ratio,speedup,change_pct,test,p_value,runs_p_value,bytes_before,bytes_after,p_holm,evidence,calls,why"
+	assert_eq "${lines[0]}" "report,kind,domain,name,verdict,count_before,count_after,total_before_ns,total_after_ns,delta_ns,mean_before_ns,mean_after_ns,std_before_ns,std_after_ns,min_before_ns,min_after_ns,median_before_ns,median_after_ns,p95_before_ns,p95_after_ns,p99_before_ns,p99_after_ns,max_before_ns,max_after_ns,ratio,speedup,change_pct,test,p_value,runs_p_value,bytes_before,bytes_after,p_holm,evidence,calls,why,runs_count_p_value"
 	trace-diff --json "$B" "$A" > "$d/diff.json" || true
 	python3 - "$d/ops.csv" "$d/diff.json" <<'PY'
 import csv, json, sys
