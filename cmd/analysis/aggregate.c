@@ -210,7 +210,8 @@ agg_new(const struct agg_options *o)
 		perinst_process_wide(a->per, o->steps || (o->per && names_steps(o->per)));
 	if ((o->operators && !(a->ops = opview_new())) ||
 	    (o->distributed && !(a->ranks = ranks_new())) ||
-	    (!(o->skip & AGG_SKIP_MEMORY) && !(a->alloc = allocpeak_new(a->per != NULL)))) {
+	    (!(o->skip & (AGG_SKIP_MEMORY | AGG_SKIP_ALLOC_OPS)) &&
+	     !(a->alloc = allocpeak_new(a->per != NULL)))) {
 		agg_free(a);
 		return NULL;
 	}

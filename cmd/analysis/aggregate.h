@@ -196,6 +196,9 @@ struct agg_options {
 #define AGG_SKIP_TABLE(t) (1u << (t))  /* no groups for this table */
 #define AGG_SKIP_GPU (1u << 8)         /* no busy time */
 #define AGG_SKIP_MEMORY (1u << 9)      /* no allocation peaks */
+#define AGG_SKIP_ALLOC_OPS (1u << 10)  /* the allocator's peaks, but not per
+                                          step nor the operation at each
+                                          (no range tracking for them) */
 
 struct agg;
 

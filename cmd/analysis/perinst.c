@@ -171,8 +171,10 @@ perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
                        uint32_t key, int64_t begin, int64_t end)
 {
 	struct thread_insts *t = thread_list(p, thread, 1);
-	struct thread_insts *pt = list_of(&p->procs, &p->nprocs, process, 1);
-	if (!t || !pt)
+	/* the process's list only where other threads look into it */
+	struct thread_insts *pt = p->process_wide
+		? list_of(&p->procs, &p->nprocs, process, 1) : NULL;
+	if (!t || (p->process_wide && !pt))
 		return -1;
 	if (end < begin)
 		end = begin;
@@ -186,7 +188,7 @@ perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
 	in[p->ninst].dur = end - begin;
 	in[p->ninst].key = key;
 	struct inst in1 = { begin, end, (uint32_t)p->ninst, -1 };
-	if (add_inst(t, &in1) < 0 || add_inst(pt, &in1) < 0)
+	if (add_inst(t, &in1) < 0 || (pt && add_inst(pt, &in1) < 0))
 		return -1;
 	p->ninst++;
 	if (dist_add(&p->res.dur, end - begin) < 0)

@@ -84,7 +84,7 @@ void perinst_free(struct perinst *p);
 /* The instances are a program's steps: what happens on a thread with
  * no instance of its own is charged to its process's instances (off by
  * default: a data loader's ranges own nothing of the main thread's). */
-void perinst_process_wide(struct perinst *p, int on);
+void perinst_process_wide(struct perinst *p, int on); /* before any instance */
 /* An instance on `thread` of `process`.  What happens on a thread is
  * charged to the innermost of its instances containing it; see
  * perinst_process_wide() for the other threads. */

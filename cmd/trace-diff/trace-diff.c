@@ -426,6 +426,8 @@ static void
 parse_options(int argc, char **argv, struct diff_options *o, struct regexes *re)
 {
 	struct agg_options ao = AGG_OPTIONS_INIT;
+	/* the peaks are compared, never the operation at them */
+	ao.skip = AGG_SKIP_ALLOC_OPS;
 	memset(o, 0, sizeof(*o));
 	o->agg = ao;
 	o->threshold = 0.03;
