@@ -258,6 +258,11 @@ void rec_spools_free(void);
  * reported at `from`, with their reason. */
 uint64_t rec_recover(const char *path, uint32_t proc_track, int64_t end,
                      int64_t from);
+/* How much of its spool the committed snapshot of the durable buffer
+ * file `path` agrees with: where reading the spool stops before
+ * rec_recover (protocol.h).  UINT64_MAX when there is nothing to
+ * recover (closed, absent or not ours): all of the spool. */
+uint64_t rec_recover_spool_limit(const char *path);
 
 /* ---- the size bound (bound.c) ---------------------------------------- */
 

@@ -127,8 +127,34 @@ domain_id(const struct rec_recovery *r, uint32_t domain)
 
 /* ---- tracks ------------------------------------------------------------------------ */
 
+/* The kernel's name of thread `tid` when it attached, from its slot
+ * (a slot it took); "" when none has it. */
+static void
+slot_comm(const struct rec_recovery *r, int64_t tid, char *buf, size_t n)
+{
+	buf[0] = 0;
+	const struct tki_buf_head *h = r->h;
+	if (!in_file(r, h->thread_off,
+	             (uint64_t)TKI_BUF_THREADS * sizeof(struct tki_buf_thread)))
+		return;
+	const struct tki_buf_thread *slots =
+		(const struct tki_buf_thread *)(r->map + h->thread_off);
+	for (uint32_t i = 0; i < TKI_BUF_THREADS; i++) {
+		if (slots[i].tid != tid || !slots[i].serial)
+			continue;
+		size_t len = strnlen(slots[i].name, sizeof(slots[i].name));
+		if (len >= n)
+			len = n - 1;
+		memcpy(buf, slots[i].name, len);
+		buf[len] = 0;
+	}
+}
+
+/* A thread's track, defined on first use.  A range still open at the
+ * last commit may end (and so be written) before the thread's own
+ * records are read: its name is looked up here, not passed in. */
 static uint32_t
-thread_track(struct rec_recovery *r, int64_t tid, const char *comm)
+thread_track(struct rec_recovery *r, int64_t tid)
 {
 	for (size_t i = 0; i < r->ntracks; i++)
 		if (r->tracks[i].tid == tid)
@@ -137,8 +163,8 @@ thread_track(struct rec_recovery *r, int64_t tid, const char *comm)
 	const struct rname *n = name_of(r, TKI_NAME_THREAD, (uint64_t)tid);
 	if (n)
 		snprintf(name, sizeof(name), "%.*s", (int)n->len, n->s);
-	else if (comm)
-		snprintf(name, sizeof(name), "%s", comm);
+	else
+		slot_comm(r, tid, name, sizeof(name));
 	struct tk_thread th = { r->proc_track, tid, name };
 	uint32_t id = tk_writer_thread(rec_self(), 0, &th);
 	struct rtrack *a = tkp_grow(r->tracks, &r->tracks_cap, r->ntracks + 1,
@@ -163,7 +189,7 @@ emit(struct rec_recovery *r, const struct ropen *o, int64_t end,
 	}
 	struct tk_event e = { 0 };
 	e.kind = async ? TK_ASYNC_RANGE : TK_RANGE;
-	e.track = thread_track(r, o->tid, NULL);
+	e.track = thread_track(r, o->tid);
 	e.ts = o->ts;
 	e.dur = end > o->ts ? end - o->ts : 0;
 	e.name_id = string_id(o->name, o->name_len);
@@ -176,7 +202,7 @@ emit(struct rec_recovery *r, const struct ropen *o, int64_t end,
 	}
 	if (async) {
 		e.u.range.id = o->id;
-		uint32_t et = end_tid ? thread_track(r, end_tid, NULL) : 0;
+		uint32_t et = end_tid ? thread_track(r, end_tid) : 0;
 		if (et != e.track)
 			e.u.range.end_track = et;
 	}
@@ -359,7 +385,7 @@ on_record(struct rec_recovery *r, int64_t tid, const uint8_t *p, uint32_t size)
 	case TKI_REC_MARK: {
 		struct tk_event e = { 0 };
 		e.kind = TK_MARK;
-		e.track = thread_track(r, tid, NULL);
+		e.track = thread_track(r, tid);
 		e.ts = x.ts;
 		e.name_id = string_id(x.name, x.name_len);
 		e.u.range.domain_id = domain_id(r, x.domain);
@@ -399,10 +425,9 @@ block_at(const struct rec_recovery *r, uint32_t index)
 
 /* A thread's records from block `index` (+1), offset `pos`, on. */
 static void
-read_thread(struct rec_recovery *r, int64_t tid, const char *comm,
-            uint32_t index, uint32_t pos)
+read_thread(struct rec_recovery *r, int64_t tid, uint32_t index, uint32_t pos)
 {
-	thread_track(r, tid, comm);
+	thread_track(r, tid);
 	for (uint32_t hops = 0; index && hops <= r->h->nunits; hops++) {
 		const struct tki_block *b = block_at(r, index - 1);
 		if (!b)
@@ -493,7 +518,7 @@ write_dropped(struct rec_recovery *r, int64_t tid, uint64_t count, int64_t from)
 		return;
 	struct tk_event e = { 0 };
 	e.kind = TK_DROPPED;
-	e.track = thread_track(r, tid, NULL);
+	e.track = thread_track(r, tid);
 	e.ts = from;
 	e.dur = r->end > from ? r->end - from : 0;
 	e.name = "nvtx";
@@ -552,18 +577,30 @@ read_threads(struct rec_recovery *r, const struct rthread *ts, size_t n,
 			continue;
 		if (c && !c->block)
 			continue;        /* it ended, all written */
-		char comm[sizeof(s->name) + 1];
-		memcpy(comm, s->name, sizeof(s->name));
-		comm[sizeof(s->name)] = 0;
 		if (c)
-			read_thread(r, s->tid, comm, c->block, c->pos);
+			read_thread(r, s->tid, c->block, c->pos);
 		else
-			read_thread(r, s->tid, comm, s->first, 0);
+			read_thread(r, s->tid, s->first, 0);
 		uint64_t d = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 		uint64_t seen = c ? c->dropped_seen : 0;
 		if (d > seen)
 			write_dropped(r, s->tid, d - seen, from);
 	}
+}
+
+uint64_t
+rec_recover_spool_limit(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return UINT64_MAX;
+	struct tki_buf_head h;
+	ssize_t k = pread(fd, &h, sizeof(h), 0);
+	close(fd);
+	if (k != (ssize_t)sizeof(h) || h.magic != TKI_BUF_MAGIC || h.closed ||
+	    h.unit != TKI_BUF_UNIT || h.nthreads != TKI_BUF_THREADS)
+		return UINT64_MAX;
+	return h.snap_spool[h.snap_cur == 1 ? 1 : 0];
 }
 
 uint64_t

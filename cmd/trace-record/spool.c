@@ -318,15 +318,19 @@ cuda_state(const struct recorder *rc, struct spool *s)
 	rec_cuda_process(rc, s->pid, (int)c, note);
 }
 
+/* Feed the spool's new bytes, up to `limit`. */
 static void
-pump(const struct recorder *rc, struct spool *s)
+pump(const struct recorder *rc, struct spool *s, uint64_t limit)
 {
 	static uint8_t buf[READ_PIECE];
 	cuda_state(rc, s);
 	if (s->fd < 0)
 		return;
-	for (int i = 0; i < 256; i++) {
-		ssize_t k = pread(s->fd, buf, sizeof(buf), (off_t)s->off);
+	for (int i = 0; i < 256 && s->off < limit; i++) {
+		size_t want = sizeof(buf);
+		if (limit - s->off < want)
+			want = (size_t)(limit - s->off);
+		ssize_t k = pread(s->fd, buf, want, (off_t)s->off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -343,6 +347,15 @@ pump(const struct recorder *rc, struct spool *s)
 		          (off_t)s->punched, (off_t)(upto - s->punched));
 		s->punched = upto;
 	}
+}
+
+/* What of a running process's spool is committed (protocol.h): a chunk
+ * after it may yet be converted again from the durable buffers. */
+static uint64_t
+committed(const struct spool *s)
+{
+	return s->st ? __atomic_load_n(&s->st->committed, __ATOMIC_ACQUIRE)
+	             : UINT64_MAX;
 }
 
 /* Why a process's last events did not reach its spool. */
@@ -370,7 +383,15 @@ finish(const struct recorder *rc, struct spool *s)
 {
 	if (s->finished)
 		return;
-	pump(rc, s);
+	struct rec_proc *p = rec_proc_find(s->pid);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%d-%lld.buf", dir, (int)s->pid,
+	         (long long)s->t_init);
+	/* gone without its last flush: the spool as far as the durable
+	 * snapshot knows it, and the rest from the buffers; else all */
+	int recover = s->gone && rc->recording && p;
+	pump(rc, s, recover ? rec_recover_spool_limit(path) : UINT64_MAX);
+	recover = recover && !s->ended;
 	tk_reader_feed_end(s->r);
 	s->finished = 1;
 	if (s->fd >= 0)
@@ -378,15 +399,11 @@ finish(const struct recorder *rc, struct spool *s)
 	s->fd = -1;
 	cuda_state(rc, s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
-	struct rec_proc *p = rec_proc_find(s->pid);
 	int64_t end = s->gone ? s->gone_ts : rec_now();
 	uint64_t recovered = 0;
-	if (s->gone && !s->ended && rc->recording && p) {
+	if (recover) {
 		/* its status page is read first: nothing it counted after
 		 * that is in the buffers we convert */
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%d-%lld.buf", dir, (int)s->pid,
-		         (long long)s->t_init);
 		recovered = rec_recover(path, rec_proc_track(rc, p), end,
 		                        s->last_wm);
 	}
@@ -433,7 +450,7 @@ rec_spools_pump(const struct recorder *rc, int final)
 		struct spool *s = spools[i];
 		if (s->finished)
 			continue;
-		pump(rc, s);
+		pump(rc, s, committed(s));
 		if (final || s->gone || s->ended)
 			finish(rc, s);
 	}

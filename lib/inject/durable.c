@@ -270,12 +270,21 @@ tki_buf_snap_add(const struct tki_snap *e, const char *name, uint32_t len)
 }
 
 void
-tki_buf_snap_commit(void)
+tki_buf_spool_start(uint64_t spool_bytes)
+{
+	if (!map)
+		return;
+	head()->snap_spool[0] = head()->snap_spool[1] = spool_bytes;
+}
+
+void
+tki_buf_snap_commit(uint64_t spool_bytes)
 {
 	if (!map)
 		return;
 	struct tki_buf_head *h = head();
 	h->snap_len[snap_half] = snap_len;
+	h->snap_spool[snap_half] = spool_bytes;
 	h->snap_lost = snap_lost;
 	/* the one store that makes the snapshot the current one */
 	__atomic_store_n(&h->snap_cur, snap_half, __ATOMIC_RELEASE);

@@ -744,7 +744,7 @@ commit_state(void)
 	for (size_t i = 0; i < round_n; i++)
 		snap_thread(round_threads[i]);
 	snap_async();
-	tki_buf_snap_commit();
+	tki_spool_commit();
 	for (size_t i = 0; i < round_n; i++) {
 		struct tki_thread *t = round_threads[i];
 		while (t->keep != t->head) {

@@ -190,6 +190,10 @@ int tki_spool_flush(int64_t w, int64_t open_since);
  * gone: `remove` deletes the files).  Lock held. */
 void tki_spool_close(void);
 void tki_spool_abandon(int remove);
+/* The durable snapshot written since tki_buf_snap_begin agrees with the
+ * spool as flushed: commit it, then let trace-record read that far
+ * (protocol.h).  Lock held, right after a successful flush. */
+void tki_spool_commit(void);
 /* Count one event written by the library itself (not from a thread
  * buffer) in the status page.  Lock held. */
 void tki_spool_count_direct(uint64_t n);

@@ -86,7 +86,15 @@ struct tki_status {
 	int64_t open_since;      /* earliest begin of a range still open,
 	                            INT64_MAX = none; set before each chunk */
 	uint64_t direct;
-	uint64_t pad[4];
+	uint64_t committed;      /* the spool's bytes the durable buffer's
+	                            committed snapshot agrees with (stored,
+	                            release, after the snapshot); UINT64_MAX
+	                            once the spool is closed.  trace-record
+	                            reads no further while the process runs:
+	                            a chunk written but not yet committed is
+	                            converted again by recovery if the
+	                            process dies before the commit */
+	uint64_t pad[3];
 	uint32_t cuda;           /* TKI_CUDA_STATE_*, written after cuda_note */
 	uint32_t pad2;
 	char cuda_note[248];     /* why CUDA is not recorded, NUL-terminated */
@@ -118,9 +126,11 @@ struct tki_status {
  * chunk it flushes (a commit), it writes the other snapshot -- where
  * each thread's conversion stands (block and offset), the ranges still
  * open (push/pop and start/end, names inline) and the ends seen before
- * their starts -- then publishes snap_cur with a release store: one
- * store commits everything, so a process killed at any instant leaves
- * a snapshot that agrees with its spool.  Blocks before a thread's
+ * their starts, and the spool's length with that chunk (snap_spool) --
+ * then publishes snap_cur with a release store: one store commits
+ * everything, so a process killed at any instant leaves a snapshot that
+ * agrees with the first snap_spool bytes of its spool.  A chunk written
+ * after them is left unread: recovery converts its records again.  Blocks before a thread's
  * committed position are freed only after the commit.  Recovery starts
  * from the committed snapshot and converts every thread's records from
  * its committed position to its published end, exactly as the flusher
@@ -171,6 +181,8 @@ struct tki_buf_head {
 	uint64_t snap_off[2];
 	uint64_t snap_cap;
 	uint64_t snap_len[2];
+	uint64_t snap_spool[2];  /* the spool's bytes each snapshot agrees
+	                            with; [0] also before the first commit */
 	uint32_t snap_cur;       /* committed snapshot, 0/1; 2 = none yet */
 	uint32_t closed;         /* last flush done: nothing to recover */
 	uint64_t blocks_off;

@@ -36,6 +36,7 @@ static struct tki_status dummy_status;
 static int64_t last_watermark;  /* a promise made stands: never lower */
 static dev_t spool_dev;
 static ino_t spool_ino;
+static uint64_t spool_bytes;     /* the spool's length: what we wrote */
 static char spool_path[PATH_MAX], status_path[PATH_MAX], buf_path[PATH_MAX];
 static uint32_t process_track;
 static struct tk_process process_def;
@@ -166,8 +167,10 @@ spool_append(void *arg, const void *p, size_t n)
 		           st.st_ino == spool_ino;
 		if (ours)
 			close(fd);
-		if (ours && rc == 0)
+		if (ours && rc == 0) {
+			spool_bytes += n;
 			return 0;
+		}
 		if (rc < 0 && err != EBADF) {
 			errno = err;
 			return -1;
@@ -269,6 +272,9 @@ tki_spool_open(void)
 		goto fail_writer;
 	spool_dev = st.st_dev;
 	spool_ino = st.st_ino;
+	spool_bytes = (uint64_t)st.st_size;
+	tki_buf_spool_start(spool_bytes);
+	__atomic_store_n(&tki_status->committed, spool_bytes, __ATOMIC_RELEASE);
 	tkp_writer_set_sink(tki_writer, spool_append, NULL);
 	close(fd);
 	return 0;
@@ -315,6 +321,15 @@ tki_spool_close(void)
 	tk_writer_close(tki_writer);
 	tk_writer_free(tki_writer);
 	tki_writer = NULL;
+	/* complete, with its end marker: all of it is the process's word */
+	__atomic_store_n(&tki_status->committed, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
+void
+tki_spool_commit(void)
+{
+	tki_buf_snap_commit(spool_bytes);
+	__atomic_store_n(&tki_status->committed, spool_bytes, __ATOMIC_RELEASE);
 }
 
 void

@@ -48,7 +48,11 @@ void tki_buf_name(uint32_t kind, uint64_t a, uint64_t b, const char *s,
 void tki_buf_snap_begin(void);
 void tki_buf_snap_add(const struct tki_snap *e, const char *name,
                       uint32_t len);
-void tki_buf_snap_commit(void);
+/* The spool's length before the first commit: its header and first chunk. */
+void tki_buf_spool_start(uint64_t spool_bytes);
+/* The snapshot written since tki_buf_snap_begin agrees with the first
+ * `spool_bytes` of the spool: it becomes the committed one. */
+void tki_buf_snap_commit(uint64_t spool_bytes);
 /* CUDA activity (protocol.h): one more record of counted kind `k`
  * issued (any thread, no lock); the totals CUPTI delivered so far
  * (spool lock held). */

@@ -15,6 +15,10 @@
  *   FAULTIO_WRITE=short each write(2) writes at most 7 bytes
  *   FAULTIO_WRITE=enospc:N  writes past N bytes in all fail with ENOSPC
  *   FAULTIO_WRITE=zero  write(2) returns 0 (wrote nothing, no error)
+ *   FAULTIO_WRITE=exit:N  the process ends with _exit(97) as soon as
+ *                       its Nth write(2) to them is complete: a death
+ *                       between two steps the code under test takes
+ *                       one after the other (FAULTIO_LOG says nothing)
  *   FAULTIO_READ=eintr  every other read(2)/pread(2) fails with EINTR
  *   FAULTIO_READ=short  each read(2)/pread(2) reads at most 7 bytes
  *   FAULTIO_READ=eio:N  reads past N bytes in all fail with EIO
@@ -124,6 +128,8 @@ write(int fd, const void *buf, size_t n)
 	ssize_t k = next(fd, buf, n);
 	if (k > 0)
 		written += (unsigned long long)k;
+	if (fault("FAULTIO_WRITE", "exit", &limit) && ++write_calls >= limit)
+		_exit(97);
 	return k;
 }
 
