@@ -124,6 +124,7 @@ struct agg {
 	struct perinst *per;
 	struct step_match per_match; /* per_match.name: NULL until known */
 	char *per_label;         /* what agg_per_name() says */
+	int per_whole_input;     /* an instance was a capture range */
 	struct breakdown *bd;    /* with per: step time by category */
 	struct opview *ops;      /* options.operators */
 	struct ranks *ranks;     /* options.distributed */
@@ -676,6 +677,9 @@ track_info(struct agg *a, const struct tk_reader *r, uint32_t id,
 		k->proc = process_for(a, pt);
 	k->rank = a->ranks ? rank_of(a, r, pt) : -1;
 	k->label = pt ? label_key(a, pt->u.process.label) : 0;
+	/* a capture range's step owns the threads of its label's processes */
+	if (a->per && k->thread)
+		oom_if(perinst_thread_key(a->per, id, k->label));
 	return k;
 }
 
@@ -968,9 +972,20 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 	} else if (is_per) {
 		/* a step is the CPU's: Kineto mirrors ProfilerStep#N on the
 		 * GPU's streams (gpu_user_annotation), which is no step */
-		if (t->thread)
+		if (!t->thread)
+			return;
+		int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+		/* Kineto's capture range sits alone on a placeholder process:
+		 * as a step (a trace with no ProfilerStep#N) it is one over
+		 * every process of its input, as TensorBoard's overview takes
+		 * such a trace whole */
+		if (strcmp(e->u.range.domain, "Trace") == 0) {
+			oom_if(perinst_input_instance(a->per, t->label, e->ts, end));
+			a->per_whole_input = 1;
+		} else {
 			oom_if(perinst_instance_keyed(a->per, t->proc_track, e->track,
-			                              t->label, e->ts, e->ts + e->dur));
+			                              t->label, e->ts, end));
+		}
 	} else if (g > 0) {
 		oom_if(perinst_cpu(a->per, (uint32_t)g - 1, 0, t->proc_track, e->track,
 		                   e->ts, e->dur));
@@ -1575,6 +1590,12 @@ const char *
 agg_per_name(const struct agg *a)
 {
 	return a->per_label;
+}
+
+int
+agg_per_whole_input(const struct agg *a)
+{
+	return a->per_whole_input;
 }
 
 const struct ranks *

@@ -49,6 +49,10 @@ struct perinst {
 	size_t nthreads;
 	struct thread_insts *procs;     /* all its threads', by process track id */
 	size_t nprocs;
+	struct thread_insts *inputs;    /* perinst_input_instance(), by key */
+	size_t ninputs;
+	uint32_t *thread_key;    /* by thread track id: key + 1, 0 = none */
+	size_t nthread_key;
 	int process_wide;        /* perinst_process_wide() */
 	struct launch *launches;
 	size_t nlaunch, caplaunch;
@@ -91,6 +95,14 @@ clear_scope(struct perinst *p)
 	free(p->procs);
 	p->procs = NULL;
 	p->nprocs = 0;
+	for (size_t i = 0; i < p->ninputs; i++)
+		free(p->inputs[i].v);
+	free(p->inputs);
+	p->inputs = NULL;
+	p->ninputs = 0;
+	free(p->thread_key);
+	p->thread_key = NULL;
+	p->nthread_key = 0;
 	free(p->launches);
 	p->launches = NULL;
 	p->nlaunch = p->caplaunch = 0;
@@ -166,16 +178,11 @@ perinst_instance(struct perinst *p, uint32_t process, uint32_t thread,
 	return perinst_instance_keyed(p, process, thread, 0, begin, end);
 }
 
-int
-perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
-                       uint32_t key, int64_t begin, int64_t end)
+/* A new instance in list t and, unless NULL, in list pt. */
+static int
+new_instance(struct perinst *p, struct thread_insts *t, struct thread_insts *pt,
+             uint32_t key, int64_t begin, int64_t end)
 {
-	struct thread_insts *t = thread_list(p, thread, 1);
-	/* the process's list only where other threads look into it */
-	struct thread_insts *pt = p->process_wide
-		? list_of(&p->procs, &p->nprocs, process, 1) : NULL;
-	if (!t || (p->process_wide && !pt))
-		return -1;
 	if (end < begin)
 		end = begin;
 	struct perinst_instance *in = tkp_grow(p->inst, &p->capinst, p->ninst + 1,
@@ -197,6 +204,43 @@ perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
 		p->res.first = begin;
 	if (end > p->res.last)
 		p->res.last = end;
+	return 0;
+}
+
+int
+perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
+                       uint32_t key, int64_t begin, int64_t end)
+{
+	struct thread_insts *t = thread_list(p, thread, 1);
+	/* the process's list only where other threads look into it */
+	struct thread_insts *pt = p->process_wide
+		? list_of(&p->procs, &p->nprocs, process, 1) : NULL;
+	if (!t || (p->process_wide && !pt))
+		return -1;
+	return new_instance(p, t, pt, key, begin, end);
+}
+
+int
+perinst_input_instance(struct perinst *p, uint32_t key, int64_t begin,
+                       int64_t end)
+{
+	struct thread_insts *t = list_of(&p->inputs, &p->ninputs, key, 1);
+	return t ? new_instance(p, t, NULL, key, begin, end) : -1;
+}
+
+int
+perinst_thread_key(struct perinst *p, uint32_t thread, uint32_t key)
+{
+	if (thread >= p->nthread_key) {
+		size_t cap = p->nthread_key;
+		uint32_t *v = tkp_grow(p->thread_key, &cap, (size_t)thread + 1, sizeof(*v));
+		if (!v)
+			return -1;
+		memset(v + p->nthread_key, 0, (cap - p->nthread_key) * sizeof(*v));
+		p->thread_key = v;
+		p->nthread_key = cap;
+	}
+	p->thread_key[thread] = key + 1;
 	return 0;
 }
 
@@ -269,16 +313,25 @@ enclosing_in(struct thread_insts *th, int64_t t)
  * instance of its own, the innermost of its process's (any thread's)
  * containing t.  PyTorch's backward pass runs on its
  * autograd threads, its steps (ProfilerStep#N, NVTX ranges) on the main
- * thread: half a step's kernels are launched off the step's thread. */
+ * thread: half a step's kernels are launched off the step's thread.
+ * In a process with no instance either, the innermost of its input's
+ * (perinst_input_instance()): Kineto's capture range is on a process of
+ * its own, and stands for a trace with no ProfilerStep#N. */
 static long
 enclosing(struct perinst *p, uint32_t process, uint32_t thread, int64_t t)
 {
 	struct thread_insts *th = thread_list(p, thread, 0);
 	if (th && th->n)
 		return enclosing_in(th, t);
-	if (!p->process_wide || process == 0) /* no known process: its own only */
+	/* no known process: its own only */
+	struct thread_insts *pt = p->process_wide && process
+		? list_of(&p->procs, &p->nprocs, process, 0) : NULL;
+	if (pt && pt->n)
+		return enclosing_in(pt, t);
+	uint32_t key = thread < p->nthread_key ? p->thread_key[thread] : 0;
+	if (!key)
 		return -1;
-	return enclosing_in(list_of(&p->procs, &p->nprocs, process, 0), t);
+	return enclosing_in(list_of(&p->inputs, &p->ninputs, key - 1, 0), t);
 }
 
 /* ---- launches ------------------------------------------------------------------ */

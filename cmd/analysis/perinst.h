@@ -6,7 +6,9 @@
  * instance it belongs to:
  *
  *  - host-side work (ranges, API calls) to the innermost instance on the
- *    same thread that contains its begin time;
+ *    same thread that contains its begin time; for steps, on a thread
+ *    with none, its process's (perinst_process_wide()); in a process
+ *    with none, its input's (perinst_input_instance());
  *  - GPU work to the instance that contains the API call that launched
  *    it (same correlation id, same process), on that call's thread.  Not
  *    to whatever instance overlaps it in time: GPU work runs later than
@@ -93,6 +95,17 @@ int perinst_instance(struct perinst *p, uint32_t process, uint32_t thread,
 /* The same, with its key in the breakdown (breakdown.h). */
 int perinst_instance_keyed(struct perinst *p, uint32_t process, uint32_t thread,
                            uint32_t key, int64_t begin, int64_t end);
+/* An instance that stands for a whole input, the processes of one key
+ * (Kineto's capture range, alone on a placeholder process): what
+ * happens on a thread of that key with no instance of its own, in a
+ * process with none (perinst_process_wide()), is charged to the
+ * innermost of these containing it. */
+int perinst_input_instance(struct perinst *p, uint32_t key, int64_t begin,
+                           int64_t end);
+/* The key of a thread (its process's label; 0 = none is a key too), for
+ * perinst_input_instance(); before the thread's events.  A thread never
+ * given one belongs to no input. */
+int perinst_thread_key(struct perinst *p, uint32_t thread, uint32_t key);
 int perinst_launch(struct perinst *p, uint32_t process, uint64_t correlation,
                    uint32_t thread, int64_t ts);
 int perinst_cpu(struct perinst *p, uint32_t group, int is_api,

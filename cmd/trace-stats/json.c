@@ -387,6 +387,7 @@ json_steps(const struct stats *st)
 	const struct perinst_result *p = agg_per(st->agg);
 	json_t *o = json_object(), *arr = json_array();
 	cmd_jset(o, "range", cmd_jstr(stats_per_name(st)));
+	cmd_jset(o, "whole_input", json_boolean(agg_per_whole_input(st->agg)));
 	for (size_t i = 0; i < p->ninst; i++) {
 		const struct perinst_instance *in = &p->inst[i];
 		json_t *x = json_object(), *bd = json_object();

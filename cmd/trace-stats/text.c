@@ -540,6 +540,9 @@ text_per(struct stats *st)
 		printf("  (no such range)\n");
 		return;
 	}
+	if (agg_per_whole_input(a))
+		printf("  no ProfilerStep#N or step ranges: the profiler's capture range is "
+		       "one step\n  over all the work of its input\n");
 	printf("  duration  mean %s", stats_fmt_span(st, b, sizeof(b), s.mean));
 	printf("  std %s", stats_fmt_span(st, b, sizeof(b), s.std));
 	printf("  min %s", stats_fmt_span(st, b, sizeof(b), (double)s.min));

@@ -257,6 +257,51 @@ TEST(perinst_other_threads)
 	perinst_free(p);
 }
 
+TEST(perinst_input_wide)
+{
+	/* Two inputs in one scope, keys 1 and 2, each with a capture range
+	 * on a placeholder thread: key 1's [0,1000), key 2's [1,500).
+	 * Key 1: process 1's thread 2 and process 3's thread 4 have no
+	 * step; process 5 has steps of its own on thread 6 ([2,100)), so
+	 * its thread 7 is its steps', not the input's.  Key 2: thread 8.
+	 * Thread 9 was given no key: it belongs to no input. */
+	struct perinst *p = perinst_new(0, NULL);
+	perinst_process_wide(p, 1);
+	static const uint32_t key_of[][2] = {
+		{ 2, 1 }, { 4, 1 }, { 6, 1 }, { 7, 1 }, { 8, 2 },
+	};
+	for (size_t i = 0; i < sizeof(key_of) / sizeof(key_of[0]); i++)
+		CHECK_EQ_INT(perinst_thread_key(p, key_of[i][0], key_of[i][1]), 0);
+	CHECK_EQ_INT(perinst_input_instance(p, 1, 0, 1000), 0);
+	CHECK_EQ_INT(perinst_input_instance(p, 2, 1, 500), 0);
+	perinst_instance(p, 5, 6, 2, 100);
+	perinst_cpu(p, 7, 1, 1, 2, 10, 3);       /* key 1's capture range */
+	perinst_launch(p, 1, 60, 2, 10);
+	perinst_gpu(p, 9, 0, 1, 60, 1200, 40);   /* runs after it: still its */
+	perinst_cpu(p, 7, 1, 3, 4, 900, 5);      /* another process, key 1 */
+	perinst_cpu(p, 7, 1, 5, 7, 50, 7);       /* process 5's step */
+	perinst_cpu(p, 8, 1, 5, 7, 600, 11);     /* after it: no step's */
+	perinst_cpu(p, 7, 1, 2, 8, 400, 13);     /* key 2's */
+	perinst_cpu(p, 8, 1, 2, 8, 700, 17);     /* after key 2's range */
+	perinst_cpu(p, 8, 1, 1, 9, 10, 19);      /* no key */
+	perinst_scope_end(p);
+	const struct perinst_result *r = perinst_finish(p);
+	CHECK(r != NULL);
+	CHECK_EQ_INT(r->ninst, 3);
+	CHECK(child(r, 8) == NULL);
+	CHECK_EQ_INT(r->gpu_outside, 0);
+	/* by begin: key 1's, key 2's, process 5's step */
+	CHECK_EQ_INT(r->inst[0].dur, 1000);
+	CHECK_EQ_INT(r->inst[0].api, 3 + 5);
+	CHECK_EQ_INT(r->inst[0].kernel, 40);
+	CHECK_EQ_INT(r->inst[0].key, 1);
+	CHECK_EQ_INT(r->inst[1].dur, 499);
+	CHECK_EQ_INT(r->inst[1].api, 13);
+	CHECK_EQ_INT(r->inst[1].key, 2);
+	CHECK_EQ_INT(r->inst[2].api, 7);
+	perinst_free(p);
+}
+
 TEST(steps_series_and_breakdown)
 {
 	/* --per NAME: the name, or its numbered series */
@@ -848,6 +893,7 @@ main(void)
 	RUN(sweep_clamps_lying_order);
 	RUN(perinst_attribution);
 	RUN(perinst_other_threads);
+	RUN(perinst_input_wide);
 	RUN(perinst_scopes_forget_ids);
 	RUN(steps_series_and_breakdown);
 	RUN(breakdown_by_key);
