@@ -26,12 +26,19 @@ Times are integer nanoseconds read from the digits of ts and dur
 as trace-import documents.  Definitions (trace-stats(1) says the same):
 
   steps      ranges on CPU threads named ProfilerStep#N; duration = dur.
+             A trace with none (and no ranges named step or iteration,
+             which this reference does not handle: it stops) has Kineto's
+             capture range, cat Trace, "PyTorch Profiler (N)", as its
+             one step, over every thread of every process of the trace
+             (whole_input).
   launch     a GPU operation belongs to the runtime or driver call with
-             its correlation id.
+             its correlation id (not 0).
   step GPU   kernel_ns / copy_ns: kernels / memcpys and memsets whose
              launch call begins inside the step, on the step's thread
              or, from a thread with no step of its own (PyTorch's
              autograd thread), on any thread of its process.
+             gpu_outside: those with a launch call in no step;
+             gpu_no_launch: those with no launch call in the trace.
   breakdown  each nanosecond of a step's window goes to the first of
              kernel, memcpy, memset, runtime, data loading, CPU execution
              that covers it, else to other (TensorBoard's overview).
@@ -71,6 +78,8 @@ API_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
 # ranges on CPU threads: every complete event but the GPU's and the API's
 NOT_HOST = set(GPU_CATS) | API_CATS | {"gpu_user_annotation", "cuda_sync", "overhead"}
 STEP = re.compile(r"^ProfilerStep#[0-9]+$")
+CAPTURE = re.compile(r"^PyTorch Profiler \([0-9]+\)$")
+LOOP = re.compile(r"^(step|iteration|iter|train_step|training_step)([#_.-][0-9]+)?$", re.I)
 LOADER = re.compile(r"^(enumerate\(DataLoader\)#.*\.__next__|enumerate\(DataPipe\)#.*)$")
 
 
@@ -161,7 +170,7 @@ def reference(path):
     launch = {}
     for a in api:
         c = a["args"].get("correlation")
-        if c is not None:
+        if c:
             launch[c] = a
     kernels = [g for g in gpu if GPU_CATS[g["cat"]] == "kernel"]
     out = {"kernels": {"count": len(kernels), "total_ns": sum(k["dur"] for k in kernels)}}
@@ -207,6 +216,12 @@ def reference(path):
 
     # steps
     steps = sorted((r for r in host if STEP.match(r["name"])), key=lambda r: r["ts"])
+    whole_input = not steps
+    if whole_input:
+        if any(LOOP.match(r["name"]) for r in host):
+            sys.exit("%s: ranges named step or iteration: not handled here" % path)
+        steps = sorted((r for r in host if r["cat"] == "Trace" and CAPTURE.match(r["name"])),
+                       key=lambda r: r["ts"])
     sid = {id(s): i for i, s in enumerate(steps)}
     rows = [{"name": s["name"], "begin_ns": s["ts"], "dur_ns": s["dur"], "kernel_ns": 0,
              "copy_ns": 0, "api_ns": 0} for s in steps]
@@ -220,8 +235,11 @@ def reference(path):
 
     def step_of(pid, tid, t):
         # the step thread's own steps; on a thread with none (autograd's
-        # backward pass), the steps of its process
-        if (pid, tid) in by_thread:
+        # backward pass), the steps of its process; the capture range:
+        # any thread's
+        if whole_input:
+            v = steps
+        elif (pid, tid) in by_thread:
             v = by_thread[(pid, tid)]
         else:
             v = by_pid.get(pid, [])
@@ -230,12 +248,18 @@ def reference(path):
                        or v[j]["dur"] == 0 and v[j]["ts"] == t):
             return v[j]
         return None
+    outside = {"count": 0, "total_ns": 0}
+    no_launch = {"count": 0, "total_ns": 0}
     for g in gpu:
         a = launch.get(g["args"].get("correlation"))
         s = a and step_of(a["pid"], a["tid"], a["ts"])
         if s:
             key = "kernel_ns" if GPU_CATS[g["cat"]] == "kernel" else "copy_ns"
             rows[sid[id(s)]][key] += g["dur"]
+        else:
+            w = outside if a else no_launch
+            w["count"] += 1
+            w["total_ns"] += g["dur"]
     for a in api:
         s = step_of(a["pid"], a["tid"], a["ts"])
         if s:
@@ -273,6 +297,9 @@ def reference(path):
                 bd["other"] += y - x
         row["breakdown"] = bd
     out["steps"] = rows
+    out["whole_input"] = whole_input
+    out["gpu_outside"] = outside
+    out["gpu_no_launch"] = no_launch
     return out
 
 
@@ -381,6 +408,9 @@ def compare(ref, ours):
         else:
             got = st["instances"]
             check("steps count", len(got), len(ref["steps"]))
+            check("steps whole_input", st.get("whole_input"), ref["whole_input"])
+            for k in ("gpu_outside", "gpu_no_launch"):
+                check(k, ours.get("per", {}).get(k), ref[k])
             for x, y in zip(got, ref["steps"]):
                 w = "step %s " % y["name"]
                 check(w + "begin", x["begin_ns"], y["begin_ns"])

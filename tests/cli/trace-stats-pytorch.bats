@@ -55,7 +55,20 @@ import() {
 	for cut in '.steps.instances[2].breakdown.cpu += 1' '.steps.instances[0].kernel_ns += 1' \
 	           '.steps.instances[5].dur_ns -= 1' '.operators[3].self_ns += 1' \
 	           '.operators[7].gpu_self_ns += 1' '.totals.kernels.total_ns += 1' \
-	           'del(.operators)' 'del(.steps)' '.steps.instances |= .[1:]'; do
+	           'del(.operators)' 'del(.steps)' '.steps.instances |= .[1:]' \
+	           '.steps.whole_input = true' '.per.gpu_outside.count += 1'; do
+		jq "$cut" "$d/ours.json" > "$d/bad.json"
+		run python3 "$REF" --compare "$d/ref.json" "$d/bad.json"
+		[ "$status" -eq 1 ] || { echo "$cut not caught" >&2; false; }
+	done
+	# a trace with no ProfilerStep#N: its capture range's step
+	shared_data hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz G
+	t=$(import "$G")
+	trace-stats --json --steps --operators -r all "$t" > "$d/ours.json"
+	python3 "$REF" "$G" > "$d/ref.json"
+	python3 "$REF" --compare "$d/ref.json" "$d/ours.json"
+	for cut in '.steps.whole_input = false' '.steps.instances[0].copy_ns -= 1' \
+	           '.steps.instances[0].api_ns += 1' '.per.gpu_no_launch.total_ns += 1'; do
 		jq "$cut" "$d/ours.json" > "$d/bad.json"
 		run python3 "$REF" --compare "$d/ref.json" "$d/bad.json"
 		[ "$status" -eq 1 ] || { echo "$cut not caught" >&2; false; }
@@ -106,6 +119,63 @@ print(sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") != "gpu_user_anno
 		jq -e '.steps.instances | length > 0 and all(.breakdown | add) == true' > /dev/null
 	trace-stats --json --steps --report run "$t" |
 		jq -e '[.steps.instances[] | (.breakdown | add) == .dur_ns and .gpu_busy_ns == .breakdown.kernel + .breakdown.memcpy + .breakdown.memset] | all' > /dev/null
+}
+
+@test "--steps, no ProfilerStep#N: the capture range is one step over all the work of its input" {
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz F
+	shared_data hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz G
+	shared_data hta/critical_path/cuda_event_sync/event_sync_trace.json.gz H
+	d=$BATS_TEST_TMPDIR
+	# independent: per file, the GPU work and the API calls (the capture
+	# range spans them all), and whether the file has a ProfilerStep#N
+	sums() {
+		python3 - "$1" <<'PY'
+import gzip, json, re, sys
+from decimal import Decimal
+ev = json.load(gzip.open(sys.argv[1], "rt"), parse_float=Decimal)["traceEvents"]
+def tot(cats):
+    return sum(int(Decimal(e.get("dur", 0)) * 1000) for e in ev
+               if e.get("ph") == "X" and e.get("cat") in cats)
+steps = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+         and re.fullmatch(r"ProfilerStep#[0-9]+", e.get("name", ""))]
+cap = [e for e in ev if e.get("cat") == "Trace" and e.get("name") == "PyTorch Profiler (0)"]
+gpu = [e for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+print(len(steps), len(cap), tot({"kernel"}), tot({"gpu_memcpy", "gpu_memset"}),
+      tot({"cuda_runtime", "cuda_driver"}), len(gpu), tot({"kernel", "gpu_memcpy", "gpu_memset"}))
+PY
+	}
+	read -r fsteps fcap fk fc fa fn fg <<< "$(sums "$F")"
+	read -r gsteps gcap gk gc ga gn gg <<< "$(sums "$G")"
+	read -r hsteps _ <<< "$(sums "$H")"
+	[ "$fsteps" -eq 0 ] && [ "$gsteps" -eq 0 ] && [ "$hsteps" -eq 1 ]
+	[ "$fcap" -eq 1 ] && [ "$gcap" -eq 1 ] && [ "$fk" -gt 0 ] && [ "$gk" -gt 0 ]
+	# (G and H have the same file name)
+	f=$(import "$F") g=$d/g.tkt h=$d/h.tkt
+	trace-import -o "$g" "$G"
+	trace-import -o "$h" "$H"
+	# alone: one step holding every kernel, copy and API call of the file
+	trace-stats --json --steps --report run "$f" > "$d/f.json"
+	assert_eq "$(jq -c '.steps | [.range, .whole_input, (.instances | length)]' "$d/f.json")" \
+	          '["PyTorch Profiler (0)",true,1]'
+	assert_eq "$(jq -r '.steps.instances[0] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)"' "$d/f.json")" \
+	          "$fk $fc $fa"
+	assert_eq "$(jq -c .per.gpu_outside "$d/f.json")" '{"count":0,"total_ns":0}'
+	run -0 trace-stats --steps --report run --no-findings "$f"
+	[[ "$output" == *"no ProfilerStep#N or step ranges: the profiler's capture range is one step"* ]]
+	# merged with a label each: each capture range owns its own input's work
+	trace-merge -l a -l b -o "$d/fg.tkt" "$f" "$g"
+	trace-stats --json --steps --report run "$d/fg.tkt" > "$d/fg.json"
+	assert_eq "$(jq -r '[.steps.instances[] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)"] | join(" ")' "$d/fg.json")" \
+	          "$fk $fc $fa $gk $gc $ga"
+	# with an input that has a ProfilerStep#N, that is the step: the
+	# capture range is none, and the other input's GPU work is outside
+	trace-merge -l b -l c -o "$d/gh.tkt" "$g" "$h"
+	trace-stats --json --steps --report run "$d/gh.tkt" > "$d/gh.json"
+	assert_eq "$(jq -c '.steps | [.range, .whole_input, (.instances | length)]' "$d/gh.json")" \
+	          '["ProfilerStep#N",false,1]'
+	assert_eq "$(jq -c .per.gpu_outside "$d/gh.json")" "{\"count\":$gn,\"total_ns\":$gg}"
+	run -0 trace-stats --steps --report run --no-findings "$d/gh.tkt"
+	[[ "$output" != *"capture range is one step"* ]]
 }
 
 @test "--steps and --operators in CSV carry the JSON's figures" {
@@ -223,8 +293,11 @@ import json, sys
 refs = [json.load(open(p)) for p in sys.argv[1:]]
 steps = sorted((s for r in refs for s in r["steps"]), key=lambda s: s["begin_ns"])
 assert len({s["begin_ns"] for s in steps}) == len(steps) == len(refs)
+assert not any(r["whole_input"] for r in refs)
 print(json.dumps({"kernels": {k: sum(r["kernels"][k] for r in refs) for k in ("count", "total_ns")},
-                  "steps": steps, "operators": []}))
+                  "steps": steps, "operators": [], "whole_input": False,
+                  **{w: {k: sum(r[w][k] for r in refs) for k in ("count", "total_ns")}
+                     for w in ("gpu_outside", "gpu_no_launch")}}))
 PY
 	trace-stats --json --steps -r run,kernels "$d/job.tkt" > "$d/ours.json"
 	run python3 "$REF" --compare "$d/ref.json" "$d/ours.json"
