@@ -126,8 +126,13 @@ report_steps(struct report *r)
 		return;
 	}
 	size_t shown = p->ninst < MAX_BARS ? p->ninst : MAX_BARS;
-	fprintf(f, "<p class=\"note\" data-steps=\"%zu\">%zu instances of ", p->ninst, p->ninst);
+	int whole = agg_per_whole_input(r->agg);
+	fprintf(f, "<p class=\"note\" data-steps=\"%zu\" data-whole-input=\"%d\">%zu instances of ",
+	        p->ninst, whole, p->ninst);
 	svg_escape(f, name);
+	if (whole)
+		fputs(" (no ProfilerStep#N or step ranges: the profiler's capture range is one "
+		      "step over all the work of its input)", f);
 	fputs(", each split by what ran during it (the first category that had work "
 	      "at each moment: kernel, memcpy, memset, runtime, data loading, CPU, else "
 	      "other).</p>\n<div class=\"fig\">\n", f);

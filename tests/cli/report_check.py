@@ -157,6 +157,12 @@ def check_page(path, stats_path):
     # steps: each bar's window and breakdown
     steps = st.get("steps", {}).get("instances", [])
     bars = with_attr("data-step")
+    # the note says when the steps are the capture range, one per input
+    for a in with_attr("data-whole-input"):
+        if num(a, "data-whole-input") != int(st["steps"]["whole_input"]):
+            bad(f"data-whole-input {a['data-whole-input']}, the JSON's whole_input "
+                f"{st['steps']['whole_input']}")
+        checked += 1
     if len(bars) != min(len(steps), 400):
         bad(f"{len(bars)} step bars, the JSON has {len(steps)} steps")
     cats = ("kernel", "memcpy", "memset", "runtime", "dataloader", "cpu", "other")
