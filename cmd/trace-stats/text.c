@@ -540,7 +540,10 @@ text_per(struct stats *st)
 		printf("  (no such range)\n");
 		return;
 	}
-	if (agg_per_whole_input(a))
+	if (agg_per_whole_input(a) && st->opt.agg.per)
+		printf("  the profiler's capture range: each instance holds all the work of "
+		       "its input\n");
+	else if (agg_per_whole_input(a))
 		printf("  no ProfilerStep#N or step ranges: the profiler's capture range is "
 		       "one step\n  over all the work of its input\n");
 	printf("  duration  mean %s", stats_fmt_span(st, b, sizeof(b), s.mean));

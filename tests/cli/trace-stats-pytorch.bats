@@ -146,7 +146,7 @@ PY
 	}
 	read -r fsteps fcap fk fc fa fn fg <<< "$(sums "$F")"
 	read -r gsteps gcap gk gc ga gn gg <<< "$(sums "$G")"
-	read -r hsteps _ <<< "$(sums "$H")"
+	read -r hsteps _ hk hc ha _ <<< "$(sums "$H")"
 	[ "$fsteps" -eq 0 ] && [ "$gsteps" -eq 0 ] && [ "$hsteps" -eq 1 ]
 	[ "$fcap" -eq 1 ] && [ "$gcap" -eq 1 ] && [ "$fk" -gt 0 ] && [ "$gk" -gt 0 ]
 	# (G and H have the same file name)
@@ -175,7 +175,15 @@ PY
 	          '["ProfilerStep#N",false,1]'
 	assert_eq "$(jq -c .per.gpu_outside "$d/gh.json")" "{\"count\":$gn,\"total_ns\":$gg}"
 	run -0 trace-stats --steps --report run --no-findings "$d/gh.tkt"
-	[[ "$output" != *"capture range is one step"* ]]
+	[[ "$output" != *"capture range"* ]]
+	# named with --per on a trace that has a ProfilerStep#N: the same
+	# whole input, said without claiming there is no step
+	trace-stats --json --per 'PyTorch Profiler (0)' --report run "$h" > "$d/h.json"
+	assert_eq "$(jq -r '.steps.whole_input, (.steps.instances[] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)")' "$d/h.json")" \
+	          "$(printf 'true\n%s %s %s' "$hk" "$hc" "$ha")"
+	run -0 trace-stats --per 'PyTorch Profiler (0)' --report run --no-findings "$h"
+	[[ "$output" == *"the profiler's capture range: each instance holds all the work of its input"* ]]
+	[[ "$output" != *"no ProfilerStep#N"* ]]
 }
 
 @test "--steps and --operators in CSV carry the JSON's figures" {
