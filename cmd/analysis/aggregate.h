@@ -239,8 +239,9 @@ const struct allocpeak_step *agg_step_memory(const struct agg *a, size_t *n);
 /* The range the view is of: options.per, the series --steps found
  * (normalized: "ProfilerStep#N"), or NULL when it found none. */
 const char *agg_per_name(const struct agg *a);
-/* Are the instances Kineto's capture range, each one step over every
- * process of its input (a trace with no ProfilerStep#N)? */
+/* Are the instances Kineto's capture range, each one over every process
+ * of its input (--steps in a trace with no ProfilerStep#N, or --per
+ * naming it)? */
 int agg_per_whole_input(const struct agg *a);
 /* The operator view (options.operators): rows by group index, n of
  * them; NULL without the option. */
