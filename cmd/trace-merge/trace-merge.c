@@ -182,7 +182,9 @@ on_warn(void *arg, const char *input, const char *message)
 		cmd_warn("%s: %s", input, message);
 }
 
-/* Report a failed write: quietly for a closed pipe. */
+/* Report a failed write: quietly for a closed pipe; else naming the
+ * output as the other commands do ("out.tkt: write error: ...",
+ * "(stdout): write error: ..."). */
 static _Noreturn void
 output_failed(struct tk_writer *w, const char *what)
 {
@@ -190,7 +192,9 @@ output_failed(struct tk_writer *w, const char *what)
 	if (w == run.out && e == EPIPE)
 		exit(run.status);
 	if (w == run.out)
-		cmd_die(EXIT_USAGE, "write error: %s", e ? strerror(e) : what);
+		cmd_die(EXIT_USAGE, "%s: write error: %s",
+		        strcmp(run.opt.output, "-") == 0 ? "(stdout)" : run.opt.output,
+		        e ? strerror(e) : what);
 	cmd_die(EXIT_USAGE, "temporary file: %s", e ? strerror(e) : what);
 }
 
