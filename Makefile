@@ -123,24 +123,33 @@ $(O)/cmd/%.o: cmd/%.c $(CMD_HDR) lib/tracekit.h
 
 objs_of = $(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c))
 
-$(COMMON_LIB): $(call objs_of,common)
-	$(Q)rm -f $@
-	$(Q)$(AR) rcs $@ $^
-
-$(IMPORT_LIB): $(call objs_of,import)
-	$(Q)rm -f $@
-	$(Q)$(AR) rcs $@ $^
-
-$(ANALYSIS_LIB): $(call objs_of,analysis)
-	$(Q)rm -f $@
-	$(Q)$(AR) rcs $@ $^
-
-define command_rules
-$(call cmd_lib,$(1)): $(filter-out $(O)/cmd/$(1)/$(1).o,$(call objs_of,$(1)))
+# $(call archive,ARCHIVE,OBJECTS): the rule of a folder's archive.  It
+# also depends on ARCHIVE.objects, the list of OBJECTS, rewritten when
+# the list changes (a file added to the folder, moved out of it or
+# removed) or the archive holds other members than these: otherwise an
+# archive that no remaining object is newer than keeps the object of a
+# file that is gone, and an archive of no objects (a folder whose only
+# file is its main(), such as cmd/trace-import) has no prerequisite at
+# all and is never rebuilt.  Either, left from an older layout in a
+# build tree, broke the link.
+define archive
+$(1): $(2) $(1).objects
 	@mkdir -p $$(@D)
 	$$(Q)rm -f $$@
-	$$(Q)$$(AR) rcs $$@ $$^
+	$$(Q)$$(AR) rcs $$@ $(2)
+$(1).objects: FORCE
+	@mkdir -p $$(@D)
+	@if [ "$$$$(cat $$@ 2>/dev/null)" != '$(strip $(2))' ] || { [ -e $(1) ] && \
+	    [ "$$$$($$(AR) t $(1) | LC_ALL=C sort | xargs)" != '$(sort $(notdir $(2)))' ]; }; \
+	then echo '$(strip $(2))' > $$@; fi
+endef
+$(eval $(call archive,$(COMMON_LIB),$(call objs_of,common)))
+$(eval $(call archive,$(IMPORT_LIB),$(call objs_of,import)))
+$(eval $(call archive,$(ANALYSIS_LIB),$(call objs_of,analysis)))
+$(foreach c,$(CMDS),$(eval $(call archive,$(call cmd_lib,$(c)),\
+	$(filter-out $(O)/cmd/$(c)/$(c).o,$(call objs_of,$(c))))))
 
+define command_rules
 $(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB)
 	@mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \

@@ -9,7 +9,9 @@
  * worker has taken: on two cores, one worker and the caller then share
  * the work instead of the caller idling while the worker is behind.
  * Workers start with every signal blocked, so that signals go to the
- * caller's thread, as before there were workers.
+ * caller's thread, as before there were workers.  They are named
+ * "tk-ordpool" (top -H, gdb, and the tests that check that none is left
+ * running when a command exits).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -104,6 +106,7 @@ ordpool_new(unsigned threads, unsigned nslots, void **jobs,
 	for (unsigned i = 0; i + 1 < threads; i++) {
 		if (pthread_create(&p->threads[p->nthreads], NULL, worker, p) != 0)
 			break; /* fewer workers: the caller does the rest */
+		pthread_setname_np(p->threads[p->nthreads], "tk-ordpool");
 		p->nthreads++;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -128,16 +128,27 @@ output_errno(FILE *f)
 	return EIO;
 }
 
-void
-cmd_check_output(FILE *f)
+int
+cmd_output_error(FILE *f)
 {
-	if (!ferror(f))
-		return;
-	int e = output_errno(f);
+	return ferror(f) ? output_errno(f) : 0;
+}
+
+void
+cmd_output_failed(int e)
+{
 	if (e == EPIPE)
 		exit(0);
 	fprintf(stderr, "%s: write error: %s\n", program_name, strerror(e));
 	exit(EXIT_USAGE);
+}
+
+void
+cmd_check_output(FILE *f)
+{
+	int e = cmd_output_error(f);
+	if (e)
+		cmd_output_failed(e);
 }
 
 int

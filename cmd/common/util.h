@@ -48,6 +48,10 @@ _Noreturn void cmd_version(void);
 /* If writing to `f` has failed: exit 0 quietly on EPIPE (the reader went
  * away, as with `| head`), else report and exit 2. */
 void cmd_check_output(FILE *f);
+/* The same in two steps, for a command that must first stop its
+ * threads: the errno of a failed write to `f`, or 0; then the exit. */
+int cmd_output_error(FILE *f);
+_Noreturn void cmd_output_failed(int e);
 /* Flush and close stdout at the end, with the same rules; returns
  * `status` when all went well. */
 int cmd_finish(int status);

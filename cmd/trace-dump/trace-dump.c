@@ -1026,6 +1026,8 @@ struct parallel {
 	struct dump_batch *batches;
 	void **jobs;
 	unsigned nslots;
+	int failed;   /* a batch out of memory (-1) or a write's errno: told
+	                 by parallel_check(), nothing more is written */
 };
 
 /* events per batch: a few hundred kilobytes of text, so that handing
@@ -1039,15 +1041,35 @@ batch_work(void *job, void *ctx)
 	dump_batch_render(job);
 }
 
+/* Write a batch (the pool's emit), or note why not: the command does
+ * not exit here, with the workers still running (parallel_check). */
 static void
 batch_emit(void *job, void *ctx)
 {
 	struct dump_batch *b = job;
-	(void)ctx;
-	if (b->failed)
-		cmd_die(EXIT_USAGE, "out of memory");
+	struct parallel *par = ctx;
+	if (par->failed)
+		return;
+	if (b->failed) {
+		par->failed = -1;
+		return;
+	}
 	fwrite(b->text, 1, b->text_len, stdout);
-	cmd_check_output(stdout);
+	par->failed = cmd_output_error(stdout);
+}
+
+/* After the pool emitted: on a failure, stop the workers (join them),
+ * then say it and exit as cmd_check_output() does. */
+static void
+parallel_check(struct parallel *par)
+{
+	if (!par->failed)
+		return;
+	ordpool_free(par->pool); /* what is left is formatted, not written */
+	par->pool = NULL;
+	if (par->failed < 0)
+		cmd_die(EXIT_USAGE, "out of memory");
+	cmd_output_failed(par->failed);
 }
 
 /* A pool for --csv and --json when there are threads to use, else NULL
@@ -1073,7 +1095,7 @@ parallel_new(void)
 	 * threads, so that they never race to do it */
 	json_object_seed(0);
 	if (!(par->pool = ordpool_new(threads, par->nslots, par->jobs,
-	                              batch_work, batch_emit, NULL)))
+	                              batch_work, batch_emit, par)))
 		cmd_die(EXIT_USAGE, "out of memory");
 	return par;
 }
@@ -1128,11 +1150,13 @@ dump_events(const char *path, struct tk_reader *r, struct dump *d,
 		if (par) {
 			if (!batch) {
 				batch = ordpool_next(par->pool);
+				parallel_check(par);
 				dump_batch_reset(batch, render);
 			}
 			dump_batch_add(batch, e, &w);
 			if (batch->n == BATCH_EVENTS) {
 				ordpool_post(par->pool);
+				parallel_check(par);
 				batch = NULL;
 			}
 			continue;
@@ -1152,6 +1176,7 @@ dump_events(const char *path, struct tk_reader *r, struct dump *d,
 		if (batch)
 			ordpool_post(par->pool);
 		ordpool_drain(par->pool);
+		parallel_check(par);
 	}
 	if (rc != TK_EOF) {
 		cmd_reader_error(path, r);

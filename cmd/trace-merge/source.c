@@ -154,6 +154,8 @@ merge_source_free(struct merge_source *s)
 	s->scan = NULL;
 	free(s->label);
 	s->label = NULL;
+	free(s->align_error);
+	s->align_error = NULL;
 }
 
 size_t
@@ -178,10 +180,32 @@ merge_source_reader(const struct merge_source *s, size_t i,
 	return tk_reader_open_range(r, s->fd, t->offset, t->length, s->name);
 }
 
-int
-merge_source_start(const struct merge_source *s, int64_t *t)
+/* Why the reader of trace `k` stops before its end (into msg), or NULL
+ * when it reads to the end. */
+static const char *
+damage(const struct merge_source *s, size_t k, char *msg, size_t size)
 {
+	struct tk_reader *r;
+	struct tk_columns c;
+	int rc = merge_source_reader(s, k, &r);
+	while (rc == TK_OK)
+		rc = tk_reader_next_columns(r, &c);
+	const char *why = NULL;
+	if (rc < 0) {
+		snprintf(msg, size, "%s", tk_reader_error(r));
+		why = msg;
+	}
+	tk_reader_free(r);
+	return why;
+}
+
+int
+merge_source_start(const struct merge_source *s, int64_t *t,
+                   const char **why)
+{
+	static char msg[512];
 	int found = 0;
+	*why = NULL;
 	for (size_t i = 0; s->scan && i < s->scan->nchunks; i++) {
 		const struct tk_scan_chunk *c = &s->scan->chunks[i];
 		if (c->events && (!found || c->t_min < *t)) {
@@ -189,7 +213,13 @@ merge_source_start(const struct merge_source *s, int64_t *t)
 			found = 1;
 		}
 	}
-	return found ? 0 : -1;
+	if (found || !s->scan)
+		return found ? 0 : -1;
+	/* no events: an empty trace, or one broken before its first event,
+	 * which the reader can say more about (the scan stopped short) */
+	for (size_t k = 0; k < merge_source_traces(s) && !*why; k++)
+		*why = damage(s, k, msg, sizeof(msg));
+	return *why ? 1 : -1;
 }
 
 static int

@@ -25,6 +25,9 @@ struct merge_source {
 	int failed;              /* reported already; skipped */
 	int partial;             /* imported, but not all of it could be read
 	                            (reported); merged, exit status 1 */
+	char *align_error;       /* the damage that stopped --align, reported
+	                            with it: with -k the merge meets it again
+	                            and does not say it twice */
 };
 
 /* Open `s` and scan it when it is a file.  Another tool's trace (Chrome
@@ -42,8 +45,10 @@ void merge_source_park(struct merge_source *s);
 int merge_source_unpark(struct merge_source *s);
 void merge_source_free(struct merge_source *s);
 
-/* The earliest begin of any event: from the chunk headers alone. */
-int merge_source_start(const struct merge_source *s, int64_t *t);
+/* The earliest begin of any event: from the chunk headers alone.  0
+ * found, -1 none, 1 the input broke before any (said by `why`). */
+int merge_source_start(const struct merge_source *s, int64_t *t,
+                       const char **why);
 /* The earliest begin of a range or mark named `name`; reads as little as
  * the chunks' time ranges allow.  0 found, -1 not found, 1 the input
  * broke before it was found (reported with `why`). */

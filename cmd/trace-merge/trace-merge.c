@@ -173,16 +173,35 @@ fd_budget(void)
 
 /* ---- one merge ---------------------------------------------------------------------- */
 
+/* Is `message` about input `name` the damage its --align failure
+ * reported already?  Then it is not said again (once). */
+static int
+said_with_align(const char *name, const char *message)
+{
+	for (size_t i = 0; i < run.nsrc; i++) {
+		struct merge_source *s = &run.src[i];
+		if (s->align_error && strcmp(s->name, name) == 0 &&
+		    strcmp(s->align_error, message) == 0) {
+			free(s->align_error);
+			s->align_error = NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void
 on_warn(void *arg, const char *input, const char *message)
 {
 	(void)arg;
 	/* a pass file's problems were reported with its own inputs */
-	if (strcmp(input, TEMP_NAME) != 0)
+	if (strcmp(input, TEMP_NAME) != 0 && !said_with_align(input, message))
 		cmd_warn("%s: %s", input, message);
 }
 
-/* Report a failed write: quietly for a closed pipe. */
+/* Report a failed write: quietly for a closed pipe; else naming the
+ * output as the other commands do ("out.tkt: write error: ...",
+ * "(stdout): write error: ..."). */
 static _Noreturn void
 output_failed(struct tk_writer *w, const char *what)
 {
@@ -190,7 +209,9 @@ output_failed(struct tk_writer *w, const char *what)
 	if (w == run.out && e == EPIPE)
 		exit(run.status);
 	if (w == run.out)
-		cmd_die(EXIT_USAGE, "write error: %s", e ? strerror(e) : what);
+		cmd_die(EXIT_USAGE, "%s: write error: %s",
+		        strcmp(run.opt.output, "-") == 0 ? "(stdout)" : run.opt.output,
+		        e ? strerror(e) : what);
 	cmd_die(EXIT_USAGE, "temporary file: %s", e ? strerror(e) : what);
 }
 
@@ -229,7 +250,8 @@ add_item(struct tk_merge *m, const struct item *it)
 	if ((rc = merge_source_reader(s, it->trace, &r))) {
 		if (rc == TK_ENOMEM)
 			cmd_die(EXIT_USAGE, "out of memory");
-		cmd_warn("%s: %s", s->name, tk_reader_error(r));
+		if (!said_with_align(s->name, tk_reader_error(r)))
+			cmd_warn("%s: %s", s->name, tk_reader_error(r));
 		tk_reader_free(r);
 		return EXIT_BADINPUT;
 	}
@@ -446,11 +468,15 @@ align(void)
 			continue;
 		}
 		if (o->align == ALIGN_START)
-			rc = merge_source_start(s, &t);
+			rc = merge_source_start(s, &t, &why);
 		else
 			rc = merge_source_first_range(s, o->align_range, &t, &why);
 		merge_source_park(s);
 		if (rc != 0) {
+			/* one line: with -k the input is merged where it is, and
+			 * the merge that meets the damage again stays quiet */
+			if (why && o->keep_going && !(s->align_error = strdup(why)))
+				cmd_die(EXIT_USAGE, "out of memory");
 			if (why)
 				cmd_warn("%s: cannot align: %s", s->name, why);
 			else if (o->align == ALIGN_START)

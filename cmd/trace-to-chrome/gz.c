@@ -57,6 +57,9 @@ struct chrome_gz {
 	unsigned nslots;
 	uint32_t crc;           /* of everything written so far */
 	uint64_t total;         /* bytes in, for the trailer (mod 2^32) */
+	int failed;             /* a block out of memory (-1) or a write's
+	                           errno: told by check(), nothing more is
+	                           written */
 };
 
 static int
@@ -99,7 +102,8 @@ compress_slot(void *job, void *ctx)
 	s->out_len = s->out_cap - z->avail_out;
 }
 
-static void
+/* Write it all: 0, or the errno of the failure. */
+static int
 put(struct chrome_gz *g, const void *p, size_t n)
 {
 	const char *c = p;
@@ -108,23 +112,43 @@ put(struct chrome_gz *g, const void *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			g->fail(g->ctx, w < 0 ? errno : EIO);
+			return w < 0 ? errno : EIO;
 		c += w;
 		n -= (size_t)w;
 	}
+	return 0;
 }
 
 /* Write a compressed block (ordpool's emit: the caller's thread, in
- * order). */
+ * order), or note why not: the command does not exit here, with the
+ * workers still running (check). */
 static void
 write_slot(void *job, void *ctx)
 {
 	struct gz_slot *s = job;
 	struct chrome_gz *g = ctx;
-	if (s->failed)
-		cmd_die(EXIT_USAGE, "gzip: out of memory");
-	put(g, s->out, s->out_len);
+	if (g->failed)
+		return;
+	if (s->failed) {
+		g->failed = -1;
+		return;
+	}
+	g->failed = put(g, s->out, s->out_len);
 	g->crc = (uint32_t)crc32_combine(g->crc, s->crc, (z_off_t)s->in_len);
+}
+
+/* After the pool wrote: on a failure, stop the workers (join them),
+ * then say it and exit. */
+static void
+check(struct chrome_gz *g)
+{
+	if (!g->failed)
+		return;
+	ordpool_free(g->pool); /* what is left is compressed, not written */
+	g->pool = NULL;
+	if (g->failed < 0)
+		cmd_die(EXIT_USAGE, "gzip: out of memory");
+	g->fail(g->ctx, g->failed);
 }
 
 struct chrome_gz *
@@ -137,6 +161,12 @@ chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 	g->fail = fail;
 	g->ctx = ctx;
 	g->crc = (uint32_t)crc32(0, NULL, 0);
+	/* the member's header: deflate, no name, no time, Unix; written
+	 * before there are workers to stop */
+	static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+	int e = put(g, head, sizeof(head));
+	if (e)
+		g->fail(g->ctx, e);
 	unsigned threads = ordpool_threads();
 	/* two blocks per party, so that nobody waits for a slot to be
 	 * written */
@@ -152,9 +182,6 @@ chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 	if (!(g->pool = ordpool_new(threads, g->nslots, g->jobs, compress_slot,
 	                            write_slot, g)))
 		cmd_die(EXIT_USAGE, "out of memory");
-	/* the member's header: deflate, no name, no time, Unix */
-	static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
-	put(g, head, sizeof(head));
 	return g;
 }
 
@@ -164,6 +191,7 @@ static void
 submit(struct chrome_gz *g, struct sbuf *b, int last)
 {
 	struct gz_slot *s = ordpool_next(g->pool);
+	check(g);
 	char *p = s->in;
 	size_t cap = s->in_cap;
 	s->in = b->p;
@@ -176,6 +204,7 @@ submit(struct chrome_gz *g, struct sbuf *b, int last)
 	s->failed = 0;
 	g->total += s->in_len;
 	ordpool_post(g->pool);
+	check(g);
 }
 
 void
@@ -190,11 +219,15 @@ chrome_gz_close(struct chrome_gz *g, struct sbuf *b)
 {
 	submit(g, b, 1);
 	ordpool_free(g->pool); /* every block written */
+	g->pool = NULL;
+	check(g);
 	unsigned char tail[8];
 	uint32_t v[2] = { g->crc, (uint32_t)g->total };
 	for (int i = 0; i < 8; i++)
 		tail[i] = (unsigned char)(v[i / 4] >> (8 * (i % 4)));
-	put(g, tail, sizeof(tail));
+	int e = put(g, tail, sizeof(tail));
+	if (e)
+		g->fail(g->ctx, e);
 	for (unsigned i = 0; i < g->nslots; i++) {
 		if (g->slots[i].z_ok)
 			deflateEnd(&g->slots[i].z);

@@ -28,9 +28,14 @@
  *   FAULTIO_LOG=FILE    at exit, one line "PID N" appended: how many
  *                       calls were changed, so that a test knows that
  *                       its faults happened
+ *   FAULTIO_THREADS=FILE  at exit, one line "PID NAME" appended for
+ *                       each thread but the exiting one still running
+ *                       (its /proc/self/task/T/comm): threads a command
+ *                       should have stopped before it exits
  * Children inherit LD_PRELOAD and the variables: a recorded command is
  * affected only where its own files match.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -235,11 +240,47 @@ access(const char *path, int mode)
 	return next(path, mode);
 }
 
+/* The names of the threads still running beside the exiting one, for
+ * FAULTIO_THREADS.  A destructor runs in exit(), before the kernel ends
+ * the other threads: those a command did not join are still listed. */
+static void
+report_threads(void)
+{
+	const char *log = getenv("FAULTIO_THREADS");
+	if (!log || !*log)
+		return;
+	DIR *tasks = opendir("/proc/self/task");
+	FILE *f = tasks ? fopen(log, "a") : NULL;
+	if (!f) {
+		if (tasks)
+			closedir(tasks);
+		return;
+	}
+	long self = (long)gettid();
+	struct dirent *t;
+	while ((t = readdir(tasks))) {
+		char path[300], name[64] = "?";
+		if (t->d_name[0] == '.' || strtol(t->d_name, NULL, 10) == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
+		FILE *comm = fopen(path, "r");
+		if (!comm)
+			continue; /* it ended meanwhile */
+		if (fgets(name, sizeof(name), comm))
+			name[strcspn(name, "\n")] = 0;
+		fclose(comm);
+		fprintf(f, "%d %s\n", (int)getpid(), name);
+	}
+	fclose(f);
+	closedir(tasks);
+}
+
 /* How many calls were changed, for FAULTIO_LOG; stdio, since write(2)
  * here is the one above. */
 __attribute__((destructor)) static void
 report(void)
 {
+	report_threads();
 	const char *log = getenv("FAULTIO_LOG");
 	if (!log || !*log)
 		return;

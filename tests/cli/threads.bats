@@ -97,7 +97,7 @@ for i in range(n):
 	cmp "$D/threads.tkt" "$D/one.tkt"
 	# a write error met by the sealer thread
 	run -2 --separate-stderr bash -c "trace-merge '$X' '$Y' > /dev/full"
-	assert_eq "$stderr" "trace-merge: write error: No space left on device"
+	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
 }
 
 @test "trace-import: the parse thread gives the same bytes as one thread" {

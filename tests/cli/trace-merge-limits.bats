@@ -36,11 +36,35 @@ copies() {
 	head -c 3000 "$A" > "$D/cut.tkt"
 	run -1 --separate-stderr trace-merge --align nvtx:step -o "$D/out.tkt" "$B" "$D/cut.tkt"
 	[[ "$stderr" =~ ^trace-merge:\ $D/cut.tkt:\ cannot\ align:\ truncated\ chunk\ at\ byte\ [0-9]+$ ]]
+	# -k: one line, the reader's reason, though the merge reads it again
 	run -1 --separate-stderr trace-merge -k --align start -o "$D/kept.tkt" "$A" "$D/cut.tkt"
-	# said twice: it cannot be aligned, and then it cannot be read
-	assert_eq "${stderr_lines[0]}" "trace-merge: $D/cut.tkt: cannot align: no events"
-	[[ "${stderr_lines[1]}" =~ ^trace-merge:\ $D/cut.tkt:\ truncated\ chunk\ at\ byte\ [0-9]+$ ]]
+	assert_eq "${#stderr_lines[@]}" 1
+	[[ "$stderr" =~ ^trace-merge:\ $D/cut.tkt:\ cannot\ align:\ truncated\ chunk\ at\ byte\ [0-9]+$ ]]
 	assert_eq "$(trace-dump --csv "$D/kept.tkt" | wc -l)" "$(trace-dump --csv "$A" | wc -l)"
+	run -1 --separate-stderr trace-merge -k --align nvtx:step -o "$D/kept.tkt" "$B" "$D/cut.tkt"
+	assert_eq "${#stderr_lines[@]}" 1
+	[[ "$stderr" =~ ^trace-merge:\ $D/cut.tkt:\ cannot\ align:\ truncated\ chunk\ at\ byte\ [0-9]+$ ]]
+}
+
+@test "-k --align of an input cut after some events: one line, the events before the cut merged" {
+	# cut in the middle of its last chunk: it has events, but no range
+	# of that name before the cut
+	size=$(stat -c %s "$A")
+	last=$(trace-dump --info --json "$A" | jq '.chunks')
+	[ "$last" -gt 1 ]
+	head -c $((size - 200)) "$A" > "$D/cut.tkt"
+	run -1 --separate-stderr trace-merge -k --align nvtx:nosuchrange -o "$D/kept.tkt" "$D/cut.tkt"
+	assert_eq "${#stderr_lines[@]}" 1
+	[[ "$stderr" =~ ^trace-merge:\ $D/cut.tkt:\ cannot\ align:\ truncated\ chunk\ at\ byte\ [0-9]+$ ]]
+	# every event trace-dump reads before the cut is in the output
+	want=$(trace-dump --csv "$D/cut.tkt" 2>/dev/null | tail -n +2 | wc -l)
+	[ "$want" -gt 0 ]
+	assert_eq "$(trace-dump --csv "$D/kept.tkt" | tail -n +2 | wc -l)" "$want"
+	# the same file under two names: one line each
+	ln -s "$D/cut.tkt" "$D/again.tkt"
+	run -1 --separate-stderr trace-merge -k --align nvtx:nosuchrange -o "$D/kept.tkt" "$D/cut.tkt" "$D/again.tkt"
+	assert_eq "${#stderr_lines[@]}" 2
+	[[ "${stderr_lines[1]}" == "trace-merge: $D/again.tkt: cannot align: truncated chunk at byte"* ]]
 }
 
 @test "too few file descriptors for any merge: exit 2, one line that says what to do" {

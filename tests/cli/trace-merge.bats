@@ -357,7 +357,10 @@ processes() {
 	run -0 --separate-stderr bash -c "trace-merge '$A' '$B' | head -c 100 > /dev/null"
 	assert_eq "$stderr" ""
 	run -2 --separate-stderr bash -c "trace-merge '$A' > /dev/full"
-	assert_eq "$stderr" "trace-merge: write error: No space left on device"
+	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
+	# (the header is written as the output is opened: said as a failed open)
+	run -2 --separate-stderr trace-merge -o /dev/full "$A"
+	assert_eq "$stderr" "trace-merge: /dev/full: No space left on device"
 	run -2 --separate-stderr trace-merge -o "$D/no/such/dir.tkt" "$A"
 	assert_eq "$stderr" "trace-merge: $D/no/such/dir.tkt: No such file or directory"
 }
@@ -374,7 +377,7 @@ processes() {
 	[ "$(trace-dump --info --json "$D/one.tkt" | jq .events)" -eq \
 	  "$(trace-dump --info --json "$X" "$Y" | jq -s 'map(.events) | add')" ]
 	run -2 --separate-stderr bash -c "TK_MERGE_THREADS=0 trace-merge '$A' > /dev/full"
-	assert_eq "$stderr" "trace-merge: write error: No space left on device"
+	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
 }
 
 @test "--help and --version" {
