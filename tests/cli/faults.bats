@@ -86,6 +86,16 @@ changed() {
 	[ "$(changed)" -gt 0 ]
 }
 
+@test "trace-record's memory file for its own events full: one line naming it, 125, the command never runs" {
+	# (memfd's writes fail with ENOSPC when its memory runs out; it was
+	# "out of memory", which it was not)
+	run -125 --separate-stderr faulty FAULTIO_MATCH=memfd:tracekit-self FAULTIO_WRITE=enospc:0 -- \
+		trace-record -o "$D/self.tkt" -- touch "$D/ran"
+	assert_eq "$stderr" "trace-record: memfd: No space left on device"
+	[ "$(changed)" -gt 0 ]
+	[ ! -e "$D/ran" ]
+}
+
 @test "reads interrupted (EINTR) or short, of files and pipes: the same events" {
 	trace-dump --csv "$A" > "$D/ref.csv"
 	trace-merge -o "$D/ref.tkt" "$A" "$B"
