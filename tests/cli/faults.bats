@@ -96,6 +96,18 @@ changed() {
 	[ ! -e "$D/ran" ]
 }
 
+@test "trace-record --max-size: its output full or failing to close, one line, 125" {
+	run -125 --separate-stderr faulty FAULTIO_MATCH=bnd- FAULTIO_WRITE=enospc:100 -- \
+		trace-record -o "$D/bnd-full.tkt" --max-size 1M -- sh -c 'exit 3'
+	assert_eq "$stderr" "trace-record: $D/bnd-full.tkt: No space left on device"
+	[ "$(changed)" -gt 0 ]
+	: > "$LOG"
+	run -125 --separate-stderr faulty FAULTIO_MATCH=bnd- FAULTIO_CLOSE=eio -- \
+		trace-record -o "$D/bnd-close.tkt" --max-size 1M -- true
+	assert_eq "$stderr" "trace-record: $D/bnd-close.tkt: write error: Input/output error"
+	[ "$(changed)" -gt 0 ]
+}
+
 @test "reads interrupted (EINTR) or short, of files and pipes: the same events" {
 	trace-dump --csv "$A" > "$D/ref.csv"
 	trace-merge -o "$D/ref.tkt" "$A" "$B"
