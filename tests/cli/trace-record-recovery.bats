@@ -94,3 +94,20 @@ content() {
 	assert_eq "$(ev 'select(.kind=="dropped") | .reason' | sort -u)" \
 		"the process was killed by signal 9 (Killed) before its last flush"
 }
+
+# An async range open across many flushes is held in the durable
+# snapshot, not in the buffers: after _exit, recovery takes it from
+# there (once, unfinished), and every range of the flood around it is
+# in the trace exactly once (kept, or counted as dropped).
+@test "_exit after many flushes with an async range open: from the snapshot, once, unfinished" {
+	need_nvtx
+	run -2 --separate-stderr trace-record -o "$T" --flush-interval 5ms -- "$APPS/nvtx_sample" \
+		--async --steps 0 --threads 1 --flood 200000 --quick-exit --exit 2
+	assert_eq "$stderr" ""
+	assert_eq "$(ev 'select(.name=="prefetch") | "\(.kind) \(.args.unfinished)"')" "async_range true"
+	kept=$(ev 'select(.name=="flood") | .name' | wc -l)
+	lost=$(ev 'select(.kind=="dropped") | .count' | paste -sd+ | bc)
+	assert_eq "$((kept + ${lost:-0}))" 200000
+	# no range twice: the payloads (0..N-1) are distinct
+	assert_eq "$(ev 'select(.name=="flood") | .payload' | sort -u | wc -l)" "$kept"
+}
