@@ -107,3 +107,17 @@ for r in csv.DictReader(open(sys.argv[2])):
 	run -3 trace-record -o "$T" --flush-interval 60s --duration 200ms -- "${app[@]}" --quick-exit --exit 3
 	window_cut
 }
+
+@test "a terminal on stdout, or a --max-size output that cannot be opened: one line, 125, the command never runs" {
+	command -v script > /dev/null || skip "no script(1) to give trace-record a terminal"
+	m=$BATS_TEST_TMPDIR/ran
+	for opt in "" "--max-size 1M"; do
+		run -125 script -qec "trace-record $opt -- touch '$m'" /dev/null
+		assert_eq "$(printf '%s' "$output" | tr -d '\r')" \
+			"trace-record: refusing to write a binary trace to a terminal; use -o FILE or a pipe"
+		[ ! -e "$m" ]
+	done
+	run -125 --separate-stderr trace-record --max-size 1M -o "$BATS_TEST_TMPDIR/no/x.tkt" -- touch "$m"
+	assert_eq "$stderr" "trace-record: $BATS_TEST_TMPDIR/no/x.tkt: No such file or directory"
+	[ ! -e "$m" ]
+}
