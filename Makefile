@@ -488,8 +488,9 @@ uninstall-inject:
 # first (tkp_coverage_dump() in lib/support.h: trace-record's child before
 # exec and _exit, the injection library's fatal-signal handler, and, for
 # the test apps' _exit, tki_coverage_dump() exported by the injection
-# library).  Nothing changes in other builds.  SIGKILL still loses them.  A failing test is shown by the run; the
-# table is printed anyway, and gcovr's summary kept in $(COV_O).
+# library).  Nothing changes in other builds.  SIGKILL still loses them.
+# A failing test is shown by the run; the table is printed anyway, and
+# gcovr's summary kept in $(COV_O).
 # make mutate: tests/mutate/run (MUTATE_ARGS=..., see its --help), small
 # bugs put in lib/ and cmd/analysis/, each built in a worktree of HEAD,
 # and whether their tests notice.
