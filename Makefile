@@ -492,8 +492,14 @@ uninstall-inject:
 # make coverage: the tests of `make check` in their own tree (COV_O),
 # built at -O0 with --coverage (warnings not errors: -O0 changes what gcc
 # can prove), then line and branch coverage per folder
-# (gcovr, Debian package gcovr).  A failing test is shown by the run; the
-# table is printed anyway, and gcovr's summary kept in $(COV_O).
+# (gcovr, Debian package gcovr).  gcov writes counters at exit() only, so
+# -DTK_COVERAGE makes the processes that end otherwise write theirs
+# first (tkp_coverage_dump() in lib/support.h: trace-record's child before
+# exec and _exit, the injection library's fatal-signal handler, and, for
+# the test apps' _exit, tki_coverage_dump() exported by the injection
+# library).  Nothing changes in other builds.  SIGKILL still loses them.
+# A failing test is shown by the run; the table is printed anyway, and
+# gcovr's summary kept in $(COV_O).
 # make mutate: tests/mutate/run (MUTATE_ARGS=..., see its --help), small
 # bugs put in lib/ and cmd/analysis/, each built in a worktree of HEAD,
 # and whether their tests notice.
@@ -501,8 +507,9 @@ COV_O := build-cov
 MUTATE_ARGS ?=
 coverage:
 	$(Q)command -v gcovr >/dev/null || { echo 'coverage: gcovr not found (apt-get install gcovr)'; exit 2; }
-	$(Q)$(MAKE) --no-print-directory O=$(COV_O) CFLAGS='-O0 -g --coverage -Wno-error' \
-		LIB_CFLAGS= LDFLAGS=--coverage tests
+	$(Q)$(MAKE) --no-print-directory O=$(COV_O) \
+		CFLAGS='-O0 -g --coverage -Wno-error -DTK_COVERAGE' LIB_CFLAGS= \
+		LDFLAGS=--coverage tests
 	$(Q)find $(COV_O) -name '*.gcda' -delete
 	-$(Q)O=$(COV_O) tests/run-tests.sh
 	$(Q)tests/tools/coverage-table $(COV_O) --json $(COV_O)/coverage.json

@@ -84,4 +84,23 @@ tkp_hash(const void *p, size_t n, uint64_t seed)
 	return h;
 }
 
+/*
+ * Coverage builds only (make coverage defines TK_COVERAGE): gcov writes a
+ * process's counters at exit(), so a process that ends another way (a
+ * forked child's exec or _exit, a fatal signal raised again) writes them
+ * first with tkp_coverage_dump(), or what it ran is never counted (a
+ * dump is once only: tkp_coverage_undump() zeroes the counters written
+ * and allows the next one).
+ * Nothing at all in other builds.
+ */
+#ifdef TK_COVERAGE
+void __gcov_dump(void);
+void __gcov_reset(void);
+#define tkp_coverage_dump() __gcov_dump()
+#define tkp_coverage_undump() __gcov_reset() /* exec failed: count on */
+#else
+#define tkp_coverage_dump() ((void)0)
+#define tkp_coverage_undump() ((void)0)
+#endif
+
 #endif

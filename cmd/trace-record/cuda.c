@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "record.h"
+#include "support.h"
 #include "inject/protocol.h"
 
 static char driver[320];          /* "13.0", or empty */
@@ -60,6 +61,7 @@ rec_cuda_probe(void)
 				snprintf(b, sizeof(b), "+unknown version");
 		}
 		ssize_t k = write(p[1], b, strlen(b));
+		tkp_coverage_dump();
 		_exit(k < 0);
 	}
 	close(p[1]);

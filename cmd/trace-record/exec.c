@@ -237,16 +237,21 @@ rec_spawn_start(struct rec_spawn *s)
 		sigprocmask(SIG_SETMASK, &s->sigmask, NULL);
 		if (s->stdout_to_stderr && dup2(2, 1) < 0) {
 			write_errno(errp[1], errno);
+			tkp_coverage_dump();
 			_exit(REC_EXIT_FAIL);
 		}
 		char c;
 		ssize_t k;
 		while ((k = read(go[0], &c, 1)) < 0 && errno == EINTR)
 			;
-		if (k != 1)
+		if (k != 1) {
+			tkp_coverage_dump();
 			_exit(REC_EXIT_FAIL); /* trace-record gave up */
+		}
+		tkp_coverage_dump();
 		execve(s->path, s->argv, s->envp);
 		int err = errno;
+		tkp_coverage_undump();
 		if (err == ENOEXEC) {
 			/* a script without #!: a shell runs it, as execvp does */
 			int argc = 0;
@@ -258,10 +263,13 @@ rec_spawn_start(struct rec_spawn *s)
 				v[1] = s->path;
 				for (int i = 1; i < argc; i++)
 					v[i + 1] = s->argv[i];
+				tkp_coverage_dump();
 				execve("/bin/sh", v, s->envp);
+				tkp_coverage_undump();
 			}
 		}
 		write_errno(errp[1], err);
+		tkp_coverage_dump();
 		_exit(err == ENOENT ? REC_EXIT_NOTFOUND : REC_EXIT_NOEXEC);
 	}
 	close(go[0]);

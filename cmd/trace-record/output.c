@@ -161,8 +161,10 @@ rec_out_open(const struct rec_options *o, const char *spool)
 	self_fd = memfd_create("tracekit-self", MFD_CLOEXEC);
 	if (self_fd < 0)
 		rec_die("memfd_create: %s", strerror(errno));
-	if (tk_writer_open_fd(self, self_fd, SELF_NAME, &so) != TK_OK ||
-	    tk_reader_open_feed(self_reader, SELF_NAME) != TK_OK)
+	/* the header is written now: a memfd can be full (its memory) */
+	if (tk_writer_open_fd(self, self_fd, SELF_NAME, &so) != TK_OK)
+		rec_die("memfd: %s", tk_writer_error(self));
+	if (tk_reader_open_feed(self_reader, SELF_NAME) != TK_OK)
 		rec_die("out of memory");
 	struct tk_merge_options mo = { 0 };
 	mo.tmpdir = spool;

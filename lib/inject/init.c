@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "support.h"
 #include "tbuf.h"
 
 struct tki_config tki_cfg = {
@@ -109,6 +110,18 @@ recorder_alive(void)
 
 /* ---- exit and signals ------------------------------------------------------------ */
 
+#ifdef TK_COVERAGE
+/* make coverage only: a test program that ends with _exit calls this
+ * first (found with dlsym), or what the library ran there is not
+ * counted (lib/support.h). */
+__attribute__((visibility("default"))) void tki_coverage_dump(void);
+void
+tki_coverage_dump(void)
+{
+	tkp_coverage_dump();
+}
+#endif
+
 /* The library's destructor runs after the program's atexit handlers and
  * C++ static destructors (it was loaded after them), so it sees their
  * ranges too. */
@@ -142,6 +155,7 @@ on_fatal(int sig, siginfo_t *si, void *ctx)
 	 * again, to be delivered with its default action on return */
 	int fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
 	             sig == SIGILL) && si && si->si_code > 0;
+	tkp_coverage_dump();
 	if (!fault)
 		raise(sig);
 }

@@ -51,11 +51,12 @@ require_dev_full() {
 }
 
 # The symbols gcov's runtime adds to a library built with --coverage
-# (make coverage; its objects have .gcno notes beside them): filtered out
-# of export lists there.
+# (make coverage; its objects have .gcno notes beside them), and the
+# injection library's tki_coverage_dump of that build: filtered out of
+# export lists there.
 no_gcov_symbols() {
 	if compgen -G "$TK_BUILD/lib/*.gcno" > /dev/null; then
-		grep -Ev '^(__gcov_[A-Za-z0-9_]*|mangle_path)$' || true
+		grep -Ev '^(__gcov_[A-Za-z0-9_]*|mangle_path|tki_coverage_dump)$' || true
 	else
 		cat
 	fi

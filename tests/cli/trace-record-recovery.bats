@@ -68,3 +68,46 @@ content() {
 		assert_eq "$(jq -c 'select(.kind != "process" and (.thread // "") == "")' "$BATS_TEST_TMPDIR/events")" ""
 	done
 }
+
+# Recovery needs the durable buffer; without it (removed under the
+# process) what the process recorded and never flushed is counted as
+# lost, with the reason, from its status page's count.  nvtx_sample
+# --steps 2 --layers 1 --threads 0 records 6 events a step (step,
+# forward, layer.0, backward, loss, optimizer): 12.
+@test "SIGKILL with the durable buffer gone: each unflushed event counted as dropped, with the reason" {
+	need_nvtx
+	trace-record -o "$T" --flush-interval 60s -- "$APPS/nvtx_sample" --steps 2 --layers 1 --threads 0 --wait-kill "$BATS_TEST_TMPDIR/ready" &
+	rec=$!
+	for _ in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/ready" ] && break; sleep 0.05; done
+	[ -e "$BATS_TEST_TMPDIR/ready" ]
+	bufs=("$TMPDIR"/tracekit-*/*.buf)
+	assert_eq "${#bufs[@]}" 1
+	rm "${bufs[@]}"
+	kill -KILL "$(cat "$BATS_TEST_TMPDIR/ready")"
+	st=0
+	wait "$rec" || st=$?
+	assert_eq "$st" 137
+	kept=$(ev 'select(.kind=="range" or .kind=="mark") | .name' | wc -l)
+	lost=$(ev 'select(.kind=="dropped") | .count' | paste -sd+ | bc)
+	assert_eq "$((kept + ${lost:-0}))" 12
+	[ "${lost:-0}" -gt 0 ]
+	assert_eq "$(ev 'select(.kind=="dropped") | .reason' | sort -u)" \
+		"the process was killed by signal 9 (Killed) before its last flush"
+}
+
+# An async range open across many flushes is held in the durable
+# snapshot, not in the buffers: after _exit, recovery takes it from
+# there (once, unfinished), and every range of the flood around it is
+# in the trace exactly once (kept, or counted as dropped).
+@test "_exit after many flushes with an async range open: from the snapshot, once, unfinished" {
+	need_nvtx
+	run -2 --separate-stderr trace-record -o "$T" --flush-interval 5ms -- "$APPS/nvtx_sample" \
+		--async --steps 0 --threads 1 --flood 200000 --quick-exit --exit 2
+	assert_eq "$stderr" ""
+	assert_eq "$(ev 'select(.name=="prefetch") | "\(.kind) \(.args.unfinished)"')" "async_range true"
+	kept=$(ev 'select(.name=="flood") | .name' | wc -l)
+	lost=$(ev 'select(.kind=="dropped") | .count' | paste -sd+ | bc)
+	assert_eq "$((kept + ${lost:-0}))" 200000
+	# no range twice: the payloads (0..N-1) are distinct
+	assert_eq "$(ev 'select(.name=="flood") | .payload' | sort -u | wc -l)" "$kept"
+}

@@ -233,6 +233,11 @@ Try 'trace-record --help' for more information."
 	assert_eq "$(ev 'select(.kind=="run") | "\(.run) \(.exit_code)"')" "1 4"
 }
 
+@test "--repeat with a run killed by a signal: stops there, 128+N, the run event names the signal" {
+	run -143 trace-record -o "$T" -r 3 -- sh -c 'kill -TERM $$'
+	assert_eq "$(ev 'select(.kind=="run") | "\(.run) \(.signal) \(.exit_code)"')" "1 15 null"
+}
+
 @test "--capture-range: skip, warmup, active, repeat-cycles over occurrences of a range" {
 	need_nvtx
 	run -0 trace-record -o "$T" --capture-range=nvtx:step --skip 1 --warmup 1 --active 2 --repeat-cycles 2 -- \

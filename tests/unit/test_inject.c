@@ -502,6 +502,57 @@ TEST(wide_calls_and_attribute_variants)
 	CHECK(in_domain && in_default);
 }
 
+/* Calls a program may make that record nothing of their own or are
+ * unusual: wide strings past the BMP and code points UTF-8 cannot hold,
+ * a domain created without a name, one destroyed and used after, a
+ * resource, nvtxInitialize, a NULL string registered. */
+TEST(odd_nvtx_calls)
+{
+	/* 'e', U+1F600, a lone surrogate, one past U+10FFFF */
+	const wchar_t w[] = { L'e', (wchar_t)0x1f600, (wchar_t)0xd800,
+	                      (wchar_t)0x110000, 0 };
+	nvtxMarkW(w);
+	nvtxDomainHandle_t unnamed = nvtxDomainCreateA(NULL);
+	nvtxDomainHandle_t odd = nvtxDomainCreateA("odd");
+	nvtxResourceAttributes_t ra;
+	memset(&ra, 0, sizeof(ra));
+	ra.version = NVTX_VERSION;
+	ra.size = NVTX_RESOURCE_ATTRIB_STRUCT_SIZE;
+	ra.identifierType = NVTX_RESOURCE_TYPE_GENERIC_POINTER;
+	ra.identifier.pValue = &ra;
+	ra.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	ra.message.ascii = "a resource";
+	nvtxResourceHandle_t res = nvtxDomainResourceCreate(odd, &ra);
+	CHECK(res != NULL);
+	nvtxDomainResourceDestroy(res);
+	nvtxStringHandle_t empty = nvtxDomainRegisterStringA(odd, NULL);
+	CHECK(empty != NULL);
+	nvtxDomainDestroy(odd);
+	nvtxInitialize(NULL);
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "in.unnamed.domain";
+	nvtxDomainMarkEx(unnamed, &a);
+	a.message.ascii = "after.destroy";
+	nvtxDomainMarkEx(odd, &a);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	/* UTF-8 of U+1F600 is f0 9f 98 80; U+FFFD is ef bf bd */
+	CHECK_EQ_INT(count(&s, TK_MARK, "e\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd"), 1);
+	const struct ev *e = find(&s, TK_MARK, "in.unnamed.domain", 0);
+	CHECK(e && !e->domain[0]);
+	e = find(&s, TK_MARK, "after.destroy", 0);
+	CHECK(e && !strcmp(e->domain, "odd"));
+	CHECK_EQ_INT(count(&s, TK_MARK, "a resource"), 0);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 2000
 
@@ -596,24 +647,53 @@ flood(void *arg)
 	return NULL;
 }
 
+/* A flush hook that holds the flusher, while armed, until the gate
+ * opens: the buffers fill and the program has to drop. */
+static atomic_int gate_armed, gate_entered, gate_open;
+
+static void
+gate_hook(void *arg, int final)
+{
+	(void)arg;
+	if (final || !atomic_load(&gate_armed))
+		return;
+	atomic_store(&gate_entered, 1);
+	for (int i = 0; i < 30000 && !atomic_load(&gate_open); i++)
+		usleep(1000);
+}
+
 TEST(full_buffers_count_what_they_drop)
 {
-	/* two blocks for the whole process, and a flusher that only runs
-	 * when asked: most of the flood cannot be kept */
+	/* two blocks for the whole process, and a flusher held in a hook
+	 * (it would otherwise be woken to make room, and nothing would be
+	 * dropped): most of the flood cannot be kept */
 	size_t limit = tki_cfg.buffer_limit;
 	tki_cfg.buffer_limit = 2 * TKI_BLOCK_BYTES;
+	tki_on_flush(gate_hook, NULL);
+	atomic_store(&gate_armed, 1);
+	tki_flusher_wake();
+	for (int i = 0; i < 5000 && !atomic_load(&gate_entered); i++)
+		usleep(1000);
+	CHECK(atomic_load(&gate_entered));
 	pthread_t t;
 	pthread_create(&t, NULL, flood, NULL);
 	pthread_join(t, NULL);
+	atomic_store(&gate_armed, 0);
+	atomic_store(&gate_open, 1);
 	tki_cfg.buffer_limit = limit;
 	struct spool_read s;
 	flush_and_read(&s);
 	uint64_t dropped = 0;
+	int why = 0;
 	for (size_t i = 0; i < s.n; i++)
-		if (s.ev[i].kind == TK_DROPPED)
+		if (s.ev[i].kind == TK_DROPPED) {
 			dropped += s.ev[i].count;
+			why += !strcmp(s.ev[i].name, "nvtx");
+		}
 	size_t kept = count(&s, TK_RANGE, "flood");
 	CHECK(kept > 0);
+	CHECK(dropped > 0);
+	CHECK(why > 0);
 	CHECK_EQ_INT(kept + dropped, 200000);
 	CHECK_EQ_INT(produced(), s.n);
 	free(s.ev);
@@ -853,6 +933,7 @@ main(void)
 	RUN(direct_sources_write_and_count);
 	RUN(attributes_domains_categories);
 	RUN(wide_calls_and_attribute_variants);
+	RUN(odd_nvtx_calls);
 	RUN(threads_names_and_async);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
