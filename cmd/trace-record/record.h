@@ -255,9 +255,10 @@ void rec_spools_free(void);
  * track `proc_track` and its threads; what is open ends at `end`.
  * Returns the events written that the process had counted as produced.
  * The records it had to drop (full buffers) since its last flush are
- * reported at `from`, with their reason. */
+ * reported at `from`, with `full_why` as their reason (NULL: recorded
+ * faster than they could be written). */
 uint64_t rec_recover(const char *path, uint32_t proc_track, int64_t end,
-                     int64_t from);
+                     int64_t from, const char *full_why);
 /* How much of its spool the committed snapshot of the durable buffer
  * file `path` agrees with: where reading the spool stops before
  * rec_recover (protocol.h).  UINT64_MAX when there is nothing to

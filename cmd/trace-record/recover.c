@@ -64,6 +64,7 @@ struct rec_recovery {
 	uint32_t proc_track;
 	int64_t end;             /* when the process died */
 	uint64_t events;         /* written that the process had counted */
+	const char *full_why;    /* the reason of records dropped, or NULL */
 };
 
 static const char unfinished[] = "{\"unfinished\":true}";
@@ -523,7 +524,8 @@ write_dropped(struct rec_recovery *r, int64_t tid, uint64_t count, int64_t from)
 	e.dur = r->end > from ? r->end - from : 0;
 	e.name = "nvtx";
 	e.u.dropped.count = count;
-	e.u.dropped.reason = "buffers full: the program recorded NVTX "
+	e.u.dropped.reason = r->full_why ? r->full_why :
+	                     "buffers full: the program recorded NVTX "
 	                     "events faster than they could be written";
 	if (tk_writer_event(rec_self(), &e) != TK_OK)
 		rec_die("%s", tk_writer_error(rec_self()));
@@ -604,7 +606,8 @@ rec_recover_spool_limit(const char *path)
 }
 
 uint64_t
-rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from)
+rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from,
+            const char *full_why)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -624,6 +627,7 @@ rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from)
 	r.h = m;
 	r.proc_track = proc_track;
 	r.end = end;
+	r.full_why = full_why;
 	if (r.h->magic == TKI_BUF_MAGIC && !r.h->closed &&
 	    r.h->unit == TKI_BUF_UNIT && r.h->nthreads == TKI_BUF_THREADS) {
 		read_names(&r);

@@ -399,13 +399,20 @@ finish(const struct recorder *rc, struct spool *s)
 	s->fd = -1;
 	cuda_state(rc, s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
+	int spool_errno = s->st ? __atomic_load_n(&s->st->spool_errno,
+	                                          __ATOMIC_ACQUIRE) : 0;
+	char full_why[256] = "";
+	if (spool_errno > 0)
+		snprintf(full_why, sizeof(full_why), "buffers full: the process "
+		         "could not write its spool in %s (%s)", dir,
+		         strerror(spool_errno));
 	int64_t end = s->gone ? s->gone_ts : rec_now();
 	uint64_t recovered = 0;
 	if (recover) {
 		/* its status page is read first: nothing it counted after
 		 * that is in the buffers we convert */
 		recovered = rec_recover(path, rec_proc_track(rc, p), end,
-		                        s->last_wm);
+		                        s->last_wm, *full_why ? full_why : NULL);
 	}
 	if (s->st)
 		munmap((void *)s->st, sizeof(struct tki_status));
@@ -414,7 +421,10 @@ finish(const struct recorder *rc, struct spool *s)
 		return;
 	/* the lost events began after the last watermark the spool gave */
 	char why[256];
-	loss_reason(why, sizeof(why), s, p);
+	if (*full_why)
+		snprintf(why, sizeof(why), "%s", full_why + strlen("buffers full: "));
+	else
+		loss_reason(why, sizeof(why), s, p);
 	struct tk_event e = { 0 };
 	e.kind = TK_DROPPED;
 	e.track = p ? rec_proc_track(rc, p) : 0;

@@ -13,6 +13,7 @@
  * units when freed.  The file is sparse: twice the buffer limit costs
  * only the pages written.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -32,6 +33,62 @@ static size_t nfree, free_cap;
 /* the snapshot being written (the one not committed) */
 static uint32_t snap_half;
 static uint64_t snap_len, snap_lost;
+/* bytes of the names log and of each snapshot whose pages are
+ * allocated (populate()) */
+static uint64_t names_ready, snap_ready[2];
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  /* Linux 5.14 */
+#endif
+#define POPULATE_STEP (64u * 1024u)
+
+/*
+ * The file is sparse (ftruncate): a page gets its storage when first
+ * touched, and on a full file system (a full /tmp, a full tmpfs) that
+ * touch is a SIGBUS in the recorded program -- and in trace-record when
+ * it reads the page.  So pages are allocated before their first use
+ * (MADV_POPULATE_WRITE allocates as a write would, but fails with an
+ * error instead of a signal), and what cannot get a page is dropped and
+ * counted like records that found the buffers full.  A kernel without
+ * it (before 5.14) says EINVAL: touch as before.
+ */
+static int
+populate_in(uint8_t *base, uint64_t size, uint64_t off, uint64_t len)
+{
+	uint64_t page = 4096;
+	uint64_t from = off & ~(page - 1), to = (off + len + page - 1) & ~(page - 1);
+	if (to > size)
+		to = size;
+	if (to <= from)
+		return 0;
+	if (madvise(base + from, (size_t)(to - from), MADV_POPULATE_WRITE) == 0 ||
+	    errno == EINVAL)
+		return 0;
+	return -1;
+}
+
+static int
+populate(uint64_t off, uint64_t len)
+{
+	return populate_in(map, map_size, off, len);
+}
+
+/* Pages for [0, need) of a region at `off` whose first `*ready` bytes
+ * have theirs; in steps, so that a log growing by a few bytes asks
+ * rarely. */
+static int
+ready_upto(uint64_t off, uint64_t *ready, uint64_t need, uint64_t cap)
+{
+	if (need <= *ready)
+		return 0;
+	uint64_t to = (need + POPULATE_STEP - 1) / POPULATE_STEP * POPULATE_STEP;
+	if (to > cap)
+		to = cap;
+	if (populate(off + *ready, to - *ready) < 0)
+		return -1;
+	*ready = to;
+	return 0;
+}
 
 static struct tki_buf_head *
 head(void)
@@ -69,6 +126,13 @@ tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end)
 	map_size = size;
 	bump = 0;
 	nfree = 0;
+	names_ready = snap_ready[0] = snap_ready[1] = 0;
+	/* the head and the thread slots, which trace-record reads whole */
+	if (populate_in(p, size, 0, names_off) < 0) {
+		munmap(p, size);
+		unlink(path);
+		return -1;
+	}
 	struct tki_buf_head *h = p;
 	h->unit = TKI_BUF_UNIT;
 	h->nunits = (uint32_t)units;
@@ -145,7 +209,9 @@ tki_buf_alloc(uint32_t units)
 	if (units == 1 && nfree) {
 		i = free_units[--nfree];
 	} else {
-		if (bump + (uint64_t)units > head()->nunits)
+		if (bump + (uint64_t)units > head()->nunits ||
+		    populate(head()->blocks_off + (uint64_t)bump * TKI_BUF_UNIT,
+		             (uint64_t)units * TKI_BUF_UNIT) < 0)
 			return NULL;
 		i = bump;
 		bump += units;
@@ -227,7 +293,8 @@ tki_buf_name(uint32_t kind, uint64_t a, uint64_t b, const char *s, size_t len)
 	struct tki_buf_head *h = head();
 	uint64_t at = h->names_len;
 	uint64_t need = sizeof(struct tki_buf_name) + tki_pad8((uint32_t)len);
-	if (len > UINT32_MAX / 2 || at + need > h->names_cap)
+	if (len > UINT32_MAX / 2 || at + need > h->names_cap ||
+	    ready_upto(h->names_off, &names_ready, at + need, h->names_cap) < 0)
 		return;          /* recovery names it by its id */
 	uint8_t *p = map + h->names_off + at;
 	struct tki_buf_name n = { kind, (uint32_t)len, a, b };
@@ -256,7 +323,9 @@ tki_buf_snap_add(const struct tki_snap *e, const char *name, uint32_t len)
 		return;
 	struct tki_buf_head *h = head();
 	uint64_t need = sizeof(*e) + tki_pad8(len);
-	if (snap_len + need > h->snap_cap) {
+	if (snap_len + need > h->snap_cap ||
+	    ready_upto(h->snap_off[snap_half], &snap_ready[snap_half],
+	               snap_len + need, h->snap_cap) < 0) {
 		snap_lost++;
 		return;
 	}

@@ -769,7 +769,8 @@ tki_flusher_round(int final)
 	int64_t t0 = tki_now();
 	pthread_mutex_lock(&tki_lock);
 	if (!tki_writer) {
-		atomic_store(&tki_on, 0);
+		if (!tki_spool_failed())
+			atomic_store(&tki_on, 0);
 		pthread_mutex_unlock(&tki_lock);
 		return;
 	}

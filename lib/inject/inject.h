@@ -194,6 +194,9 @@ void tki_spool_abandon(int remove);
  * spool as flushed: commit it, then let trace-record read that far
  * (protocol.h).  Lock held, right after a successful flush. */
 void tki_spool_commit(void);
+/* A flush failed (a full disk): the writer is gone, recording goes on
+ * into the durable buffers for trace-record to recover.  Lock held. */
+int tki_spool_failed(void);
 /* Count one event written by the library itself (not from a thread
  * buffer) in the status page.  Lock held. */
 void tki_spool_count_direct(uint64_t n);

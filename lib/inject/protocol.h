@@ -94,7 +94,11 @@ struct tki_status {
 	                            a chunk written but not yet committed is
 	                            converted again by recovery if the
 	                            process dies before the commit */
-	uint64_t pad[3];
+	int32_t spool_errno;     /* why its spool could not be written (a
+	                            full disk), 0 = it could; records then
+	                            stay in the durable buffers until full */
+	uint32_t pad1;
+	uint64_t pad[2];
 	uint32_t cuda;           /* TKI_CUDA_STATE_*, written after cuda_note */
 	uint32_t pad2;
 	char cuda_note[248];     /* why CUDA is not recorded, NUL-terminated */

@@ -37,6 +37,7 @@ static int64_t last_watermark;  /* a promise made stands: never lower */
 static dev_t spool_dev;
 static ino_t spool_ino;
 static uint64_t spool_bytes;     /* the spool's length: what we wrote */
+static int spool_failed;         /* a flush failed: no writer from then on */
 static char spool_path[PATH_MAX], status_path[PATH_MAX], buf_path[PATH_MAX];
 static uint32_t process_track;
 static struct tk_process process_def;
@@ -208,7 +209,10 @@ map_status(void)
 	int fd = open(status_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (ftruncate(fd, sizeof(struct tki_status)) < 0) {
+	/* every byte allocated now: trace-record reads all of it, and a
+	 * page first touched on a full file system is a SIGBUS */
+	if (ftruncate(fd, sizeof(struct tki_status)) < 0 ||
+	    posix_fallocate(fd, 0, sizeof(struct tki_status)) != 0) {
 		close(fd);
 		unlink(status_path);
 		return -1;
@@ -273,6 +277,7 @@ tki_spool_open(void)
 	spool_dev = st.st_dev;
 	spool_ino = st.st_ino;
 	spool_bytes = (uint64_t)st.st_size;
+	spool_failed = 0;
 	tki_buf_spool_start(spool_bytes);
 	__atomic_store_n(&tki_status->committed, spool_bytes, __ATOMIC_RELEASE);
 	tkp_writer_set_sink(tki_writer, spool_append, NULL);
@@ -303,8 +308,13 @@ tki_spool_flush(int64_t w, int64_t open_since)
 	last_watermark = w;
 	tk_writer_watermark(tki_writer, w);
 	if (tk_writer_flush(tki_writer) != TK_OK) {
-		/* a full disk, say: stop; trace-record counts what is lost */
-		atomic_store(&tki_on, 0);
+		/* a full disk, say.  Recording goes on into the durable
+		 * buffers, which nothing empties now: trace-record recovers
+		 * them when the process is gone, from the last commit, and
+		 * counts what found them full, with this as the reason */
+		int err = errno ? errno : EIO;
+		__atomic_store_n(&tki_status->spool_errno, err, __ATOMIC_RELEASE);
+		spool_failed = 1;
 		tk_writer_free(tki_writer);
 		tki_writer = NULL;
 		return -1;
@@ -323,6 +333,12 @@ tki_spool_close(void)
 	tki_writer = NULL;
 	/* complete, with its end marker: all of it is the process's word */
 	__atomic_store_n(&tki_status->committed, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
+int
+tki_spool_failed(void)
+{
+	return spool_failed;
 }
 
 void

@@ -111,3 +111,46 @@ content() {
 	# no range twice: the payloads (0..N-1) are distinct
 	assert_eq "$(ev 'select(.name=="flood") | .payload' | sort -u | wc -l)" "$kept"
 }
+
+# A spool that stops being writable part way (a full disk; faultio's
+# ENOSPC after 1500 bytes of the spool directory's files): the library
+# keeps recording into its durable buffers and trace-record recovers
+# them at the end.  Nothing is lost, and nothing is said to be.
+@test "the spool cannot be written part way: recording goes on in the buffers, nothing lost" {
+	need_nvtx
+	app=("$APPS/nvtx_sample" --steps 20 --layers 2 --threads 0 --sleep 10)
+	run -0 trace-record -o "$BATS_TEST_TMPDIR/normal.tkt" -- "${app[@]}"
+	content "$BATS_TEST_TMPDIR/normal.tkt" > "$BATS_TEST_TMPDIR/normal"
+	FAULTIO_MATCH=$TMPDIR/tracekit- FAULTIO_WRITE=enospc:1500 \
+		LD_PRELOAD=$TK_BUILD/tests/apps/libfaultio.so \
+		run -0 --separate-stderr trace-record --flush-interval 20ms -o "$T" -- "${app[@]}"
+	assert_eq "$stderr" ""
+	content "$T" > "$BATS_TEST_TMPDIR/full"
+	diff "$BATS_TEST_TMPDIR/normal" "$BATS_TEST_TMPDIR/full"
+	assert_eq "$(grep -c '^\["range","step"' "$BATS_TEST_TMPDIR/full")" 20
+}
+
+# A full file system under TMPDIR (a 3 MB tmpfs; needs mount, so root):
+# the spool's files are sparse, and a page first touched there used to
+# be a SIGBUS -- in the recorded program writing its buffers, and in
+# trace-record reading its status page.  Now: both end normally, the
+# trace reads, and what did not fit is counted with its reason.
+@test "a full file system under TMPDIR: no SIGBUS, the loss counted with its reason" {
+	need_nvtx
+	small=$BATS_TEST_TMPDIR/small
+	mkdir -p "$small"
+	mount -t tmpfs -o size=3m tmpfs "$small" 2>/dev/null ||
+		skip "cannot mount a small tmpfs here (needs root and mount rights)"
+	TMPDIR=$small run --separate-stderr trace-record -o "$T" -- \
+		"$APPS/nvtx_sample" --steps 20000 --layers 8 --threads 2 --work 0
+	umount "$small"
+	assert_eq "$status" 0
+	run -0 trace-dump --json "$T"
+	echo "$output" > "$BATS_TEST_TMPDIR/events"
+	# some of it kept, the rest counted, the full disk named
+	[ "$(jq -s 'map(select(.kind == "range")) | length' "$BATS_TEST_TMPDIR/events")" -gt 0 ]
+	lost=$(jq -s 'map(select(.kind == "dropped") | .count) | add // 0' "$BATS_TEST_TMPDIR/events")
+	[ "$lost" -gt 0 ]
+	assert_eq "$(jq -r 'select(.kind == "dropped") | .reason' "$BATS_TEST_TMPDIR/events" |
+		grep -vc 'could not write its spool in .* (No space left on device)')" 0
+}
