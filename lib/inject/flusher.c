@@ -805,12 +805,14 @@ tki_flusher_round(int final)
 		close_async(tki_cfg.win_end, NULL);
 		window_closed = 1;
 	}
+	int written;     /* the spool holds the round: its threads' blocks can go */
 	if (final) {
 		for (size_t i = 0; i < n; i++)
 			close_thread(ts[i], t0);
 		close_async(t0, NULL);
-		tki_spool_close();
-		tki_buf_closed();
+		written = tki_spool_close() == 0;
+		if (written)
+			tki_buf_closed();
 	} else {
 		int64_t open = open_since();
 		int64_t lag = LAG_INTERVALS * tki_cfg.flush_ns;
@@ -822,11 +824,15 @@ tki_flusher_round(int final)
 			w = h;
 		if (open > h)
 			open = h;
-		if (tki_spool_flush(w, open) == 0)
+		written = tki_spool_flush(w, open) == 0;
+		if (written)
 			commit_state();
 	}
+	/* a thread that ended is forgotten only once the spool has all of
+	 * it; else its slot stays, and recovery reads it from the last
+	 * commit */
 	for (size_t i = 0; i < n; i++)
-		if (ts[i]->retired)
+		if (ts[i]->retired && written)
 			tki_thread_free(ts[i]);
 	free(ts);
 	round_threads = NULL;

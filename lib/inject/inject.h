@@ -186,9 +186,10 @@ extern uint32_t tki_scope;
 int tki_spool_open(void);
 /* Write a chunk with watermark w; publish open_since first.  Lock held. */
 int tki_spool_flush(int64_t w, int64_t open_since);
-/* Close with an end marker (exit) or abandon (after fork, recorder
- * gone: `remove` deletes the files).  Lock held. */
-void tki_spool_close(void);
+/* Close with an end marker (exit; -1 when it could not be written) or
+ * abandon (after fork, recorder gone: `remove` deletes the files).
+ * Lock held. */
+int tki_spool_close(void);
 void tki_spool_abandon(int remove);
 /* The durable snapshot written since tki_buf_snap_begin agrees with the
  * spool as flushed: commit it, then let trace-record read that far

@@ -322,17 +322,23 @@ tki_spool_flush(int64_t w, int64_t open_since)
 	return 0;
 }
 
-void
+int
 tki_spool_close(void)
 {
 	if (!tki_writer)
-		return;
+		return -1;
 	__atomic_store_n(&tki_status->open_since, INT64_MAX, __ATOMIC_RELEASE);
-	tk_writer_close(tki_writer);
+	int ok = tk_writer_close(tki_writer) == TK_OK;
+	if (!ok)
+		__atomic_store_n(&tki_status->spool_errno, errno ? errno : EIO,
+		                 __ATOMIC_RELEASE);
 	tk_writer_free(tki_writer);
 	tki_writer = NULL;
+	if (!ok)
+		return -1;     /* recovery converts what the last commit left */
 	/* complete, with its end marker: all of it is the process's word */
 	__atomic_store_n(&tki_status->committed, UINT64_MAX, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int
