@@ -179,6 +179,23 @@ TEST(short_names)
 	                  "and_on(ns::less_than_comparator, bool (*)(int, int) = ns::operator<)";
 	CHECK_STR(cmd_short_name(cmp, 0), cmp + 5);
 
+	/* "until it fits": 90 bytes fit, 91 do not.  "ns::" makes each
+	 * name long enough to be shortened; without it, the first is
+	 * exactly 90 bytes and stays whole; the second, 91, loses its
+	 * inner list */
+	for (int extra = 0; extra <= 1; extra++) {
+		char as[80], full[160], want[100];
+		memset(as, 'a', sizeof(as));
+		as[72 + extra] = 0;     /* "kern<Inner<" 11 + 72 + ">, int>" 7 = 90 */
+		snprintf(full, sizeof(full), "void ns::kern<Inner<%s>, int>(int)", as);
+		if (extra)
+			snprintf(want, sizeof(want), "kern<Inner<...>, int>");
+		else
+			snprintf(want, sizeof(want), "kern<Inner<%s>, int>", as);
+		CHECK_EQ_INT(strlen(full + 9) - 5, 90 + (size_t)extra);
+		CHECK_STR(cmd_short_name(full, 0), want);
+	}
+
 	/* a maximum cuts the end, never inside a UTF-8 sequence */
 	CHECK_STR(cmd_short_name("abcdefghijklmnop", 10), "abcdefg...");
 	CHECK_STR(cmd_short_name("abcdef\xc3\xa9ghij", 10), "abcdef...");
