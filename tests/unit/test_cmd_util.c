@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The option parsers and unit formatters every command shares. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tap.h"
 #include "common/short_name.h"
+#include "common/table.h"
 #include "common/util.h"
 
 TEST(durations)
@@ -201,6 +204,46 @@ TEST(short_names)
 	CHECK_STR(cmd_short_name("abcdef\xc3\xa9ghij", 10), "abcdef...");
 }
 
+TEST(table_cut_to_width)
+{
+	/* 40 columns, indent 2, a number column 2 wide: 34 left for the
+	 * names, so a 50-character name is cut to 31 and "..." (an "é" is
+	 * one column, and never cut in two) */
+	static const struct table_col cols[] = { { "n", 0 }, { "name", 1 } };
+	char as[51], es[101];
+	memset(as, 'a', 50);
+	as[50] = 0;
+	for (int i = 0; i < 50; i++)
+		memcpy(es + 2 * i, "\xc3\xa9", 2);
+	es[100] = 0;
+	struct table t;
+	table_init(&t, cols, 2);
+	t.max_width = 40;
+	table_row(&t);
+	table_set(&t, 0, "1");
+	table_set(&t, 1, "short");
+	table_row(&t);
+	table_set(&t, 0, "22");
+	table_set(&t, 1, "%s", as);
+	table_row(&t);
+	table_set(&t, 0, "3");
+	table_set(&t, 1, "%s", es);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	table_print(&t, f, "  ");
+	fclose(f);
+	char want[400];
+	snprintf(want, sizeof(want), "   n  name\n   1  short\n  22  %.31s...\n   3  %.62s...\n",
+	         as, es);
+	CHECK_STR(out, want);
+	free(out);
+	table_free(&t);
+}
+
 int
 main(void)
 {
@@ -211,5 +254,6 @@ main(void)
 	RUN(units);
 	RUN(utf8);
 	RUN(short_names);
+	RUN(table_cut_to_width);
 	return tap_done();
 }
