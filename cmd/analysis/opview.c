@@ -82,9 +82,11 @@ opview_range(struct opview *v, uint32_t group, const char *name,
              uint32_t thread, int64_t ts, int64_t dur)
 {
 	struct orange *x = tkp_grow(v->r, &v->capr, v->nr + 1, sizeof(*x));
-	if (!x || !row(v, group))
+	if (!x)
 		return -1;
-	v->r = x;
+	v->r = x;               /* before row(): the old block may be freed */
+	if (!row(v, group))
+		return -1;
 	if (dur < 0)
 		dur = 0;
 	v->r[v->nr++] = (struct orange){ ts, ts + dur, name, group, thread, -1 };

@@ -433,6 +433,9 @@ assert all(l.startswith("trace-merge: merging 2 inputs: ") for l in lines), line
 pcts = [int(re.search(r": +([0-9]+)% \(", l).group(1)) for l in lines]
 assert pcts == sorted(pcts) and 0 <= pcts[0] and pcts[-1] <= 100, pcts
 assert ("of %.1f MiB" % (int(sys.argv[2]) / 2**20)) in lines[0], lines[0]
+# what is done so far, in MiB: a number that grows, never past the total
+done = [float(re.search(r"\(([0-9]+\.[0-9]) MiB of ", l).group(1)) for l in lines]
+assert done == sorted(done) and done[-1] <= int(sys.argv[2]) / 2**20 + 0.05, done
 # the last thing written erases the line
 assert out.endswith("\r\x1b[K"), repr(out[-20:])
 PY

@@ -17,17 +17,20 @@ import() {
 	printf '%s\n' "$out"
 }
 
-# The DLRM ranks to use: all 8, or 2 under valgrind and the sanitizers.
+# dlrm_ranks: F, the DLRM ranks to use: all 8, or 2 under valgrind and
+# the sanitizers.  Called as is, never as <(dlrm_ranks): a skip in a
+# subshell would not skip the test, which would then read stdin.
 dlrm_ranks() {
 	[ -d "$TK_SHARED/testdata/param/dlrm_kineto" ] ||
 		skip "real test data not found: $TK_SHARED/testdata/param/dlrm_kineto"
 	local n=8
 	if under_valgrind || under_sanitizers; then n=2; fi
-	ls "$TK_SHARED"/testdata/param/dlrm_kineto/worker*_step_12.*.pt.trace.json | head -n "$n"
+	mapfile -t F < <(ls "$TK_SHARED"/testdata/param/dlrm_kineto/worker*_step_12.*.pt.trace.json |
+		head -n "$n")
 }
 
 @test "--distributed: the DLRM ranks imported one by one, every rank and step to the nanosecond" {
-	mapfile -t F < <(dlrm_ranks)
+	dlrm_ranks
 	d=$BATS_TEST_TMPDIR
 	t=()
 	for f in "${F[@]}"; do t+=("$(import "$f")"); done
@@ -45,7 +48,7 @@ dlrm_ranks() {
 }
 
 @test "--distributed: ranks merged with a label each are told apart by their labels" {
-	mapfile -t F < <(dlrm_ranks)
+	dlrm_ranks
 	d=$BATS_TEST_TMPDIR
 	t=() l=() L=()
 	i=0
@@ -63,7 +66,7 @@ dlrm_ranks() {
 }
 
 @test "--distributed: ranks imported one by one and merged with no label are named by distributedInfo.rank" {
-	mapfile -t F < <(dlrm_ranks)
+	dlrm_ranks
 	d=$BATS_TEST_TMPDIR
 	t=()
 	for f in "${F[@]}"; do t+=("$(import "$f")"); done
@@ -174,7 +177,7 @@ print(t)' "$d/lookalike.json")"
 	[[ "$output" == *"straggler     rank 1 computes "*"x the other rank ("* ]]
 	# the DLRM ranks: as many straggler findings as the reference's
 	# figures give at 1.2 times the median of the others
-	mapfile -t F < <(dlrm_ranks)
+	dlrm_ranks
 	t=()
 	for f in "${F[@]}"; do t+=("$(import "$f")"); done
 	python3 "$REF" --distributed "${F[@]}" > "$d/ref.json"

@@ -383,6 +383,29 @@ TEST(breakdown_by_key)
 	perinst_free(p);
 }
 
+TEST(opview_groups_in_any_order)
+{
+	/* groups 0, 8, 16 (each just past a capacity), then 3; one range
+	 * each on its own thread, of 10 + group ns: a row per group up to
+	 * the highest, the rows between them empty */
+	static const uint32_t groups[] = { 0, 8, 16, 3 };
+	struct opview *v = opview_new();
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		CHECK_EQ_INT(opview_range(v, groups[i], "r", groups[i], 0, 10 + groups[i]), 0);
+	CHECK_EQ_INT(opview_scope_end(v), 0);
+	size_t n;
+	const struct opview_row *w = opview_rows(v, &n);
+	CHECK_EQ_INT(n, 17);
+	for (size_t g = 0; g < n; g++) {
+		int used = g == 0 || g == 3 || g == 8 || g == 16;
+		CHECK_EQ_INT(w[g].group, g);
+		CHECK_EQ_INT(w[g].count, used);
+		CHECK_EQ_INT(w[g].total, used ? 10 + (int64_t)g : 0);
+		CHECK_EQ_INT(w[g].self, used ? 10 + (int64_t)g : 0);
+	}
+	opview_free(v);
+}
+
 TEST(opview_self_and_gpu_time)
 {
 	/* thread 1: a [0,100) holds b [10,50) holding c [20,30); d [60,60)
@@ -898,6 +921,7 @@ main(void)
 	RUN(steps_series_and_breakdown);
 	RUN(breakdown_by_key);
 	RUN(opview_self_and_gpu_time);
+	RUN(opview_groups_in_any_order);
 	RUN(strmap_many_keys);
 	RUN(aggregate_unsorted_trace);
 	RUN(aggregate_filters);

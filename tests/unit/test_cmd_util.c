@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The option parsers and unit formatters every command shares. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tap.h"
 #include "common/short_name.h"
+#include "common/table.h"
 #include "common/util.h"
 
 TEST(durations)
@@ -179,9 +182,66 @@ TEST(short_names)
 	                  "and_on(ns::less_than_comparator, bool (*)(int, int) = ns::operator<)";
 	CHECK_STR(cmd_short_name(cmp, 0), cmp + 5);
 
+	/* "until it fits": 90 bytes fit, 91 do not.  "ns::" makes each
+	 * name long enough to be shortened; without it, the first is
+	 * exactly 90 bytes and stays whole; the second, 91, loses its
+	 * inner list */
+	for (int extra = 0; extra <= 1; extra++) {
+		char as[80], full[160], want[100];
+		memset(as, 'a', sizeof(as));
+		as[72 + extra] = 0;     /* "kern<Inner<" 11 + 72 + ">, int>" 7 = 90 */
+		snprintf(full, sizeof(full), "void ns::kern<Inner<%s>, int>(int)", as);
+		if (extra)
+			snprintf(want, sizeof(want), "kern<Inner<...>, int>");
+		else
+			snprintf(want, sizeof(want), "kern<Inner<%s>, int>", as);
+		CHECK_EQ_INT(strlen(full + 9) - 5, 90 + (size_t)extra);
+		CHECK_STR(cmd_short_name(full, 0), want);
+	}
+
 	/* a maximum cuts the end, never inside a UTF-8 sequence */
 	CHECK_STR(cmd_short_name("abcdefghijklmnop", 10), "abcdefg...");
 	CHECK_STR(cmd_short_name("abcdef\xc3\xa9ghij", 10), "abcdef...");
+}
+
+TEST(table_cut_to_width)
+{
+	/* 40 columns, indent 2, a number column 2 wide: 34 left for the
+	 * names, so a 50-character name is cut to 31 and "..." (an "é" is
+	 * one column, and never cut in two) */
+	static const struct table_col cols[] = { { "n", 0 }, { "name", 1 } };
+	char as[51], es[101];
+	memset(as, 'a', 50);
+	as[50] = 0;
+	for (int i = 0; i < 50; i++)
+		memcpy(es + 2 * i, "\xc3\xa9", 2);
+	es[100] = 0;
+	struct table t;
+	table_init(&t, cols, 2);
+	t.max_width = 40;
+	table_row(&t);
+	table_set(&t, 0, "1");
+	table_set(&t, 1, "short");
+	table_row(&t);
+	table_set(&t, 0, "22");
+	table_set(&t, 1, "%s", as);
+	table_row(&t);
+	table_set(&t, 0, "3");
+	table_set(&t, 1, "%s", es);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	table_print(&t, f, "  ");
+	fclose(f);
+	char want[400];
+	snprintf(want, sizeof(want), "   n  name\n   1  short\n  22  %.31s...\n   3  %.62s...\n",
+	         as, es);
+	CHECK_STR(out, want);
+	free(out);
+	table_free(&t);
 }
 
 int
@@ -194,5 +254,6 @@ main(void)
 	RUN(units);
 	RUN(utf8);
 	RUN(short_names);
+	RUN(table_cut_to_width);
 	return tap_done();
 }

@@ -41,6 +41,7 @@
 #endif
 
 #include "analysis/dist.h"
+#include "analysis/opview.h"
 #include "analysis/steps.h"
 #include "helpers.h"
 #include "tap.h"
@@ -1067,6 +1068,54 @@ TEST(nomem_steps)
 	CHECK(each_failure("steps", steps_sequence, NULL, 0) > 3);
 }
 
+/* The operator view: every array it grows (ranges, launches, GPU
+ * operations, rows, the scope's hash table) must answer -1 when out of
+ * memory, never drop what it could not store and go on with wrong self
+ * times.  Thread 1: a [0,100) holds b [10,50) holding c [20,30); ten
+ * ranges g [1000+10i, +5) on thread 3 (past the first capacity of 8),
+ * each launching a 1 ns kernel. */
+static int
+opview_sequence(void *arg)
+{
+	(void)arg;
+	static const char *const names[] = { "a", "b", "c", "", "", "g" };
+	struct opview *v = opview_new();
+	if (!v)
+		return TK_ENOMEM;
+	int bad = 0;
+	bad |= opview_range(v, 2, names[2], 1, 20, 10);
+	bad |= opview_range(v, 0, names[0], 1, 0, 100);
+	bad |= opview_range(v, 1, names[1], 1, 10, 40);
+	bad |= opview_launch(v, 7, 100, 1, 25);          /* inside c */
+	bad |= opview_launch(v, 7, 101, 1, 55);          /* inside a only */
+	bad |= opview_gpu(v, 7, 100, 3);
+	bad |= opview_gpu(v, 7, 101, 4);
+	for (int i = 0; i < 10; i++) {
+		bad |= opview_range(v, 5, names[5], 3, 1000 + 10 * i, 5);
+		bad |= opview_launch(v, 7, 200 + (uint64_t)i, 3, 1001 + 10 * i);
+		bad |= opview_gpu(v, 7, 200 + (uint64_t)i, 1);
+	}
+	if (!bad)
+		bad = opview_scope_end(v);
+	int rc = TK_OK;
+	size_t n;
+	const struct opview_row *w = opview_rows(v, &n);
+	if (bad)
+		rc = TK_ENOMEM;
+	else if (n != 6 || w[0].self != 60 || w[1].self != 30 || w[2].self != 10 ||
+	         w[2].gpu_self != 3 || w[1].gpu_total != 3 || w[0].gpu_self != 4 ||
+	         w[0].gpu_total != 7 || w[5].count != 10 || w[5].self != 50 ||
+	         w[5].gpu_self != 10)
+		rc = 98;
+	opview_free(v);
+	return rc;
+}
+
+TEST(nomem_opview)
+{
+	CHECK(each_failure("opview", opview_sequence, NULL, 0) > 5);
+}
+
 TEST(nomem_steps_find)
 {
 	/* steps_find() ends the command when out of memory (cmd_die with
@@ -1149,6 +1198,7 @@ main(void)
 	RUN(nomem_dist);
 	RUN(nomem_summary);
 	RUN(nomem_steps);
+	RUN(nomem_opview);
 	RUN(nomem_steps_find);
 	return tap_done();
 }

@@ -7,6 +7,7 @@
 
 #include "helpers.h"
 #include "intern.h"
+#include "rpool.h"
 #include "tap.h"
 #include "tk_private.h"
 
@@ -269,6 +270,47 @@ TEST(interning)
 	tkp_intern_free(&t);
 }
 
+/* The read-ahead pool hands each posted slot to the taker once, oldest
+ * first, and never a slot still held: with every slot taken, a take
+ * finds none posted; a slot released is filled and taken again.  With
+ * workers (2) and without (0: the taker does the work). */
+TEST(rpool_slots_taken_once)
+{
+	static const unsigned threads[] = { 0, 2 };
+	for (size_t t = 0; t < 2; t++) {
+		struct tkp_rpool *p = tkp_rpool_new(threads[t]);
+		CHECK(p != NULL);
+		if (!p)
+			return;
+		unsigned n = p->nslots;
+		CHECK_EQ_INT(n, threads[t] + 1);
+		for (unsigned i = 0; i < n; i++) {
+			struct tkp_rslot *s = tkp_rpool_free_slot(p);
+			CHECK(s == &p->slots[i]);
+			if (!s)
+				break;
+			s->chunk = 0;
+			tkp_rpool_post(p, s);
+		}
+		CHECK(tkp_rpool_free_slot(p) == NULL);      /* every slot in use */
+		for (unsigned i = 0; i < n; i++)
+			CHECK(tkp_rpool_take(p) == &p->slots[i]);
+		CHECK(tkp_rpool_take(p) == NULL);           /* all held: none posted */
+		tkp_rpool_release(p, &p->slots[0]);
+		CHECK(tkp_rpool_take(p) == NULL);           /* released, not posted */
+		struct tkp_rslot *s = tkp_rpool_free_slot(p);
+		CHECK(s == &p->slots[0]);
+		if (s) {
+			tkp_rpool_post(p, s);
+			CHECK(tkp_rpool_take(p) == s);
+		}
+		CHECK(tkp_rpool_take(p) == NULL);
+		for (unsigned i = 0; i < n; i++)
+			tkp_rpool_release(p, &p->slots[i]);
+		tkp_rpool_free(p);
+	}
+}
+
 int
 main(void)
 {
@@ -282,5 +324,6 @@ main(void)
 	RUN(buffers);
 	RUN(interning);
 	RUN(schema_string_attributes);
+	RUN(rpool_slots_taken_once);
 	return tap_done();
 }
