@@ -128,18 +128,26 @@ domain_id(const struct rec_recovery *r, uint32_t domain)
 
 /* ---- tracks ------------------------------------------------------------------------ */
 
+/* The thread slots, or NULL when the file is too short to hold them. */
+static const struct tki_buf_thread *
+thread_slots(const struct rec_recovery *r)
+{
+	const struct tki_buf_head *h = r->h;
+	if (!in_file(r, h->thread_off,
+	             (uint64_t)TKI_BUF_THREADS * sizeof(struct tki_buf_thread)))
+		return NULL;
+	return (const struct tki_buf_thread *)(r->map + h->thread_off);
+}
+
 /* The kernel's name of thread `tid` when it attached, from its slot
  * (a slot it took); "" when none has it. */
 static void
 slot_comm(const struct rec_recovery *r, int64_t tid, char *buf, size_t n)
 {
 	buf[0] = 0;
-	const struct tki_buf_head *h = r->h;
-	if (!in_file(r, h->thread_off,
-	             (uint64_t)TKI_BUF_THREADS * sizeof(struct tki_buf_thread)))
+	const struct tki_buf_thread *slots = thread_slots(r);
+	if (!slots)
 		return;
-	const struct tki_buf_thread *slots =
-		(const struct tki_buf_thread *)(r->map + h->thread_off);
 	for (uint32_t i = 0; i < TKI_BUF_THREADS; i++) {
 		if (slots[i].tid != tid || !slots[i].serial)
 			continue;
@@ -562,12 +570,9 @@ static void
 read_threads(struct rec_recovery *r, const struct rthread *ts, size_t n,
              int64_t from)
 {
-	const struct tki_buf_head *h = r->h;
-	if (!in_file(r, h->thread_off,
-	             (uint64_t)TKI_BUF_THREADS * sizeof(struct tki_buf_thread)))
+	const struct tki_buf_thread *slots = thread_slots(r);
+	if (!slots)
 		return;
-	const struct tki_buf_thread *slots =
-		(const struct tki_buf_thread *)(r->map + h->thread_off);
 	for (uint32_t i = 0; i < TKI_BUF_THREADS; i++) {
 		const struct tki_buf_thread *s = &slots[i];
 		uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);

@@ -126,9 +126,14 @@ tki_buf_open(const char *file, size_t buffer_limit, int64_t win_end)
 	map_size = size;
 	bump = 0;
 	nfree = 0;
-	names_ready = snap_ready[0] = snap_ready[1] = 0;
-	/* the head and the thread slots, which trace-record reads whole */
-	if (populate_in(p, size, 0, names_off) < 0) {
+	/* the head and the thread slots, which trace-record reads whole,
+	 * and the first pages of the names log and of both snapshots: on a
+	 * full disk a commit then still says which ranges are open */
+	names_ready = snap_ready[0] = snap_ready[1] = POPULATE_STEP;
+	if (populate_in(p, size, 0, names_off) < 0 ||
+	    populate_in(p, size, names_off, POPULATE_STEP) < 0 ||
+	    populate_in(p, size, snap_off, POPULATE_STEP) < 0 ||
+	    populate_in(p, size, snap_off + TKI_BUF_SNAP_BYTES, POPULATE_STEP) < 0) {
 		munmap(p, size);
 		unlink(path);
 		return -1;

@@ -11,6 +11,8 @@ load helpers
 load record
 
 @test "a script whose #! interpreter is missing: 127, one line, no process recorded" {
+	# valgrind cannot go on after an execve that fails (it exits 101)
+	under_valgrind && skip "not under valgrind: a failing exec ends valgrind itself"
 	printf '#!/nonexistent/interpreter\necho never\n' > "$BATS_TEST_TMPDIR/badinterp"
 	chmod 755 "$BATS_TEST_TMPDIR/badinterp"
 	for opt in "" --no-ptrace; do
