@@ -131,7 +131,9 @@ objs_of = $(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c))
 # file that is gone, and an archive of no objects (a folder whose only
 # file is its main(), such as cmd/trace-import) has no prerequisite at
 # all and is never rebuilt.  Either, left from an older layout in a
-# build tree, broke the link.
+# build tree, broke the link.  The list is written even when empty: a
+# list that is missing would make its archive, and so its command, be
+# rebuilt by every make.
 define archive
 $(1): $(2) $(1).objects
 	@mkdir -p $$(@D)
@@ -139,7 +141,7 @@ $(1): $(2) $(1).objects
 	$$(Q)$$(AR) rcs $$@ $(2)
 $(1).objects: FORCE
 	@mkdir -p $$(@D)
-	@if [ "$$$$(cat $$@ 2>/dev/null)" != '$(strip $(2))' ] || { [ -e $(1) ] && \
+	@if [ ! -e $$@ ] || [ "$$$$(cat $$@)" != '$(strip $(2))' ] || { [ -e $(1) ] && \
 	    [ "$$$$($$(AR) t $(1) | LC_ALL=C sort | xargs)" != '$(sort $(notdir $(2)))' ]; }; \
 	then echo '$(strip $(2))' > $$@; fi
 endef
