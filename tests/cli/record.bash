@@ -31,3 +31,14 @@ need_nvtx() {
 ev() {
 	trace-dump --json "${2:-$T}" | jq -r "$1"
 }
+
+# The start of the recording in TRACE (its start metadata, an ISO time
+# with nanoseconds), in nanoseconds since the epoch: where --delay and
+# --duration windows are measured from.
+start_ns() {
+	trace-dump --info --json "$1" | jq -r .metadata.start | python3 -c '
+import datetime, sys
+sec, frac = sys.stdin.read().strip()[:-1].split(".")
+print(int(datetime.datetime.strptime(sec, "%Y-%m-%dT%H:%M:%S").replace(
+    tzinfo=datetime.timezone.utc).timestamp()) * 10**9 + int(frac))'
+}

@@ -79,13 +79,9 @@ load record
 # ends while it is open: it is cut at the window's end, unfinished, to
 # the nanosecond (the window starts at the run's start metadata).
 window_cut() {
-	trace-dump --info --json "$T" | jq -r .metadata.start > "$BATS_TEST_TMPDIR/start"
 	trace-dump --csv "$T" | python3 -c '
-import csv, datetime, sys
-iso = open(sys.argv[1]).read().strip()
-sec, frac = iso[:-1].split(".")
-t0 = int(datetime.datetime.strptime(sec, "%Y-%m-%dT%H:%M:%S").replace(
-    tzinfo=datetime.timezone.utc).timestamp()) * 10**9 + int(frac)
+import csv, sys
+t0 = int(sys.argv[1])
 end = t0 + 200 * 10**6
 rows = [r for r in csv.DictReader(sys.stdin) if r["name"] == "prefetch"]
 assert len(rows) == 1, rows
@@ -96,7 +92,7 @@ assert "unfinished" in r["args"], r
 for r in csv.DictReader(open(sys.argv[2])):
     if r["kind"] in ("range", "mark"):
         assert int(r["ts"]) + int(r["dur"]) <= end, r
-' "$BATS_TEST_TMPDIR/start" <(trace-dump --csv "$T")
+' "$(start_ns "$T")" <(trace-dump --csv "$T")
 }
 
 @test "--duration cuts an open asynchronous range at the window's end, flushed or recovered" {

@@ -287,13 +287,9 @@ Try 'trace-record --help' for more information."
 		"$APPS/nvtx_sample" --steps 20 --threads 0 --sleep 40
 	# the window: from the run's start (the start metadata) + 200 ms, for
 	# 300 ms; ranges still open at its end are cut there
-	trace-dump --info --json "$T" | jq -r .metadata.start > "$BATS_TEST_TMPDIR/start"
 	trace-dump --csv "$T" | python3 -c '
-import csv, datetime, sys
-iso = open(sys.argv[1]).read().strip()
-sec, frac = iso[:-1].split(".")
-t0 = int(datetime.datetime.strptime(sec, "%Y-%m-%dT%H:%M:%S").replace(
-    tzinfo=datetime.timezone.utc).timestamp()) * 10**9 + int(frac)
+import csv, sys
+t0 = int(sys.argv[1])
 begin, end = t0 + 200 * 10**6, t0 + 500 * 10**6
 rows = [r for r in csv.DictReader(sys.stdin) if r["kind"] in ("range", "mark")]
 assert rows, "nothing recorded"
@@ -303,7 +299,7 @@ for r in rows:
     assert ts + dur <= end, (r["name"], ts + dur - t0)
     if ts + dur == end and r["kind"] == "range":
         assert "unfinished" in r["args"], r
-' "$BATS_TEST_TMPDIR/start"
+' "$(start_ns "$T")"
 	n=$(ev 'select(.name=="step") | .name' | wc -l)
 	[ "$n" -ge 2 ] && [ "$n" -le 8 ]
 	assert_eq "$(trace-dump --info --json "$T" | jq -r '.metadata["record.duration"]')" "300.000 ms"
