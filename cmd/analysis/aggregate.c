@@ -979,7 +979,7 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 		 * as a step (a trace with no ProfilerStep#N) it is one over
 		 * every process of its input, as TensorBoard's overview takes
 		 * such a trace whole */
-		if (strcmp(e->u.range.domain, "Trace") == 0) {
+		if (step_is_capture(e->u.range.domain)) {
 			oom_if(perinst_input_instance(a->per, t->label, e->ts, end));
 			a->per_whole_input = 1;
 		} else {
@@ -1015,7 +1015,7 @@ breakdown_category(const struct trk *t, const struct tk_event *e, int is_per)
 	case TK_MEMSET: return BD_MEMSET;
 	case TK_API: return BD_RUNTIME;
 	case TK_RANGE:
-		if (!t->thread || is_per || strcmp(e->u.range.domain, "Trace") == 0)
+		if (!t->thread || is_per || step_is_capture(e->u.range.domain))
 			return BD_OTHER;
 		return is_data_loading(e->name) ? BD_DATALOADER : BD_CPU;
 	}
@@ -1031,7 +1031,7 @@ operator_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 	case TK_RANGE:
 		/* Kineto's capture range sits alone on a placeholder thread:
 		 * all self time, no operator */
-		if (t->thread && g > 0 && strcmp(e->u.range.domain, "Trace") != 0)
+		if (t->thread && g > 0 && !step_is_capture(e->u.range.domain))
 			oom_if(opview_range(a->ops, (uint32_t)g - 1, a->groups[g - 1].name,
 			                    e->track, e->ts, e->dur));
 		break;

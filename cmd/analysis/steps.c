@@ -55,12 +55,18 @@ step_match(const struct step_match *m, const char *name)
 }
 
 int
+step_is_capture(const char *domain)
+{
+	return strcmp(domain, "Trace") == 0;
+}
+
+int
 step_kind(const char *domain, const char *name)
 {
 	static const char *const loops[] = {
 		"step", "iteration", "iter", "train_step", "training_step",
 	};
-	if (strcmp(domain, "Trace") == 0)
+	if (step_is_capture(domain))
 		return 3;
 	char *norm = diff_normalize(name);
 	if (!norm)

@@ -31,6 +31,8 @@ void step_match_free(struct step_match *m);
 /* Is a range of this name an instance?  -1 when out of memory. */
 int step_match(const struct step_match *m, const char *name);
 
+/* Is a range of this domain the profiler's capture range (kind 3)? */
+int step_is_capture(const char *domain);
 /* The kind (1 to 3 above) of a range as a step candidate, 0 for none;
  * -1 when out of memory. */
 int step_kind(const char *domain, const char *name);
