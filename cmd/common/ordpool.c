@@ -29,8 +29,9 @@ struct ordpool {
 	unsigned nslots;
 	uint64_t filled, taken, emitted;
 	int stop;
+	int failed;               /* what an emit returned: no more emits */
 	void (*work)(void *, void *);
-	void (*emit)(void *, void *);
+	int (*emit)(void *, void *);
 	void *ctx;
 	pthread_mutex_t mu;
 	pthread_cond_t more;      /* a job posted, or stop */
@@ -78,7 +79,7 @@ worker(void *arg)
 
 struct ordpool *
 ordpool_new(unsigned threads, unsigned nslots, void **jobs,
-            void (*work)(void *, void *), void (*emit)(void *, void *),
+            void (*work)(void *, void *), int (*emit)(void *, void *),
             void *ctx)
 {
 	struct ordpool *p = calloc(1, sizeof(*p));
@@ -122,7 +123,8 @@ make_progress(struct ordpool *p)
 	unsigned oldest = (unsigned)(p->emitted % p->nslots);
 	if (p->emitted < p->filled && p->done[oldest]) {
 		pthread_mutex_unlock(&p->mu);
-		p->emit(p->jobs[oldest], p->ctx);
+		if (!p->failed)
+			p->failed = p->emit(p->jobs[oldest], p->ctx);
 		pthread_mutex_lock(&p->mu);
 		p->done[oldest] = 0;
 		p->emitted++;
@@ -188,4 +190,10 @@ ordpool_free(struct ordpool *p)
 	free(p->done);
 	free(p->threads);
 	free(p);
+}
+
+int
+ordpool_failed(const struct ordpool *p)
+{
+	return p->failed;
 }

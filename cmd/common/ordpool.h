@@ -19,17 +19,22 @@ unsigned ordpool_threads(void);
 
 /* `threads` parties (the caller and threads - 1 workers) share `nslots`
  * jobs, jobs[i] being the caller's memory for slot i.  work(job, ctx)
- * runs on any thread, emit(job, ctx) on the caller's, in job order.  A
+ * runs on any thread, emit(job, ctx) on the caller's, in job order; an
+ * emit that returns nonzero (a write that failed) is the last: later
+ * jobs are worked but not emitted, and ordpool_failed() says it, so
+ * that the caller stops its workers before it reports and exits.  A
  * failed thread start means fewer workers.  NULL: no memory. */
 struct ordpool *ordpool_new(unsigned threads, unsigned nslots, void **jobs,
                             void (*work)(void *job, void *ctx),
-                            void (*emit)(void *job, void *ctx), void *ctx);
+                            int (*emit)(void *job, void *ctx), void *ctx);
 /* The next job to fill: emitted (and so free) before it is returned. */
 void *ordpool_next(struct ordpool *p);
 /* The job from ordpool_next(), filled: hand it to the workers. */
 void ordpool_post(struct ordpool *p);
 /* Emit every posted job, in order. */
 void ordpool_drain(struct ordpool *p);
+/* The nonzero value an emit returned, or 0 (the caller's thread). */
+int ordpool_failed(const struct ordpool *p);
 /* Drain, stop the workers and free the pool (not the jobs). */
 void ordpool_free(struct ordpool *p);
 

@@ -1026,8 +1026,6 @@ struct parallel {
 	struct dump_batch *batches;
 	void **jobs;
 	unsigned nslots;
-	int failed;   /* a batch out of memory (-1) or a write's errno: told
-	                 by parallel_check(), nothing more is written */
 };
 
 /* events per batch: a few hundred kilobytes of text, so that handing
@@ -1041,21 +1039,18 @@ batch_work(void *job, void *ctx)
 	dump_batch_render(job);
 }
 
-/* Write a batch (the pool's emit), or note why not: the command does
- * not exit here, with the workers still running (parallel_check). */
-static void
+/* Write a batch (the pool's emit), or say why not: -1 out of memory, or
+ * the write's errno.  The command does not exit here, with the workers
+ * still running (parallel_check). */
+static int
 batch_emit(void *job, void *ctx)
 {
 	struct dump_batch *b = job;
-	struct parallel *par = ctx;
-	if (par->failed)
-		return;
-	if (b->failed) {
-		par->failed = -1;
-		return;
-	}
+	(void)ctx;
+	if (b->failed)
+		return -1;
 	fwrite(b->text, 1, b->text_len, stdout);
-	par->failed = cmd_output_error(stdout);
+	return cmd_output_error(stdout);
 }
 
 /* After the pool emitted: on a failure, stop the workers (join them),
@@ -1063,13 +1058,14 @@ batch_emit(void *job, void *ctx)
 static void
 parallel_check(struct parallel *par)
 {
-	if (!par->failed)
+	int failed = ordpool_failed(par->pool);
+	if (!failed)
 		return;
 	ordpool_free(par->pool); /* what is left is formatted, not written */
 	par->pool = NULL;
-	if (par->failed < 0)
+	if (failed < 0)
 		cmd_die(EXIT_USAGE, "out of memory");
-	cmd_output_failed(par->failed);
+	cmd_output_failed(failed);
 }
 
 /* A pool for --csv and --json when there are threads to use, else NULL
@@ -1095,7 +1091,7 @@ parallel_new(void)
 	 * threads, so that they never race to do it */
 	json_object_seed(0);
 	if (!(par->pool = ordpool_new(threads, par->nslots, par->jobs,
-	                              batch_work, batch_emit, par)))
+	                              batch_work, batch_emit, NULL)))
 		cmd_die(EXIT_USAGE, "out of memory");
 	return par;
 }

@@ -57,9 +57,6 @@ struct chrome_gz {
 	unsigned nslots;
 	uint32_t crc;           /* of everything written so far */
 	uint64_t total;         /* bytes in, for the trailer (mod 2^32) */
-	int failed;             /* a block out of memory (-1) or a write's
-	                           errno: told by check(), nothing more is
-	                           written */
 };
 
 static int
@@ -120,21 +117,17 @@ put(struct chrome_gz *g, const void *p, size_t n)
 }
 
 /* Write a compressed block (ordpool's emit: the caller's thread, in
- * order), or note why not: the command does not exit here, with the
- * workers still running (check). */
-static void
+ * order), or say why not: -1 out of memory, or the write's errno.  The
+ * command does not exit here, with the workers still running (check). */
+static int
 write_slot(void *job, void *ctx)
 {
 	struct gz_slot *s = job;
 	struct chrome_gz *g = ctx;
-	if (g->failed)
-		return;
-	if (s->failed) {
-		g->failed = -1;
-		return;
-	}
-	g->failed = put(g, s->out, s->out_len);
+	if (s->failed)
+		return -1;
 	g->crc = (uint32_t)crc32_combine(g->crc, s->crc, (z_off_t)s->in_len);
+	return put(g, s->out, s->out_len);
 }
 
 /* After the pool wrote: on a failure, stop the workers (join them),
@@ -142,13 +135,14 @@ write_slot(void *job, void *ctx)
 static void
 check(struct chrome_gz *g)
 {
-	if (!g->failed)
+	int failed = ordpool_failed(g->pool);
+	if (!failed)
 		return;
 	ordpool_free(g->pool); /* what is left is compressed, not written */
 	g->pool = NULL;
-	if (g->failed < 0)
+	if (failed < 0)
 		cmd_die(EXIT_USAGE, "gzip: out of memory");
-	g->fail(g->ctx, g->failed);
+	g->fail(g->ctx, failed);
 }
 
 struct chrome_gz *
@@ -218,9 +212,10 @@ void
 chrome_gz_close(struct chrome_gz *g, struct sbuf *b)
 {
 	submit(g, b, 1);
-	ordpool_free(g->pool); /* every block written */
-	g->pool = NULL;
+	ordpool_drain(g->pool); /* every block written */
 	check(g);
+	ordpool_free(g->pool);
+	g->pool = NULL;
 	unsigned char tail[8];
 	uint32_t v[2] = { g->crc, (uint32_t)g->total };
 	for (int i = 0; i < 8; i++)

@@ -45,7 +45,7 @@ work(void *p, void *ctx)
 	j->worked++;
 }
 
-static void
+static int
 emit(void *p, void *ctx)
 {
 	struct job *j = p;
@@ -57,6 +57,7 @@ emit(void *p, void *ctx)
 	if (!pthread_equal(j->by, r->caller))
 		r->off_caller++;
 	r->emitted++;
+	return 0;
 }
 
 /* n jobs through a pool of `threads` and `nslots`, drained every
@@ -121,6 +122,53 @@ TEST(workers_do_work)
 	CHECK_EQ_INT(off, 0);
 }
 
+/* An emit that fails at job 40 (say a full disk): its value is kept,
+ * no later job is emitted, and the pool still drains and frees. */
+struct failing {
+	uint64_t emitted;
+	uint64_t fail_at;
+};
+
+static int
+emit_failing(void *p, void *ctx)
+{
+	struct job *j = p;
+	struct failing *f = ctx;
+	f->emitted++;
+	return j->in == f->fail_at ? 28 : 0;
+}
+
+static void
+work_failing(void *p, void *ctx)
+{
+	(void)ctx;
+	((struct job *)p)->worked++;
+}
+
+TEST(a_failed_emit_is_the_last)
+{
+	for (unsigned threads = 1; threads <= 4; threads += 3) {
+		struct job jobs[4] = { 0 };
+		void *ptrs[4] = { &jobs[0], &jobs[1], &jobs[2], &jobs[3] };
+		struct failing f = { 0, 40 };
+		struct ordpool *p = ordpool_new(threads, 4, ptrs, work_failing,
+		                                emit_failing, &f);
+		CHECK(p != NULL);
+		if (!p)
+			return;
+		for (uint64_t i = 1; i <= 100; i++) {
+			struct job *j = ordpool_next(p);
+			j->in = i;
+			ordpool_post(p);
+			CHECK_EQ_INT(ordpool_failed(p), (f.emitted >= 40 ? 28 : 0));
+		}
+		ordpool_drain(p);
+		CHECK_EQ_INT(f.emitted, 40);
+		CHECK_EQ_INT(ordpool_failed(p), 28);
+		ordpool_free(p);
+	}
+}
+
 TEST(threads_from_environment)
 {
 	setenv("TK_THREADS", "3", 1);
@@ -139,6 +187,7 @@ main(void)
 {
 	RUN(order_and_results);
 	RUN(workers_do_work);
+	RUN(a_failed_emit_is_the_last);
 	RUN(threads_from_environment);
 	return tap_done();
 }
