@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libdeflate.h>
@@ -23,6 +24,19 @@
 #define IBUF_SIZE (256u * 1024u)
 /* The default number of threads is the machine's cores, at most this. */
 #define THREADS_DEFAULT_MAX 8u
+/* Unless a count is asked for (TK_THREADS, tk_reader_options.threads),
+ * an input smaller than this is read on the caller's thread alone.  The
+ * workers can save at most the checking and inflating of the chunks
+ * after the first (about a sixth of reading them, ~0.6 ms for a chunk of
+ * ~45 k events), while starting them costs about as much as two chunks'
+ * worth (two threads, and a fresh chunk buffer for each slot, paid in
+ * page faults); below ~8 chunks of the writer's default size the gain
+ * is a millisecond or two at best on idle cores, and on busy cores the
+ * threads only add: trace-stats on a 179 k-event trace (0.56 MB, 4
+ * chunks) took 1.07x the CPU and wall time of one thread on 2 busy
+ * cores, where on 0.3 M and 1 M events (1.1 and 3.7 MB) threads made it
+ * 1.14x faster. */
+#define THREADS_MIN_INPUT (1u << 20)
 /* A stream may use track ids that a newer writer defined in a way this
  * reader skipped; allow that many beyond the known ones. */
 #define UNKNOWN_TRACKS_MAX 4096u
@@ -158,11 +172,14 @@ struct tk_reader {
 	int no_args;
 	int chunk_no_args;       /* no_args as it was when the current
 	                            chunk's attributes were decoded */
-	/* the worker threads (rpool.h), started at the second unit; units
-	 * are read ahead into their slots, the reader's input position
-	 * and errors kept apart while it does */
+	/* the worker threads (rpool.h), started at the second unit of an
+	 * input large enough (pool_wanted()); units are read ahead into
+	 * their slots, the reader's input position and errors kept apart
+	 * while it does */
 	struct tkp_rpool *pool;
-	unsigned units;          /* this input: units read before the pool */
+	int first_unit_read;     /* this input: its first unit was read */
+	int pool_off;            /* this input is read on this thread */
+	uint64_t open_offset;    /* r->offset where this input began */
 	int ahead_stopped;       /* the read-ahead met an end or a fault */
 	uint64_t ahead_offset;   /* the input offset of the read-ahead */
 	struct tkp_rslot *cur;   /* the unit next_unit() goes through */
@@ -247,7 +264,8 @@ close_input(struct tk_reader *r)
 	r->pool = NULL;
 	r->cur = NULL;
 	r->ahead_stopped = 0;
-	r->units = 0;
+	r->first_unit_read = 0;
+	r->pool_off = 0;
 	if (r->own_fd && r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -481,7 +499,7 @@ reset_input(struct tk_reader *r)
 	close_input(r);
 	clear_defs(r);
 	tkp_error_clear(&r->error);
-	r->offset = 0;
+	r->offset = r->open_offset = 0;
 	r->scope = 0;
 	r->skipped = 0;
 	r->ibuf_len = r->ibuf_pos = 0;
@@ -547,7 +565,7 @@ tk_reader_open_range(struct tk_reader *r, int fd, uint64_t offset,
 	r->range = 1;
 	r->range_pos = offset;
 	r->range_end = offset + length;
-	r->offset = offset; /* messages give offsets in the file */
+	r->offset = r->open_offset = offset; /* messages give offsets in the file */
 	return open_common(r);
 }
 
@@ -659,10 +677,14 @@ tkp_reader_set_raw(struct tk_reader *r, int raw)
 
 /* ---- reading ahead (rpool.h) ------------------------------------------------------ */
 
-/* TK_THREADS, else the machine's cores. */
+/* How many threads to read with: TK_THREADS or the option where one
+ * asks for a count (*asked 1), else the machine's cores. */
 static unsigned
-default_threads(void)
+thread_count(const struct tk_reader *r, int *asked)
 {
+	*asked = 1;
+	if (r->threads)
+		return r->threads;
 	const char *env = getenv("TK_THREADS");
 	if (env && *env) {
 		char *end;
@@ -670,11 +692,60 @@ default_threads(void)
 		if (!*end && v >= 1)
 			return v > 64 ? 64 : (unsigned)v;
 	}
+	*asked = 0;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cores <= 1)
 		return 1;
 	return (unsigned long)cores > THREADS_DEFAULT_MAX ? THREADS_DEFAULT_MAX
 	                                                 : (unsigned)cores;
+}
+
+/* The input's bytes not yet consumed, where its size is known (memory,
+ * a range, a regular file): 1 and *left; 0 for a pipe or a terminal. */
+static int
+input_left(const struct tk_reader *r, uint64_t *left)
+{
+	if (r->mem) {
+		*left = r->mem_len - r->mem_pos;
+		return 1;
+	}
+	uint64_t buffered = r->ibuf_len - r->ibuf_pos;
+	if (r->range) {
+		*left = r->range_end - r->range_pos + buffered;
+		return 1;
+	}
+	struct stat st;
+	off_t pos;
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (pos = lseek(r->fd, 0, SEEK_CUR)) < 0)
+		return 0;
+	*left = (st.st_size > pos ? (uint64_t)(st.st_size - pos) : 0) + buffered;
+	return 1;
+}
+
+/* Whether to start the workers now, at a unit after the first: with
+ * more than one thread, and, unless a count was asked for, for an input
+ * of THREADS_MIN_INPUT bytes or more (its size where known, decided
+ * once; otherwise once that much has been read).  Sets pool_off when the
+ * answer is no for good. */
+static int
+pool_wanted(struct tk_reader *r, unsigned *threads)
+{
+	int asked;
+	*threads = thread_count(r, &asked);
+	if (*threads <= 1) {
+		r->pool_off = 1;
+		return 0;
+	}
+	if (asked)
+		return 1;
+	uint64_t size = r->offset - r->open_offset, left;
+	if (input_left(r, &left)) {
+		if (size + left < THREADS_MIN_INPUT)
+			r->pool_off = 1;
+		return !r->pool_off;
+	}
+	return size >= THREADS_MIN_INPUT;
 }
 
 /* Append up to n more input bytes to the unit in s: 1 if all came. */
@@ -753,22 +824,10 @@ out:
 		r->ahead_stopped = 1;
 }
 
-/* Start the workers: a trace of one chunk never does. */
-static void
-pool_start(struct tk_reader *r)
-{
-	unsigned threads = r->threads ? r->threads : default_threads();
-	if (threads <= 1)
-		return;
-	if (!(r->pool = tkp_rpool_new(threads)))
-		return; /* out of memory: read on this thread */
-	r->ahead_offset = r->offset;
-}
-
 /* Make the next unit read ahead r->cur, once its worker is done with
- * it; r->cur stays NULL when nothing is read ahead (one thread, or the
- * read-ahead stopped and its last unit was gone through: the input
- * goes on from where it stopped). */
+ * it; r->cur stays NULL when nothing is read ahead (one thread, a small
+ * input, or the read-ahead stopped and its last unit was gone through:
+ * the input goes on from where it stopped). */
 static void
 pool_next(struct tk_reader *r)
 {
@@ -777,13 +836,20 @@ pool_next(struct tk_reader *r)
 		r->cur = NULL;
 	}
 	if (!r->pool) {
-		/* the first unit on this thread, the pool from the second
-		 * (tried once) */
-		if (r->units >= 2 || ++r->units == 1)
+		/* the first unit on this thread (a trace of one chunk never
+		 * starts the workers), the pool from a later one */
+		unsigned threads;
+		if (r->pool_off || !r->first_unit_read) {
+			r->first_unit_read = 1;
 			return;
-		pool_start(r);
-		if (!r->pool)
+		}
+		if (!pool_wanted(r, &threads))
 			return;
+		/* tried once: out of memory, read on this thread */
+		r->pool_off = 1;
+		if (!(r->pool = tkp_rpool_new(threads)))
+			return;
+		r->ahead_offset = r->offset;
 	}
 	struct tkp_rslot *s;
 	while (!r->ahead_stopped && (s = tkp_rpool_free_slot(r->pool))) {

@@ -501,8 +501,11 @@ struct tk_reader_options {
 	                         before (at most threads + 1 chunks in
 	                         memory); 0: the TK_THREADS environment
 	                         variable, else the machine's cores (at most
-	                         8); 1: none.  Records, errors and their
-	                         byte offsets are the same either way.
+	                         8) for an input of 1 MiB or more (by its
+	                         size if known, else once 1 MiB was read)
+	                         and none for a smaller one; 1: none.
+	                         Records, errors and their byte offsets are
+	                         the same either way.
 	                         The threads start at a trace's second
 	                         chunk; feed mode reads on the caller's
 	                         thread.  After fork() the child goes on

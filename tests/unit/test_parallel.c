@@ -5,17 +5,20 @@
  * final code, message and byte offset on damaged input (flipped bytes,
  * truncation anywhere, garbage, a header where a chunk should be), from
  * memory, a descriptor and a range; a reader that goes on in a child
- * after fork(); no_args.  The reference is the one-thread reader, whose
+ * after fork(); no_args; no threads for an input under 1 MiB unless
+ * asked for.  The reference is the one-thread reader, whose
  * own tests (test_robust, test_roundtrip) check it against the writer.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
 #include "tap.h"
 
-/* A trace of many chunks, over 1 MiB (the reader starts threads only
- * for such inputs): args of random hex, so that they do not shrink. */
+/* A trace of many chunks (over 1 MiB for 100 000 events: the reader
+ * starts threads by default only for such inputs): args of random hex,
+ * so that they do not shrink. */
 static void
 big_trace(struct mem_trace *m, int events)
 {
@@ -369,6 +372,108 @@ TEST(fork_child_reads_on)
 	fclose(f);
 }
 
+/* The threads of this process, from /proc/self/task; 0 if unknown. */
+static int
+count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+enum { FROM_PIPE = FROM_RANGE + 1 };
+
+/* The threads this process has once a reader with the default options
+ * (threads 0) has read `buf` to its end from `in`, before it is freed
+ * (the workers live until then). */
+static int
+threads_after_reading(const uint8_t *buf, size_t len, int in)
+{
+	struct tk_reader *r = tk_reader_new();
+	int rc, fd = -1;
+	pid_t writer = -1;
+	if (in == FROM_MEM) {
+		rc = tk_reader_open_mem(r, buf, len, "mem");
+	} else if (in == FROM_PIPE) {
+		int p[2];
+		if (pipe(p) < 0)
+			abort();
+		fflush(stderr);
+		if ((writer = fork()) == 0) {
+			close(p[0]);
+			_exit(write(p[1], buf, len) == (ssize_t)len ? 0 : 1);
+		}
+		close(p[1]);
+		fd = p[0];
+		rc = tk_reader_open_fd(r, fd, "pipe");
+	} else {
+		FILE *f = tmpfile();
+		if (!f || fwrite(buf, 1, len, f) != len || fflush(f))
+			abort();
+		fd = dup(fileno(f));
+		fclose(f);
+		lseek(fd, 0, SEEK_SET);
+		rc = in == FROM_FD ? tk_reader_open_fd(r, fd, "file")
+		                   : tk_reader_open_range(r, fd, 0, len, "file");
+	}
+	struct outcome o = { 0, 0, 0, "", 0 };
+	drain(r, rc, BY_EVENT, 0, &o);
+	CHECK_EQ_INT(o.rc, TK_EOF);
+	int n = count_threads();
+	tk_reader_free(r);
+	if (fd >= 0)
+		close(fd);
+	if (writer > 0)
+		waitpid(writer, NULL, 0);
+	return n;
+}
+
+/* By default (no TK_THREADS, threads 0) an input under 1 MiB is read on
+ * the caller's thread, its size known (memory, a file, a range) or
+ * not (a pipe: not until 1 MiB has come); a larger one gets a worker
+ * per core; TK_THREADS asks for workers whatever the size. */
+TEST(threads_only_for_large_inputs)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (count_threads() != 1 || cores < 2) {
+		printf("# needs /proc/self/task and 2 cores: test skipped\n");
+		return;
+	}
+	unsigned workers = cores > 8 ? 8 : (unsigned)cores;
+	struct mem_trace small;
+	big_trace(&small, 6000);
+	FILE *f = tmpfile();
+	struct tk_scan *s;
+	if (!f || fwrite(small.buf, 1, small.len, f) != small.len || fflush(f) ||
+	    tk_scan_fd(fileno(f), &s) != TK_OK)
+		abort();
+	CHECK(s->nchunks >= 3); /* more than one: the old rule started threads */
+	tk_scan_free(s);
+	fclose(f);
+	CHECK(small.len < (1u << 20));
+	char *saved = getenv("TK_THREADS") ? strdup(getenv("TK_THREADS")) : NULL;
+	unsetenv("TK_THREADS");
+	for (int in = FROM_MEM; in <= FROM_PIPE; in++) {
+		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), 1);
+		CHECK_EQ_INT(threads_after_reading(big.buf, big.len, in), 1 + workers);
+	}
+	setenv("TK_THREADS", "2", 1);
+	for (int in = FROM_MEM; in <= FROM_PIPE; in++)
+		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), 3);
+	if (saved)
+		setenv("TK_THREADS", saved, 1);
+	else
+		unsetenv("TK_THREADS");
+	free(saved);
+	mem_free(&small);
+}
+
 int
 main(void)
 {
@@ -379,6 +484,7 @@ main(void)
 	RUN(no_args_switched_between_chunks);
 	RUN(options_checked);
 	RUN(fork_child_reads_on);
+	RUN(threads_only_for_large_inputs);
 	mem_free(&big);
 	return tap_done();
 }
