@@ -21,7 +21,11 @@
 #include "rpool.h"
 #include "tk_private.h"
 
-#define IBUF_SIZE (256u * 1024u)
+/* The buffer for reads from a descriptor: headers and small chunks go
+ * through it, a chunk's bytes beyond it are read straight into place
+ * (a chunk of the writer's default size stores ~100-200 KB), so that it
+ * is neither a second copy of each chunk nor pages touched for little. */
+#define IBUF_SIZE (64u * 1024u)
 /* The default number of threads is the machine's cores, at most this. */
 #define THREADS_DEFAULT_MAX 8u
 /* Unless a count is asked for (TK_THREADS, tk_reader_options.threads),
@@ -74,7 +78,6 @@ struct kind_cols {
 	size_t cap;                /* events the arrays hold */
 	uint8_t *attrs;            /* count structs of the kind's size */
 	uint32_t *tracks;          /* the track of each, for per-track deltas */
-	uint64_t *scratch;         /* one decoded column */
 	const uint8_t **args;      /* per event: JSON text or NULL */
 	uint32_t *args_len;
 	size_t args_cap;           /* events args and args_len hold */
@@ -151,6 +154,10 @@ struct tk_reader {
 	                            each event's index among its kind's */
 	int64_t *tsv_alt, *durv_alt;
 	uint32_t *namev_alt;
+	/* one decoded attribute column, of one kind at a time: shared by
+	 * the kinds, so that its pages are those of the largest kind's
+	 * count, not of every event of the chunk */
+	uint64_t *scratch;
 	const uint8_t *kind_col; /* the kind column as stored */
 	struct kind_cols kc[TK_KIND_MAX + 1];
 	/* per kind, per 8-byte word of the event's union: which bytes are
@@ -301,7 +308,6 @@ tk_reader_free(struct tk_reader *r)
 	for (unsigned k = 0; k <= TK_KIND_MAX; k++) {
 		free(r->kc[k].attrs);
 		free(r->kc[k].tracks);
-		free(r->kc[k].scratch);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
 		tkp_buf_free(&r->kc[k].args_text);
@@ -316,6 +322,7 @@ tk_reader_free(struct tk_reader *r)
 	free(r->tsv_alt);
 	free(r->durv_alt);
 	free(r->namev_alt);
+	free(r->scratch);
 	free(r);
 }
 
@@ -1262,7 +1269,7 @@ ensure_event_arrays(struct tk_reader *r, uint32_t n)
 	size_t old = r->ev_cap, cap = old;
 #define GROW(a) tkp_grow_shared(&(a), old, n, sizeof(*(a)), &cap)
 	if (GROW(r->kinds) || GROW(r->trackv) || GROW(r->tsv) ||
-	    GROW(r->durv) || GROW(r->namev) ||
+	    GROW(r->durv) || GROW(r->namev) || GROW(r->scratch) ||
 	    /* for grouped chunks; the _alt arrays the same size as the
 	     * others, as restore_order() swaps them */
 	    GROW(r->order) || GROW(r->aux) || GROW(r->tsv_alt) ||
@@ -1290,7 +1297,7 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 		return TK_OK;
 	size_t old = k->cap, cap = old;
 #define GROW(a) tkp_grow_shared(&(a), old, k->count, sizeof(*(a)), &cap)
-	if (GROW(k->scratch) || GROW(k->tracks))
+	if (GROW(k->tracks))
 		return nomem(r);
 #undef GROW
 	/* the structs, with a union's worth of zeros after the last one
@@ -1562,12 +1569,12 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 }
 
 /* Decode one attribute column of kind k into its structs: the values
- * are made in k->scratch, then checked and stored in one pass. */
+ * are made in r->scratch, then checked and stored in one pass. */
 static int
 decode_attr(struct tk_reader *r, const struct tkp_attr *a,
             const struct colloc *c, struct kind_cols *k, unsigned size)
 {
-	uint64_t *restrict v = k->scratch;
+	uint64_t *restrict v = r->scratch;
 	uint32_t n = k->count;
 	int rc = decode_column(r, c, n, v);
 	if (rc)
@@ -1663,7 +1670,7 @@ decode_args_templated(struct tk_reader *r, const struct colloc *cols,
                       struct kind_cols *k)
 {
 	static const uint8_t none[1];
-	uint64_t *ids = k->scratch;
+	uint64_t *ids = r->scratch;
 	const struct colloc *ic = &cols[TKP_ATTR_ARGS_TEMPLATE];
 	if (ic->present) {
 		int rc = decode_column(r, ic, k->count, ids);
