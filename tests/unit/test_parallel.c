@@ -441,7 +441,9 @@ threads_after_reading(const uint8_t *buf, size_t len, int in)
 TEST(threads_only_for_large_inputs)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	if (count_threads() != 1 || cores < 2) {
+	/* the threads before (1, or 2 with ThreadSanitizer's own) */
+	int base = count_threads();
+	if (base < 1 || cores < 2) {
 		printf("# needs /proc/self/task and 2 cores: test skipped\n");
 		return;
 	}
@@ -460,12 +462,12 @@ TEST(threads_only_for_large_inputs)
 	char *saved = getenv("TK_THREADS") ? strdup(getenv("TK_THREADS")) : NULL;
 	unsetenv("TK_THREADS");
 	for (int in = FROM_MEM; in <= FROM_PIPE; in++) {
-		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), 1);
-		CHECK_EQ_INT(threads_after_reading(big.buf, big.len, in), 1 + workers);
+		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), base);
+		CHECK_EQ_INT(threads_after_reading(big.buf, big.len, in), base + workers);
 	}
 	setenv("TK_THREADS", "2", 1);
 	for (int in = FROM_MEM; in <= FROM_PIPE; in++)
-		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), 3);
+		CHECK_EQ_INT(threads_after_reading(small.buf, small.len, in), base + 2);
 	if (saved)
 		setenv("TK_THREADS", saved, 1);
 	else
