@@ -10,6 +10,33 @@
  * worked on by whichever worker is free, taken back in order.  Workers
  * start with every signal blocked, as the writer's sealer thread does.
  *
+ * What ties decoding the columns to the reader's thread, precisely
+ * (the predictors, D-column differences and groups restart at every
+ * chunk; these do not):
+ *  - the bounds of ids: names and string attributes up to the strings
+ *    defined so far, tracks up to the tracks (+ UNKNOWN_TRACKS_MAX),
+ *    launch configurations up to those defined; a bound that fails is
+ *    an error of that chunk, reported in the order one thread meets it;
+ *  - which tracks are GPU streams, whose begin times are predicted from
+ *    the previous end rather than the previous begin (decode_times());
+ *  - string attributes resolved to pointers into the strings table,
+ *    which the reader's thread grows (realloc) as definitions come, and
+ *    kernels' launch configurations copied from their table;
+ *  - no_args as set when the chunk's first event is asked for (a caller
+ *    may change it between chunks).
+ * A sound way to move it (not done): a worker parses its own chunk's
+ * definitions without applying them, decodes into arrays of its slot
+ * against a snapshot of the stream flags with a generation number,
+ * keeps the largest id of each kind of reference and leaves strings and
+ * configurations unresolved; the reader's thread applies the
+ * definitions in order, checks the maxima against its counts and the
+ * generation against its own, decodes the chunk again itself where
+ * either fails (so that the error and its offset are one thread's),
+ * then resolves strings and configurations.  Its costs: the decoded
+ * arrays (~100-120 bytes an event of a chunk) in every slot instead of
+ * once, and tk_reader_next_columns()' pointers valid only until the
+ * slot is released.
+ *
  * After fork() the child has the ring but no workers: from then on the
  * taker does the work of whatever slot is not done (a slot a worker was
  * in the middle of is done again, from its intact input), and no lock
