@@ -186,6 +186,7 @@ struct tk_reader {
 	struct tkp_rpool *pool;
 	int first_unit_read;     /* this input: its first unit was read */
 	int pool_off;            /* this input is read on this thread */
+	int input_unsized;       /* this input's size is not known (a pipe) */
 	uint64_t open_offset;    /* r->offset where this input began */
 	int ahead_stopped;       /* the read-ahead met an end or a fault */
 	uint64_t ahead_offset;   /* the input offset of the read-ahead */
@@ -273,6 +274,7 @@ close_input(struct tk_reader *r)
 	r->ahead_stopped = 0;
 	r->first_unit_read = 0;
 	r->pool_off = 0;
+	r->input_unsized = 0;
 	if (r->own_fd && r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -684,12 +686,11 @@ tkp_reader_set_raw(struct tk_reader *r, int raw)
 
 /* ---- reading ahead (rpool.h) ------------------------------------------------------ */
 
-/* How many threads to read with: TK_THREADS or the option where one
- * asks for a count (*asked 1), else the machine's cores. */
+/* The thread count asked for: the threads option, else TK_THREADS;
+ * 0 when neither asks. */
 static unsigned
-thread_count(const struct tk_reader *r, int *asked)
+asked_threads(const struct tk_reader *r)
 {
-	*asked = 1;
 	if (r->threads)
 		return r->threads;
 	const char *env = getenv("TK_THREADS");
@@ -699,7 +700,13 @@ thread_count(const struct tk_reader *r, int *asked)
 		if (!*end && v >= 1)
 			return v > 64 ? 64 : (unsigned)v;
 	}
-	*asked = 0;
+	return 0;
+}
+
+/* The machine's cores, at most THREADS_DEFAULT_MAX. */
+static unsigned
+default_threads(void)
+{
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cores <= 1)
 		return 1;
@@ -730,29 +737,35 @@ input_left(const struct tk_reader *r, uint64_t *left)
 	return 1;
 }
 
-/* Whether to start the workers now, at a unit after the first: with
- * more than one thread, and, unless a count was asked for, for an input
- * of THREADS_MIN_INPUT bytes or more (its size where known, decided
- * once; otherwise once that much has been read).  Sets pool_off when the
- * answer is no for good. */
+/* Whether to start the workers now, at a unit after the first, and how
+ * many: the count asked for whatever the input's size; otherwise one a
+ * core for an input of THREADS_MIN_INPUT bytes or more, by its size
+ * where known (decided at once), else once that much has been read (a
+ * pipe: asked again at each unit).  Sets pool_off when the answer is
+ * no for good. */
 static int
 pool_wanted(struct tk_reader *r, unsigned *threads)
 {
-	int asked;
-	*threads = thread_count(r, &asked);
-	if (*threads <= 1) {
-		r->pool_off = 1;
-		return 0;
-	}
-	if (asked)
-		return 1;
-	uint64_t size = r->offset - r->open_offset, left;
-	if (input_left(r, &left)) {
-		if (size + left < THREADS_MIN_INPUT)
-			r->pool_off = 1;
+	if ((*threads = asked_threads(r))) {
+		r->pool_off = *threads <= 1;
 		return !r->pool_off;
 	}
-	return size >= THREADS_MIN_INPUT;
+	uint64_t size = r->offset - r->open_offset, left;
+	if (!r->input_unsized) {
+		if (input_left(r, &left)) {
+			if (size + left < THREADS_MIN_INPUT) {
+				r->pool_off = 1;
+				return 0;
+			}
+		} else {
+			r->input_unsized = 1;
+		}
+	}
+	if (r->input_unsized && size < THREADS_MIN_INPUT)
+		return 0;
+	*threads = default_threads();
+	r->pool_off = *threads <= 1;
+	return !r->pool_off;
 }
 
 /* Append up to n more input bytes to the unit in s: 1 if all came. */
