@@ -391,7 +391,8 @@ enum { FROM_PIPE = FROM_RANGE + 1 };
 
 /* The threads this process has once a reader with the default options
  * (threads 0) has read `buf` to its end from `in`, before it is freed
- * (the workers live until then). */
+ * (the workers live until then); what it read must be what one thread
+ * reads from memory. */
 static int
 threads_after_reading(const uint8_t *buf, size_t len, int in)
 {
@@ -422,9 +423,11 @@ threads_after_reading(const uint8_t *buf, size_t len, int in)
 		rc = in == FROM_FD ? tk_reader_open_fd(r, fd, "file")
 		                   : tk_reader_open_range(r, fd, 0, len, "file");
 	}
-	struct outcome o = { 0, 0, 0, "", 0 };
-	drain(r, rc, BY_EVENT, 0, &o);
+	struct outcome o = { 0, 14695981039346656037ull, 0, "", 0 };
+	drain(r, rc, BY_EVENT, 1, &o);
+	struct outcome one = read_with(buf, len, 1, FROM_MEM, BY_EVENT, 0);
 	CHECK_EQ_INT(o.rc, TK_EOF);
+	CHECK(same(&one, &o));
 	int n = count_threads();
 	tk_reader_free(r);
 	if (fd >= 0)
