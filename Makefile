@@ -109,13 +109,12 @@ $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
 
-$(STATIC_LIB): $(LIB_OBJ)
-	$(Q)rm -f $@
-	$(Q)$(AR) rcs $@ $^
-
-$(SHARED_LIB): $(LIB_OBJ)
+# The static library's rule is the archives' below ($(call archive)):
+# a file moved out of lib/ leaves no stale member behind.  The shared
+# library is relinked when that list changes too.
+$(SHARED_LIB): $(LIB_OBJ) $(STATIC_LIB).objects
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
-		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
+		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $(LIB_OBJ) $(DEPS_LIBS)
 	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
 
 # ---- commands ---------------------------------------------------------------
@@ -149,6 +148,7 @@ $(1).objects: FORCE
 	    [ "$$$$($$(AR) t $(1) | LC_ALL=C sort | xargs)" != '$(sort $(notdir $(2)))' ]; }; \
 	then echo '$(strip $(2))' > $$@; fi
 endef
+$(eval $(call archive,$(STATIC_LIB),$(LIB_OBJ)))
 $(eval $(call archive,$(COMMON_LIB),$(call objs_of,common)))
 $(eval $(call archive,$(IMPORT_LIB),$(call objs_of,import)))
 $(eval $(call archive,$(ANALYSIS_LIB),$(call objs_of,analysis)))
