@@ -34,6 +34,10 @@ DEPS_LIBS := $(shell pkg-config --libs jansson zlib libdeflate 2>/dev/null || \
 # The importer (cmd/import) reads Nsight Systems exports with SQLite:
 # the commands and the unit tests (which link its archive) link it.
 SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
+# trace-to-chrome -z compresses with ISA-L's igzip (Debian libisal-dev).
+ISAL_LIBS := $(shell pkg-config --libs libisal 2>/dev/null || echo -lisal)
+# What the cmd/ layers need beyond the library's own dependencies.
+CMD_DEPS_LIBS := $(SQLITE_LIBS) $(ISAL_LIBS)
 SAN_FLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
                -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Ilib $(WARN) -fPIC -fvisibility=hidden -pthread \
@@ -105,13 +109,12 @@ $(O)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -c -o $@ $<
 
-$(STATIC_LIB): $(LIB_OBJ)
-	$(Q)rm -f $@
-	$(Q)$(AR) rcs $@ $^
-
-$(SHARED_LIB): $(LIB_OBJ)
+# The static library's rule is the archives' below ($(call archive)):
+# a file moved out of lib/ leaves no stale member behind.  The shared
+# library is relinked when that list changes too.
+$(SHARED_LIB): $(LIB_OBJ) $(STATIC_LIB).objects
 	$(Q)$(CC) -shared -Wl,-soname,libtracekit.so.$(SOVERSION) \
-		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(DEPS_LIBS)
+		-Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $(LIB_OBJ) $(DEPS_LIBS)
 	$(Q)ln -sf libtracekit.so.$(SOVERSION) $(O)/lib/libtracekit.so
 
 # ---- commands ---------------------------------------------------------------
@@ -145,6 +148,7 @@ $(1).objects: FORCE
 	    [ "$$$$($$(AR) t $(1) | LC_ALL=C sort | xargs)" != '$(sort $(notdir $(2)))' ]; }; \
 	then echo '$(strip $(2))' > $$@; fi
 endef
+$(eval $(call archive,$(STATIC_LIB),$(LIB_OBJ)))
 $(eval $(call archive,$(COMMON_LIB),$(call objs_of,common)))
 $(eval $(call archive,$(IMPORT_LIB),$(call objs_of,import)))
 $(eval $(call archive,$(ANALYSIS_LIB),$(call objs_of,analysis)))
@@ -155,7 +159,7 @@ define command_rules
 $(O)/bin/$(1): $(O)/cmd/$(1)/$(1).o $(call cmd_lib,$(1)) $(ANALYSIS_LIB) $(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB)
 	@mkdir -p $$(@D)
 	$$(Q)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$< $(call cmd_lib,$(1)) $(ANALYSIS_LIB) \
-		$(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(SQLITE_LIBS)
+		$(IMPORT_LIB) $(COMMON_LIB) $(STATIC_LIB) $$(DEPS_LIBS) $$(CMD_DEPS_LIBS)
 endef
 $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 
@@ -164,7 +168,7 @@ $(foreach c,$(CMDS),$(eval $(call command_rules,$(c))))
 $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
-		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(CMD_DEPS_LIBS)
 
 # test_nomem makes the Nth allocation of the library fail: the library's
 # calls to these go through its own __wrap_ functions (link-time
@@ -177,7 +181,7 @@ $(O)/tests/unit/test_nomem: ALL_LDFLAGS += $(NOMEM_WRAP:%=-Wl,--wrap=%)
 $(O)/tests/tools/%: tests/tools/%.c $(STATIC_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
-		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
+		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(CMD_DEPS_LIBS)
 
 # Fuzz targets also build as plain programs that replay the corpus, so
 # `make check` runs every saved input through them with any compiler.
@@ -197,7 +201,7 @@ $(FUZZ_REPLAY_LIB): $(LIB_SRC:lib/%.c=$(O)/tests/fuzz/lib/%.o)
 $(O)/tests/fuzz/%-replay: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_REPLAY_LIB) $(CMD_LINK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -DTK_FUZZING -Icmd $(ALL_LDFLAGS) -o $@ $< tests/fuzz/replay.c \
-		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS) $(SQLITE_LIBS)
+		$(CMD_LINK) $(FUZZ_REPLAY_LIB) $(DEPS_LIBS) $(CMD_DEPS_LIBS)
 
 tests: all $(UNIT_BINS) $(TOOL_BINS) $(FUZZ_REPLAY)
 
@@ -225,7 +229,7 @@ fuzz:
 	$(Q)for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 		clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f \
 			$(subst $(O)/,$(FUZZ_O)/,$(CMD_LINK)) $(FUZZ_O)/lib/libtracekit.a $(DEPS_LIBS) \
-			$(SQLITE_LIBS) || exit 1; done
+			$(CMD_DEPS_LIBS) || exit 1; done
 
 fuzz-smoke: fuzz
 	$(Q)FUZZ_O=$(FUZZ_O) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run-smoke.sh
@@ -329,7 +333,7 @@ $(CUPTI_BENCH): tests/bench/cupti-convert/bench.c $(CUPTI_CONVERT_OBJ) \
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CUPTI_CFLAGS) -Icmd $(ALL_LDFLAGS) -o $@ $< \
 		$(CUPTI_CONVERT_OBJ) $(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) \
-		$(SQLITE_LIBS) $(CUPTI_LIBS)
+		$(CMD_DEPS_LIBS) $(CUPTI_LIBS)
 
 tests bench: $(CUPTI_BENCH)
 endif

@@ -11,9 +11,9 @@
  * the chunks still to come).  The merge always takes the next event of
  * the input with the lowest bound, and writes every waiting event that
  * begins no later than the lowest bound of all.  Sorted inputs so flow
- * straight through; unsorted ones wait in a heap, and when that outgrows
- * the memory limit it is written, sorted, to an unlinked temporary file
- * that becomes one more (sorted) input.
+ * straight through; unsorted ones wait in an order queue (orderq.h), and
+ * when that outgrows the memory limit it is written, sorted, to an
+ * unlinked temporary file that becomes one more (sorted) input.
  *
  * Reading ahead in batches matters for speed: consecutive output events
  * mostly come from different inputs, and decoding one event at a time
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "intern.h"
+#include "orderq.h"
 #include "reader_private.h"
 #include "tk_private.h"
 
@@ -36,7 +37,7 @@
 #define SPILL_CHUNK (256u << 10) /* their chunks: a reader's buffers each */
 #define STR_ATTRS_MAX 4          /* string attributes of one kind */
 
-/* An event waiting in the heap. */
+/* An event waiting in the order queue. */
 struct slot {
 	struct tk_event ev;      /* output ids; pointers cleared */
 	uint64_t seq;            /* arrival order, for ties */
@@ -103,9 +104,9 @@ struct tk_merge {
 	struct hent *iheap;
 	size_t niheap;
 
-	/* waiting events: a min-heap on (ts, seq) */
-	struct slot **heap;
-	size_t nheap, heap_cap;
+	/* waiting events, in order of (ts, seq): a recorder's spans come in
+	 * end order, so whole chunks wait here (orderq.h) */
+	struct tkp_orderq wait;
 	struct slot_block *blocks;
 	struct slot *free_slots;
 	size_t held_bytes;
@@ -219,6 +220,13 @@ free_input(struct input *in)
 	free(in);
 }
 
+static void
+free_slot_args(void *item)
+{
+	struct slot *s = item;
+	free(s->u.args);
+}
+
 TK_PUBLIC void
 tk_merge_free(struct tk_merge *m)
 {
@@ -228,9 +236,8 @@ tk_merge_free(struct tk_merge *m)
 		free_input(m->inputs[i]);
 	free(m->inputs);
 	free(m->iheap);
-	for (size_t i = 0; i < m->nheap; i++)
-		free(m->heap[i]->u.args);
-	free(m->heap);
+	tkp_orderq_each(&m->wait, free_slot_args);
+	tkp_orderq_free(&m->wait);
 	while (m->blocks) {
 		struct slot_block *b = m->blocks->next;
 		free(m->blocks);
@@ -805,15 +812,7 @@ iheap_pop(struct tk_merge *m)
 	}
 }
 
-/* ---- waiting events: a heap on (ts, seq) ------------------------------------- */
-
-static int
-slot_less(const struct slot *a, const struct slot *b)
-{
-	if (a->ev.ts != b->ev.ts)
-		return a->ev.ts < b->ev.ts;
-	return a->seq < b->seq;
-}
+/* ---- waiting events, by (ts, seq) ----------------------------------------------- */
 
 static struct slot *
 slot_alloc(struct tk_merge *m)
@@ -837,20 +836,15 @@ slot_alloc(struct tk_merge *m)
 static void
 slot_release(struct tk_merge *m, struct slot *s)
 {
-	m->held_bytes -= sizeof(*s) + s->ev.args_len;
+	m->held_bytes -= sizeof(*s) + sizeof(struct tkp_okey) + s->ev.args_len;
 	free(s->u.args);
 	s->u.next_free = m->free_slots;
 	m->free_slots = s;
 }
 
 static int
-heap_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
+wait_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 {
-	struct slot **h = tkp_grow(m->heap, &m->heap_cap, m->nheap + 1,
-	                           sizeof(*h));
-	if (!h)
-		return nomem(m);
-	m->heap = h;
 	struct slot *s = slot_alloc(m);
 	if (!s)
 		return nomem(m);
@@ -867,36 +861,14 @@ heap_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 		memcpy(s->u.args, ev->args, ev->args_len);
 		s->ev.args = (const char *)s->u.args;
 	}
-	m->held_bytes += sizeof(*s) + ev->args_len;
-	size_t i = m->nheap++;
-	while (i > 0 && slot_less(s, m->heap[(i - 1) / 2])) {
-		m->heap[i] = m->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
+	if (tkp_orderq_push(&m->wait, s->ev.ts, s->seq, s) != 0) {
+		free(s->u.args);
+		s->u.next_free = m->free_slots;
+		m->free_slots = s;
+		return nomem(m);
 	}
-	m->heap[i] = s;
+	m->held_bytes += sizeof(*s) + sizeof(struct tkp_okey) + ev->args_len;
 	return TK_OK;
-}
-
-static struct slot *
-heap_pop(struct tk_merge *m)
-{
-	struct slot *top = m->heap[0];
-	struct slot *last = m->heap[--m->nheap];
-	size_t i = 0;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, s = l;
-		if (l >= m->nheap)
-			break;
-		if (r < m->nheap && slot_less(m->heap[r], m->heap[l]))
-			s = r;
-		if (!slot_less(m->heap[s], last))
-			break;
-		m->heap[i] = m->heap[s];
-		i = s;
-	}
-	if (m->nheap)
-		m->heap[i] = last;
-	return top;
 }
 
 /* Promise the output's readers that nothing later begins before `t`. */
@@ -931,8 +903,9 @@ emit(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 static int
 release(struct tk_merge *m, int64_t upto)
 {
-	while (m->nheap && m->heap[0]->ev.ts <= upto) {
-		struct slot *s = heap_pop(m);
+	const struct tkp_okey *k;
+	while ((k = tkp_orderq_min(&m->wait)) && k->ts <= upto) {
+		struct slot *s = tkp_orderq_pop(&m->wait);
 		int rc = emit(m, &s->ev, s->input);
 		slot_release(m, s);
 		if (rc)
@@ -1129,8 +1102,8 @@ spill(struct tk_merge *m)
 	if (!w)
 		return m->error.code;
 	uint64_t n = 0;
-	while (m->nheap) {
-		struct slot *s = heap_pop(m);
+	while (m->wait.n) {
+		struct slot *s = tkp_orderq_pop(&m->wait);
 		int rc = tk_writer_event(w, &s->ev);
 		slot_release(m, s);
 		if (rc)
@@ -1199,9 +1172,9 @@ drain(struct tk_merge *m)
 		int64_t t = m->niheap ? m->iheap[0].bound : INT64_MAX;
 		if (waiting < t)
 			t = waiting;
-		if (!m->nheap && ev->ts <= t)
+		if (!m->wait.n && ev->ts <= t)
 			rc = emit(m, ev, idx); /* in order already: straight out */
-		else if (!(rc = heap_push(m, ev, idx)))
+		else if (!(rc = wait_push(m, ev, idx)))
 			rc = release(m, t);
 		if (rc)
 			return rc;

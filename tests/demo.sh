@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="build-essential pkg-config libjansson-dev zlib1g-dev libdeflate-dev libcsv-dev bats jq mandoc python3"
+packages="build-essential pkg-config libjansson-dev zlib1g-dev libdeflate-dev libcsv-dev libsqlite3-dev libisal-dev bats jq mandoc python3"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

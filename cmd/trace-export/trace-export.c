@@ -14,7 +14,9 @@
  * Two passes over each trace: trace-stats' aggregation for the summaries
  * and the steps (summary.c), then the rows, streamed, every table's
  * writer holding at most one row group.  Standard input and pipes are
- * spooled to a file in the hidden folder for that.
+ * spooled to a file in the hidden folder for that, and another tool's
+ * trace (PyTorch/Chrome JSON, an Nsight Systems export) is imported
+ * there once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 
 #include "export.h"
 #include "common/util.h"
+#include "import/autoread.h"
 #include "support.h"
 
 struct options {
@@ -40,9 +43,11 @@ static void
 usage(void)
 {
 	printf("Usage: %s [OPTIONS] [TRACE...]\n"
-	       "Write tracekit traces (stdin when no TRACE or -) as tables for DuckDB,\n"
-	       "Spark, Trino or polars: DIR/run=ID/TABLE.parquet, one folder per trace\n"
-	       "(see tracekit-tables(5) for the tables and their columns).\n"
+	       "Write traces (stdin when no TRACE or -) as tables for DuckDB, Spark,\n"
+	       "Trino or polars: DIR/run=ID/TABLE.parquet, one folder per trace (see\n"
+	       "tracekit-tables(5) for the tables and their columns).  A TRACE is a\n"
+	       "tracekit trace, or PyTorch/Chrome JSON or an Nsight Systems SQLite\n"
+	       "export, imported as trace-import does.\n"
 	       "\n"
 	       "  -o, --output DIR     the folder of runs (default: the current one)\n"
 	       "  -f, --format FORMAT  parquet (default) or csv\n"
@@ -212,6 +217,56 @@ export_rows(struct ex *x, const char *path, const char *name)
 	return status;
 }
 
+/* Does the trace at `path` hold an event? */
+static int
+has_events(const char *path)
+{
+	struct tk_reader *r = tk_reader_new();
+	if (!r || tk_reader_open_path(r, path) != TK_OK) {
+		tk_reader_free(r);
+		return 0;
+	}
+	struct tk_record rec;
+	int found = 0;
+	while (!found && tk_reader_next(r, &rec) == TK_OK)
+		found = rec.type == TK_REC_EVENT;
+	tk_reader_free(r);
+	return found;
+}
+
+/* Make *src (a regular file) a tracekit trace that can be read again
+ * and again: left as it is when it is one, else imported into
+ * `import_path` and *src pointed there (*partial set when the import
+ * could not read everything: said, and what it could is there).  0, or
+ * -1 after a message. */
+static int
+as_tracekit(const char **src, const char *path, const char *tmp,
+            const char *import_path, int *partial)
+{
+	struct autoread a;
+	if (autoread_open(&a, *src, tmp) != 0)
+		return -1;
+	int rc = 0;
+	if (a.imported) {
+		*partial = a.partial;
+		if (spool(a.fd, cmd_display_path(path), import_path) < 0)
+			rc = -1;
+		else
+			*src = import_path;
+		/* an import that failed before its first event (JSON that is
+		 * no trace): said, and no run of nothing */
+		if (rc == 0 && a.partial && !has_events(import_path))
+			rc = -1;
+	} else {
+		/* a damaged header: the reader's own words */
+		struct tk_reader *r = open_trace(*src, path);
+		rc = r ? 0 : -1;
+		tk_reader_free(r);
+	}
+	autoread_close(&a);
+	return rc;
+}
+
 /* Remove DIR/.tmp, the parent of run folder `tmp`, once empty (another
  * trace-export may still be writing there: then it stays). */
 static void
@@ -238,6 +293,8 @@ remove_tmp(const char *tmp)
 			unlink(p);
 		}
 	snprintf(p, sizeof(p), "%s/stdin.tkt", tmp);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/import.tkt", tmp);
 	unlink(p);
 	rmdir(tmp);
 	remove_aside(tmp);
@@ -289,7 +346,8 @@ write_run(const struct options *o, const char *path, const char *name,
 static int
 export_trace(const struct options *o, const char *path, unsigned n)
 {
-	char tmp[4096], final[4200], spool_path[4200], id[17], aside[4096];
+	char tmp[4096], final[4200], spool_path[4200], import_path[4200], id[17],
+	     aside[4096];
 	/* two levels down, where a glob of the runs does not reach */
 	snprintf(aside, sizeof(aside), "%s/.tmp", o->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.tmp/run-%ld-%u", o->dir, (long)getpid(), n);
@@ -297,6 +355,7 @@ export_trace(const struct options *o, const char *path, unsigned n)
 		cmd_warn("%s: %s", tmp, strerror(errno));
 		return EXIT_USAGE;
 	}
+	snprintf(import_path, sizeof(import_path), "%s/import.tkt", tmp);
 	/* what cannot be read twice (stdin, a pipe) is copied first */
 	const char *src = path;
 	struct stat st;
@@ -319,18 +378,25 @@ export_trace(const struct options *o, const char *path, unsigned n)
 		}
 		src = spool_path;
 	}
-	/* not a trace at all: no run */
-	struct tk_reader *r = open_trace(src, path);
-	int ok = r != NULL;
-	tk_reader_free(r);
+	/* the run's id comes from the bytes given, JSON or .tkt */
 	const char *run_id = o->run_id;
-	if (ok && !run_id && content_id(src, id) < 0) {
+	int ok = 1;
+	if (!run_id && content_id(src, id) < 0) {
 		cmd_warn("%s: %s", cmd_display_path(path), strerror(errno));
 		ok = 0;
 	}
+	/* another tool's trace (PyTorch/Chrome JSON, an Nsight Systems
+	 * export) is imported once, as every reading command does, into a
+	 * file of the hidden folder that the passes read; not a trace at
+	 * all: no run */
+	int partial = 0;
+	const char *spooled = src != path ? src : NULL;
+	if (ok)
+		ok = as_tracekit(&src, path, tmp, import_path, &partial) == 0;
+	if (spooled && (!ok || src != spooled))
+		unlink(spooled);   /* imported, or no run */
 	if (!ok) {
-		if (src != path)
-			unlink(spool_path);
+		unlink(import_path);
 		remove_tmp(tmp);
 		return EXIT_BADINPUT;
 	}
@@ -345,7 +411,9 @@ export_trace(const struct options *o, const char *path, unsigned n)
 	}
 	int rc = write_run(o, src, path, tmp, run_id);
 	if (src != path)
-		unlink(spool_path);
+		unlink(src);
+	if (rc >= 0 && partial)
+		rc = EXIT_BADINPUT;
 	if (rc < 0) {
 		remove_tmp(tmp);
 		return EXIT_USAGE;

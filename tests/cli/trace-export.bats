@@ -208,6 +208,81 @@ full_check() {
 	[ -z "$(ls -A "$d/lake" 2>/dev/null | grep -v '^run=')" ]
 }
 
+# same_tables A B: the CSV tables of runs A and B hold the same rows, the
+# run ids apart; runs.csv's source (the input's name) may differ
+same_tables() {
+	local a=$1 b=$2 ida idb t
+	ida=$(basename "$a"); ida=${ida#run=}
+	idb=$(basename "$b"); idb=${idb#run=}
+	for t in "$a"/*.csv; do
+		t=$(basename "$t")
+		[ -f "$b/$t" ] || { echo "$t: missing from $b"; return 1; }
+		if [ "$t" = runs.csv ]; then
+			diff <(cut -d, -f3- "$a/$t" | sed "s/$ida/RUN/g") \
+			     <(cut -d, -f3- "$b/$t" | sed "s/$idb/RUN/g") || { echo "$t differs"; return 1; }
+		else
+			diff <(sed "s/$ida/RUN/g" "$a/$t") <(sed "s/$idb/RUN/g" "$b/$t") ||
+				{ echo "$t differs"; return 1; }
+		fi
+	done
+	[ "$(ls "$a" | wc -l)" -eq "$(ls "$b" | wc -l)" ]
+}
+
+@test "another tool's trace (PyTorch JSON, gzip or not, a file or stdin) is exported as its import is" {
+	d=$BATS_TEST_TMPDIR
+	# a PyTorch-profiler-shaped trace: a step, an operator, a launch, its
+	# kernel on a GPU stream, a flow between them
+	cat > "$d/pt.json" <<'JSON'
+{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 11, "tid": 12, "ts": 1000.0, "dur": 500.0},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 11, "tid": 12, "ts": 1010.0, "dur": 100.0},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11, "tid": 12, "ts": 1020.0, "dur": 10.0, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 1040.0, "dur": 200.5, "args": {"device": 0, "stream": 7, "correlation": 5, "grid": [4, 1, 1], "block": [128, 1, 1]}},
+  {"ph": "s", "id": 5, "pid": 11, "tid": 12, "ts": 1020.0, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 1040.0, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+ ]}
+JSON
+	gzip -c "$d/pt.json" > "$d/pt.json.gz"
+	trace-import -o "$d/pt.tkt" "$d/pt.json"
+	trace-export -f csv -o "$d/ref" "$d/pt.tkt"
+	ref=$(run_dir "$d/ref")
+	# the tables say what the JSON says: one kernel of 200.5 us in step 1
+	run python3 -c 'import csv, sys
+k = list(csv.DictReader(open(sys.argv[1] + "/kernels.csv")))
+s = list(csv.DictReader(open(sys.argv[1] + "/steps.csv")))
+print(len(k), k[0]["name"], k[0]["duration"], len(s), s[0]["kernel_time"])' "$ref"
+	assert_eq "$output" "1 sm90_gemm 200500 1 200500"
+	n=0
+	for src in "$d/pt.json" "$d/pt.json.gz" - ; do
+		n=$((n + 1))
+		if [ "$src" = - ]; then
+			run -0 --separate-stderr bash -c "trace-export -f csv -o '$d/l$n' < '$d/pt.json.gz'"
+		else
+			run -0 --separate-stderr trace-export -f csv -o "$d/l$n" "$src"
+		fi
+		assert_eq "$stderr" ""
+		run same_tables "$ref" "$(run_dir "$d/l$n")"
+		[ "$status" -eq 0 ] || { echo "$src: $output"; false; }
+		# nothing left behind in the hidden folder
+		[ ! -e "$d/l$n/.tmp" ]
+	done
+	# the run's id comes from the bytes given: the JSON's, not its import's
+	[ "$(basename "$(run_dir "$d/l1")")" != "$(basename "$ref")" ]
+	[ "$(basename "$(run_dir "$d/l2")")" = "$(basename "$(run_dir "$d/l3")")" ]
+	# an import that stops early: what it read is exported, status 1, the
+	# importer's one line
+	head -c 700 "$d/pt.json" > "$d/cut.json"
+	run -1 --separate-stderr trace-export -f csv -o "$d/cut" "$d/cut.json"
+	[[ "$stderr" == "trace-export: $d/cut.json: "* ]]
+	[ -f "$(run_dir "$d/cut")/kernels.csv" ]
+	# JSON that is no trace: one line, status 1, no run
+	printf '{"hello": 1}' > "$d/other.json"
+	run -1 --separate-stderr trace-export -o "$d/none" "$d/other.json"
+	[[ "$stderr" == "trace-export: $d/other.json: "* ]]
+	[ -z "$(ls -A "$d/none" 2>/dev/null)" ]
+}
+
 @test "every real trace of the test data, imported, exports and checks (schema, events, trace-stats)" {
 	need_duckdb
 	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
