@@ -348,6 +348,38 @@ TEST(steps_series_and_breakdown)
 	perinst_free(p);
 }
 
+TEST(breakdown_many_keys_in_any_order)
+{
+	/* eight ranks merged, their work added in no order of rank: each
+	 * rank's step [0,100) holds its two kernels (7 ns) and nothing of
+	 * the others' */
+	static const uint32_t order[] = { 5, 2, 8, 1, 7, 3, 6, 4 };
+	struct perinst *p = perinst_new(0, NULL);
+	for (uint32_t k = 1; k <= 8; k++)
+		perinst_instance_keyed(p, 10 * k, 10 * k + 1, k, 0, 100);
+	struct breakdown *b = breakdown_new();
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < 8; i++) {
+			uint32_t k = order[round ? 7 - i : i];
+			if (round == 0)
+				CHECK_EQ_INT(breakdown_add_keyed(b, BD_KERNEL, k, 5 * k, 5 * k + 3), 0);
+			else
+				CHECK_EQ_INT(breakdown_add_keyed(b, BD_KERNEL, k, 50 + 5 * k, 54 + 5 * k), 0);
+		}
+	size_t n;
+	struct perinst_instance *v = perinst_scope_instances(p, &n);
+	CHECK_EQ_INT(n, 8);
+	CHECK_EQ_INT(breakdown_scope_end(b, v, n), 0);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(v[i].key >= 1 && v[i].key <= 8);
+		CHECK_EQ_INT(v[i].cat[BD_KERNEL], 7);
+		CHECK_EQ_INT(v[i].cat[BD_OTHER], 93);
+	}
+	perinst_scope_end(p);
+	breakdown_free(b);
+	perinst_free(p);
+}
+
 TEST(breakdown_by_key)
 {
 	/* two ranks merged: rank 1's step [0,100) counts rank 1's kernel
@@ -919,6 +951,7 @@ main(void)
 	RUN(perinst_input_wide);
 	RUN(perinst_scopes_forget_ids);
 	RUN(steps_series_and_breakdown);
+	RUN(breakdown_many_keys_in_any_order);
 	RUN(breakdown_by_key);
 	RUN(opview_self_and_gpu_time);
 	RUN(opview_groups_in_any_order);
