@@ -123,7 +123,9 @@ add_value(struct imp *im, const char *key, json_t *v)
 }
 
 /* Objects become dotted keys; `repeat` turns arrays of scalars into one
- * entry per element (trace-to-chrome's form of a repeated key). */
+ * entry per element (trace-to-chrome's form of a repeated key).  An
+ * empty array has no element to give: it is kept as "[]", as elsewhere,
+ * not dropped. */
 static void
 flatten(struct imp *im, const char *key, json_t *v, int depth, int repeat)
 {
@@ -141,7 +143,7 @@ flatten(struct imp *im, const char *key, json_t *v, int depth, int repeat)
 		}
 		return;
 	}
-	if (repeat && json_is_array(v)) {
+	if (repeat && json_is_array(v) && json_array_size(v) > 0) {
 		size_t i;
 		json_t *x;
 		int scalars = 1;
