@@ -488,6 +488,9 @@ void imp_add_category(struct imp *im, const char *domain, uint32_t category,
 
 /* A top-level key other than traceEvents. */
 void imp_topkey(struct imp *im, const char *key, json_t *v);
+/* A value the import itself adds (importer, import.source, ...): kept
+ * even when the input's metadata is over its bound. */
+void imp_meta_own(struct imp *im, const char *key, const char *value);
 /* Write the run metadata into w. */
 int imp_write_meta(struct imp *im, struct tk_writer *w);
 

@@ -54,3 +54,19 @@ for d in json.load(sys.stdin)["deviceProperties"]:
 	assert_eq "$(trace-dump --json "$D/n.tkt" | jq .ts)" 5000
 	assert_eq "$(trace-to-chrome "$D/n.tkt" | jq '.deviceProperties | length')" 0
 }
+
+@test "metadata over its bound: the first 4096 values kept and counted; the import's own keys too" {
+	python3 -c '
+import json
+print(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}],
+                  "otherData": {"many": list(range(5000))}}))' > "$D/big.json"
+	run --separate-stderr trace-import -v -o "$D/big.tkt" "$D/big.json"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"metadata values not kept (over 4096 keys or 1 MiB): 904"* ]]
+	meta_of "$D/big.tkt" > "$D/got"
+	assert_eq "$(grep -c '^many = ' "$D/got")" 4096
+	# the first 4096 values, in order
+	diff <(seq 0 4095) <(trace-dump --info "$D/big.tkt" | sed -n 's/^  meta many = //p')
+	grep -qx "import.source = $D/big.json" "$D/got"
+	grep -q '^importer = trace-import ' "$D/got"
+}
