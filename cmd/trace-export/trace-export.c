@@ -145,7 +145,7 @@ spool(int in, const char *name, const char *path)
 		for (ssize_t off = 0; off < n;) {
 			ssize_t w = write(fd, buf + off, (size_t)(n - off));
 			if (w < 0) {
-				cmd_warn("%s: %s", path, strerror(errno));
+				cmd_warn("%s: write error: %s", path, strerror(errno));
 				close(fd);
 				return -1;
 			}
@@ -157,7 +157,7 @@ spool(int in, const char *name, const char *path)
 		return -1;
 	}
 	if (close(fd) != 0) {
-		cmd_warn("%s: %s", path, strerror(errno));
+		cmd_warn("%s: write error: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -274,9 +274,17 @@ write_run(const struct options *o, const char *path, const char *name,
 		ex_steps_rows(&x, step_name);
 		free(step_name);
 	}
+	int told = 0;
 	for (int t = 0; t < XT_NTABLES; t++) {
-		if (x.t[t].def && sink_close(&x.t[t]) < 0)
+		if (x.t[t].def && sink_close(&x.t[t]) < 0) {
 			out = -1;
+			/* one line for the run, naming the file where it was
+			 * going, as the other commands' "write error:" */
+			const char *table = strrchr(x.t[t].path, '/');
+			if (!told++)
+				cmd_warn("%s/run=%s%s: write error: %s", o->dir, run_id,
+				         table ? table : "", sink_error(&x.t[t]));
+		}
 		sink_free(&x.t[t]);
 	}
 	xsteps_free(&steps);

@@ -208,6 +208,24 @@ full_check() {
 	[ -z "$(ls -A "$d/lake" 2>/dev/null | grep -v '^run=')" ]
 }
 
+@test "an output that fills up: one line naming the table, status 2, no run left, in either format" {
+	under_valgrind && skip "valgrind's own files would meet the file size limit"
+	d=$BATS_TEST_TMPDIR
+	t=$(synth_trace a.tkt -n 30000)
+	for fmt in csv parquet; do
+		# files past 64 KiB fail with EFBIG (SIGXFSZ ignored), as a
+		# full disk would with ENOSPC
+		run --separate-stderr -2 bash -c "trap '' XFSZ; ulimit -f 64; exec trace-export -f $fmt -o '$d/$fmt' '$t'"
+		assert_eq "${#stderr_lines[@]}" 1
+		[[ "$stderr" =~ ^"trace-export: $d/$fmt/run="[0-9a-f]{16}/[a-z]+\.$fmt": write error: File too large"$ ]]
+		assert_eq "$(ls -A "$d/$fmt")" ""
+	done
+	# standard input is copied aside first: that copy failing is a write error too
+	run -2 bash -c "trap '' XFSZ; ulimit -f 64; exec trace-export -o '$d/in' < '$t'"
+	[[ "$output" =~ ^"trace-export: $d/in/.tmp/run-"[0-9]+-0/stdin.tkt": write error: File too large"$ ]]
+	assert_eq "$(ls -A "$d/in")" ""
+}
+
 @test "every real trace of the test data, imported, exports and checks (schema, events, trace-stats)" {
 	need_duckdb
 	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
