@@ -85,16 +85,18 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case OPT_RUN_ID: {
 			size_t n;
-			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n") ||
-			    cmd_utf8(optarg, strlen(optarg), &n) != optarg)
-				cmd_usage_error("invalid --run-id '%s' (a folder name: no '/', "
-				                "'=' or leading '.')", optarg);
+			/* shown as text: bytes that are not UTF-8 as U+FFFD */
+			const char *shown = cmd_utf8(optarg, strlen(optarg), &n);
+			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n") || shown != optarg)
+				cmd_usage_error("invalid --run-id '%.*s' (a folder name in UTF-8: "
+				                "no '/', '=', newline or leading '.')", (int)n, shown);
 			o->run_id = optarg;
 			break;
 		}
 		case OPT_ROW_GROUP:
 			if (cmd_parse_uint(optarg, &v) < 0 || v == 0 || v > (1u << 30))
-				cmd_usage_error("invalid --row-group '%s' (rows, 1 or more)", optarg);
+				cmd_usage_error("invalid --row-group '%s' (rows, 1 to %u)", optarg,
+				                1u << 30);
 			o->pq.group_rows = v;
 			if (o->pq.page_rows > v)
 				o->pq.page_rows = v;
