@@ -383,6 +383,9 @@ main(int argc, char **argv)
 	struct stat st;
 	if (stat(o.dir, &st) != 0 && mkdir(o.dir, 0777) != 0)
 		cmd_die(EXIT_USAGE, "%s: %s", o.dir, strerror(errno));
+	/* said of the folder given, not of the hidden one made in it */
+	if (stat(o.dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		cmd_die(EXIT_USAGE, "%s: %s", o.dir, strerror(ENOTDIR));
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
 		int rc = export_trace(&o, files[i], (unsigned)i);

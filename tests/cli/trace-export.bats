@@ -286,6 +286,10 @@ full_check() {
 	run -2 trace-export --run-id "$(printf 'r\xff1')" -o "$d/lake" "$t"
 	assert_eq "${lines[0]}" "trace-export: invalid --run-id 'r$(printf '\xef\xbf\xbd')1' (a folder name in UTF-8: no '/', '=', newline or leading '.')"
 	[ ! -e "$d/lake" ]
+	# a file where the folder should be: said of it, nothing made
+	echo x > "$d/file"
+	run -2 trace-export -o "$d/file" "$t"
+	assert_eq "$output" "trace-export: $d/file: Not a directory"
 	# a named pipe is copied first and gets the id of the same bytes in a file
 	trace-export -o "$d/a" "$t"
 	trace-export -o "$d/b" <(cat "$t")
