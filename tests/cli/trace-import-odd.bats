@@ -70,3 +70,43 @@ print(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "
 	grep -qx "import.source = $D/big.json" "$D/got"
 	grep -q '^importer = trace-import ' "$D/got"
 }
+
+@test "counters of every shape, marks by scope, id2 ranges, colours and unknown metadata events" {
+	cat > "$D/c.json" <<-'EOF2'
+	[{"ph":"C","ts":10,"name":"mem","pid":1,"args":{"used":"12","free":"x","n":3.5}},
+	{"ph":"C","ts":11,"name":"pool","pid":1,"id":5,"args":{"bytes":10}},
+	{"ph":"C","ts":12,"name":"q","pid":1,"id":"a","args":{"value":2}},
+	{"ph":"C","ts":13,"cat":"cc","pid":1,"args":{"flag":true}},
+	{"ph":"C","ts":14,"pid":2,"args":{"v":"1e3"}},
+	{"ph":"i","ts":12,"name":"glob","s":"g","pid":1,"tid":1},
+	{"ph":"i","ts":12,"name":"proc","s":"p","pid":1,"tid":1},
+	{"ph":"b","ts":6,"name":"span","cat":"x","id2":{"local":"0x11"},"pid":1,"tid":2},
+	{"ph":"e","ts":9,"name":"span","cat":"x","id2":{"local":"0x11"},"pid":1,"tid":3},
+	{"ph":"M","name":"weird_meta","pid":1,"args":{"a":1}},
+	{"ph":"M","name":"process_sort_index","pid":1,"args":{"sort_index":3}},
+	{"ph":"X","ts":5,"dur":1,"name":"red","cname":"good","pid":1,"tid":1,"args":{"color":"#ff0000"}}]
+	EOF2
+	run --separate-stderr trace-import -v -o "$D/c.tkt" "$D/c.json"
+	[ "$status" -eq 0 ]
+	# "free": "x" and "flag": true are not numbers
+	[[ "$stderr" == *"counter values that are not numbers (not kept): 2"* ]]
+	[[ "$stderr" == *"sort indexes not kept (tools order tracks themselves): 1"* ]]
+	# a sample per numeric arg; one arg: the event's name, the key its
+	# unit unless "value"; several: name.key; an id in brackets; no name
+	# nor category: "counter"
+	assert_eq "$(trace-dump --info "$D/c.tkt" | sed -n 's/^  track [0-9]*: counter //p' | paste -sd,)" \
+		"mem.used,mem.n,pool[5],q[a],counter"
+	assert_eq "$(trace-dump --json -k counter "$D/c.tkt" | jq -r '"\(.ts) \(.value) \(.unit)"' | paste -sd,)" \
+		"10000 12 ,10000 3.5 ,11000 10 bytes,12000 2 ,14000 1000 v"
+	# "s": "g" stays on the thread with its scope as an arg; "p" is the process's
+	assert_eq "$(trace-dump --json -k mark "$D/c.tkt" | jq -c '[.name, .tid, .args]' | paste -sd,)" \
+		'["glob",1,{"chrome.s":"g"}],["proc",null,null]'
+	# id2.local pairs within the process, across its threads
+	assert_eq "$(trace-dump --json -k async_range "$D/c.tkt" | jq -c '[.name, .ts, .dur, .tid, .domain]')" \
+		'["span",6000,3000,2,"x"]'
+	# "#rrggbb" is an opaque ARGB colour; cname is kept as chrome.cname
+	assert_eq "$(trace-dump --json -k range "$D/c.tkt" | jq -c '[.color, .args]')" \
+		"[$((0xffff0000)),{\"chrome.cname\":\"good\"}]"
+	# an M event tracekit has no use for is run metadata
+	trace-dump --info "$D/c.tkt" | grep -qx '  meta chrome.M.weird_meta = {"a":1}'
+}
