@@ -110,3 +110,49 @@ print(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "
 	# an M event tracekit has no use for is run metadata
 	trace-dump --info "$D/c.tkt" | grep -qx '  meta chrome.M.weird_meta = {"a":1}'
 }
+
+@test "GPU lanes by name and label, overlap tracks back on their thread, pids as reals" {
+	cat > "$D/p.json" <<-'EOF2'
+	[{"ph":"M","name":"process_name","pid":100,"args":{"name":"GPU 2: NVIDIA A100"}},
+	{"ph":"M","name":"process_name","pid":101,"args":{"name":"GPU 3: unknown"}},
+	{"ph":"M","name":"process_name","pid":102,"args":{"name":"GPU x"}},
+	{"ph":"M","name":"process_name","pid":103,"args":{"name":"GPU 5junk"}},
+	{"ph":"M","name":"process_labels","pid":104,"args":{"labels":"GPU 4"}},
+	{"ph":"M","name":"process_labels","pid":105,"args":{"labels":"CPU"}},
+	{"ph":"M","name":"process_labels","pid":106,"args":{"labels":"rank 1"}},
+	{"ph":"M","name":"thread_name","pid":106,"tid":1,"args":{"name":"work"}},
+	{"ph":"M","name":"thread_name","pid":106,"tid":2,"args":{"name":"work (overlap 1)"}},
+	{"ph":"M","name":"thread_name","pid":106,"tid":3,"args":{"name":"work (overlap x)"}},
+	{"ph":"M","name":"thread_name","pid":106,"tid":4,"args":{"name":"other (overlap 1)"}},
+	{"ph":"X","name":"k2","cat":"kernel","pid":100,"tid":7,"ts":1,"dur":1,"args":{"stream":7}},
+	{"ph":"X","name":"k3","cat":"kernel","pid":101,"tid":7,"ts":1,"dur":1},
+	{"ph":"X","name":"k4","cat":"kernel","pid":104,"tid":"stream 9","ts":1,"dur":1},
+	{"ph":"X","name":"a","pid":102,"tid":1,"ts":1,"dur":1},
+	{"ph":"X","name":"b","pid":103,"tid":1,"ts":1,"dur":1},
+	{"ph":"X","name":"c","pid":105,"tid":1,"ts":1,"dur":1},
+	{"ph":"X","name":"d","pid":106.0,"tid":1,"ts":1,"dur":1},
+	{"ph":"X","name":"e","pid":106,"tid":2,"ts":3,"dur":1},
+	{"ph":"X","name":"f","pid":106,"tid":3,"ts":1,"dur":1},
+	{"ph":"X","name":"g","pid":106,"tid":4,"ts":1,"dur":1},
+	{"ph":"X","name":"h","pid":106.5,"tid":1,"ts":1,"dur":1}]
+	EOF2
+	run --separate-stderr trace-import -o "$D/p.tkt" "$D/p.json"
+	[ "$status" -eq 1 ]
+	assert_eq "$stderr" "trace-import: $D/p.json: event at byte $(grep -bo '{"ph":"X","name":"h"' "$D/p.json" | cut -d: -f1): 'pid' is not an integer"
+	run -0 trace-dump --json "$D/p.tkt"
+	# "GPU N: name" (trace-to-chrome) and the label "GPU N" (Kineto) make
+	# GPU lanes; the tid, or "stream N", or args.stream, is the stream
+	assert_eq "$(jq -r 'select(.kind == "kernel") | "\(.name) \(.device) \(.stream)"' <<< "$output" | paste -sd,)" \
+		"k2 2 7,k3 3 7,k4 4 9"
+	# not GPU names: the process's name; "CPU" says nothing; 106.0 is 106;
+	# "work (overlap 1)" is work's extra track, "(overlap x)" and an
+	# unknown base are names of their own
+	assert_eq "$(jq -r 'select(.kind == "range") | "\(.name) \(.pid) \(.tid)"' <<< "$output" | paste -sd,)" \
+		"a 102 1,b 103 1,c 105 1,d 106 1,f 106 3,g 106 4,e 106 1"
+	run -0 trace-dump --info "$D/p.tkt"
+	[[ "$output" == *"GPU 2 NVIDIA A100, "* && "$output" == *"GPU 3 , "* ]]
+	[[ "$output" == *"pid 102 ppid 0 host  argv: GPU x"* && "$output" == *"argv: GPU 5junk"* ]]
+	[[ "$output" == *"pid 106 ppid 0 host  label rank 1"* ]]
+	[[ "$output" == *"pid 106/tid 3 (work (overlap x))"* && "$output" == *"pid 106/tid 4 (other (overlap 1))"* ]]
+	[[ "$output" != *"pid 106/tid 2"* && "$output" != *"label CPU"* ]]
+}
