@@ -215,6 +215,14 @@ PY
 	          "$k $c $a"
 	run -0 trace-stats --steps --pid "$pid" --report run --no-findings "$f"
 	[[ "$output" == *"no ProfilerStep#N or step ranges: the profiler's capture range is one step"* ]]
+	# CSV says it is the whole input as JSON does
+	trace-stats --csv --steps --pid "$pid" --report run "$f" |
+		python3 -c '
+import csv, io, sys
+rows = [r for r in csv.DictReader(io.StringIO(sys.stdin.read().split("\n\n")[-1].strip() + "\n"))]
+assert len(rows) == 1 and rows[0]["report"] == "steps" and rows[0]["whole_input"] == "1", rows
+print(rows[0]["kernel_ns"], rows[0]["copy_ns"], rows[0]["api_ns"])' > "$d/csv"
+	assert_eq "$(cat "$d/csv")" "$k $c $a"
 	# another process: the step is there, with none of the work
 	trace-stats --json --steps --pid 1 --report run "$f" > "$d/q.json"
 	assert_eq "$(jq -r '.steps.instances[] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)"' "$d/q.json")" "0 0 0"
@@ -242,6 +250,7 @@ for r, x in zip(steps, j["steps"]["instances"]):
         assert int(r[k]) == x[k], k
     for k, v in x["breakdown"].items():
         assert int(r[k]) == v, k
+    assert r["whole_input"] == str(int(j["steps"]["whole_input"])) == "0"
 ops = tabs["operators"]
 assert len(ops) == len(j["operators"]) > 100
 for r, x in zip(ops, j["operators"]):
