@@ -391,6 +391,9 @@ const char *imp_sort_error(const struct imp_sort *s);
 uint32_t imp_sort_runs(const struct imp_sort *s);
 /* Counter samples not written because they repeated the last value. */
 uint64_t imp_sort_repeats(const struct imp_sort *s);
+/* Events left out of the output: their time plus the offset of
+ * imp_sort_finish does not fit in 64 bits. */
+uint64_t imp_sort_beyond(const struct imp_sort *s);
 
 /* ---- event.c, kineto.c, meta.c --------------------------------------- */
 

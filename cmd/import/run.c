@@ -229,6 +229,14 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	}
 	imp_summary_note(r.sum, "samples of Kineto's memory totals that repeat "
 	                 "the value before (not written)", imp_sort_repeats(r.sort));
+	uint64_t beyond = imp_sort_beyond(r.sort);
+	if (beyond && status != EXIT_USAGE) {
+		if (!r.im.quiet)
+			cmd_warn("%s: %" PRIu64 " event%s whose time plus baseTimeNanoseconds "
+			         "does not fit in 64-bit nanoseconds: skipped", in->name,
+			         beyond, beyond == 1 ? "" : "s");
+		status |= EXIT_BADINPUT;
+	}
 	if (r.im.warnings > IMP_MAX_WARNINGS && !r.im.quiet)
 		cmd_warn("%s: %" PRIu64 " more events could not be read", in->name,
 		         r.im.warnings - IMP_MAX_WARNINGS);

@@ -156,3 +156,45 @@ print(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "
 	[[ "$output" == *"pid 106/tid 3 (work (overlap x))"* && "$output" == *"pid 106/tid 4 (other (overlap 1))"* ]]
 	[[ "$output" != *"pid 106/tid 2"* && "$output" != *"label CPU"* ]]
 }
+
+@test "times plus baseTimeNanoseconds past 64 bits: those events skipped, one line, exit 1" {
+	for base in 9223372036854000000 -9223372036854775000; do
+		python3 - "$base" > "$D/b.json" <<-'PY'
+		import json, sys
+		base = int(sys.argv[1])
+		ev = [{"ph": "X", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+		      for n, ts, dur in (("a", 10, 1), ("b", -9000000000, 1), ("c", 900, 1),
+		                         ("d", 1, 9000000000000000), ("e", -9100000000, 1))]
+		print(json.dumps({"traceEvents": ev, "baseTimeNanoseconds": base}))
+		PY
+		# what should come out, with Python's integers: kept when the
+		# time fits in int64, the duration cut at INT64_MAX
+		want=$(python3 - "$D/b.json" <<-'PY'
+		import json, sys
+		d = json.load(open(sys.argv[1]))
+		top, out, skipped = 2**63 - 1, [], 0
+		for e in d["traceEvents"]:
+		    ts = e["ts"] * 1000 + d["baseTimeNanoseconds"]
+		    if not -2**63 <= ts <= top:
+		        skipped += 1
+		        continue
+		    dur = min(e["dur"] * 1000, top - ts) if ts > 0 else e["dur"] * 1000
+		    out.append((ts, e["name"], dur))
+		print(skipped)
+		for ts, n, dur in sorted(out):
+		    print(n, ts, dur)
+		PY
+		)
+		skipped=$(head -1 <<< "$want")
+		[ "$skipped" -gt 0 ]
+		run --separate-stderr trace-import -o "$D/b.tkt" "$D/b.json"
+		[ "$status" -eq 1 ]
+		assert_eq "$stderr" "trace-import: $D/b.json: $skipped event$([ "$skipped" -eq 1 ] || echo s) whose time plus baseTimeNanoseconds does not fit in 64-bit nanoseconds: skipped"
+		# (not jq: it rounds integers past 2^53)
+		assert_eq "$(trace-dump --json "$D/b.tkt" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    e = json.loads(l)
+    print(e["name"], e["ts"], e["dur"])')" "$(tail -n +2 <<< "$want")"
+	done
+}
