@@ -992,6 +992,25 @@ per_host_event(struct agg *a, const struct trk *t, const struct tk_event *e,
 	}
 }
 
+/* --steps with --pid: Kineto's capture range sits on a placeholder
+ * process that the filter leaves out, yet as a step it spans every
+ * process of its input, the chosen ones too; so it still makes its
+ * instance (nothing else of it is counted), as it does without --pid. */
+static void
+capture_step_filtered(struct agg *a, const struct trk *t, const struct tk_event *e)
+{
+	if (!a->per || !a->per_match.name || !t->thread || e->kind != TK_RANGE ||
+	    !step_is_capture(e->u.range.domain))
+		return;
+	int per = step_match(&a->per_match, e->name);
+	oom_if(per);
+	if (!per)
+		return;
+	int64_t end = e->ts + e->dur < e->ts ? INT64_MAX : e->ts + e->dur;
+	oom_if(perinst_input_instance(a->per, t->label, e->ts, end));
+	a->per_whole_input = 1;
+}
+
 /* Data loading, as TensorBoard tells it: PyTorch's DataLoader and
  * DataPipe iterators. */
 static int
@@ -1205,8 +1224,10 @@ ingest(struct agg *a, const struct tk_reader *r, const struct tk_event *e)
 		return;
 	struct trk *t = e->track < sc->ntrk && sc->trk[e->track].valid
 		? &sc->trk[e->track] : track_info(a, r, e->track, e->trk);
-	if (!t->pass)
+	if (!t->pass) {
+		capture_step_filtered(a, t, e);
 		return;
+	}
 	int32_t g = 0;
 	int is_per = 0;
 	int table = agg_table_of(e->kind);

@@ -391,6 +391,9 @@ const char *imp_sort_error(const struct imp_sort *s);
 uint32_t imp_sort_runs(const struct imp_sort *s);
 /* Counter samples not written because they repeated the last value. */
 uint64_t imp_sort_repeats(const struct imp_sort *s);
+/* Events left out of the output: their time plus the offset of
+ * imp_sort_finish does not fit in 64 bits. */
+uint64_t imp_sort_beyond(const struct imp_sort *s);
 
 /* ---- event.c, kineto.c, meta.c --------------------------------------- */
 
@@ -488,6 +491,9 @@ void imp_add_category(struct imp *im, const char *domain, uint32_t category,
 
 /* A top-level key other than traceEvents. */
 void imp_topkey(struct imp *im, const char *key, json_t *v);
+/* A value the import itself adds (importer, import.source, ...): kept
+ * even when the input's metadata is over its bound. */
+void imp_meta_own(struct imp *im, const char *key, const char *value);
 /* Write the run metadata into w. */
 int imp_write_meta(struct imp *im, struct tk_writer *w);
 

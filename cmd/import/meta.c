@@ -28,11 +28,14 @@
 #define MAX_BYTES (1u << 20)
 #define MAX_DEPTH 8
 
+/* `bounded`: the input's own values count against the bound; the few
+ * the import adds (imp_meta_own) do not, so that a trace with too much
+ * metadata still says where it came from. */
 static void
-add(struct imp *im, const char *key, const char *value)
+add(struct imp *im, const char *key, const char *value, int bounded)
 {
 	size_t n = strlen(key) + strlen(value);
-	if (im->meta_keys >= MAX_KEYS || im->meta_bytes + n > MAX_BYTES) {
+	if (bounded && (im->meta_keys >= MAX_KEYS || im->meta_bytes + n > MAX_BYTES)) {
 		imp_summary_note(im->sum, "metadata values not kept (over 4096 keys "
 		                 "or 1 MiB)", 1);
 		return;
@@ -117,13 +120,15 @@ add_value(struct imp *im, const char *key, json_t *v)
 	char *c = strndup(ok, n);
 	if (!c)
 		cmd_die(EXIT_USAGE, "out of memory");
-	add(im, key, c);
+	add(im, key, c, 1);
 	free(c);
 	free(dump);
 }
 
 /* Objects become dotted keys; `repeat` turns arrays of scalars into one
- * entry per element (trace-to-chrome's form of a repeated key). */
+ * entry per element (trace-to-chrome's form of a repeated key).  An
+ * empty array has no element to give: it is kept as "[]", as elsewhere,
+ * not dropped. */
 static void
 flatten(struct imp *im, const char *key, json_t *v, int depth, int repeat)
 {
@@ -141,7 +146,7 @@ flatten(struct imp *im, const char *key, json_t *v, int depth, int repeat)
 		}
 		return;
 	}
-	if (repeat && json_is_array(v)) {
+	if (repeat && json_is_array(v) && json_array_size(v) > 0) {
 		size_t i;
 		json_t *x;
 		int scalars = 1;
@@ -322,6 +327,18 @@ imp_topkey(struct imp *im, const char *key, json_t *v)
 	    json_is_string(v))
 		imp_tracks_set_host(im->tracks, json_string_value(v));
 	flatten(im, key, v, 0, 0);
+}
+
+void
+imp_meta_own(struct imp *im, const char *key, const char *value)
+{
+	size_t n;
+	const char *ok = cmd_utf8(value, strlen(value), &n);
+	char *c = strndup(ok, n);
+	if (!c)
+		cmd_die(EXIT_USAGE, "out of memory");
+	add(im, key, c, 0);
+	free(c);
 }
 
 int

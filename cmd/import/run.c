@@ -47,17 +47,6 @@ iso_time(char *buf, size_t n, int64_t ns)
 	snprintf(buf + k, n - k, ".%09" PRId64 "Z", ns % 1000000000);
 }
 
-static void
-meta_string(struct imp *im, const char *key, const char *value)
-{
-	size_t n;
-	const char *ok = cmd_utf8(value, strlen(value), &n);
-	json_t *s = json_stringn(ok, n);
-	if (s)
-		imp_topkey(im, key, s);
-	json_decref(s);
-}
-
 /* What the import itself adds to the run metadata. */
 static void
 import_meta(struct run *r, const char *name)
@@ -65,10 +54,10 @@ import_meta(struct run *r, const char *name)
 	struct imp *im = &r->im;
 	char v[128];
 	snprintf(v, sizeof(v), "trace-import %s", tk_version());
-	meta_string(im, "importer", v);
-	meta_string(im, "import.source", name);
+	imp_meta_own(im, "importer", v);
+	imp_meta_own(im, "import.source", name);
 	if (r->error)
-		meta_string(im, "import.error", r->error);
+		imp_meta_own(im, "import.error", r->error);
 	json_t *host = json_object_get(im->meta, "host");
 	if (json_array_size(host) == 1)
 		imp_tracks_default_host(r->tracks, json_string_value(json_array_get(host, 0)));
@@ -95,7 +84,7 @@ import_meta(struct run *r, const char *name)
 	if (start != INT64_MAX && start >= y2000 && start < y2100 &&
 	    !json_object_get(im->meta, "start")) {
 		iso_time(v, sizeof(v), start);
-		meta_string(im, "start", v);
+		imp_meta_own(im, "start", v);
 	}
 }
 
@@ -240,6 +229,14 @@ imp_run(struct imp_input *in, struct tk_writer *w, const struct imp_options *o)
 	}
 	imp_summary_note(r.sum, "samples of Kineto's memory totals that repeat "
 	                 "the value before (not written)", imp_sort_repeats(r.sort));
+	uint64_t beyond = imp_sort_beyond(r.sort);
+	if (beyond && status != EXIT_USAGE) {
+		if (!r.im.quiet)
+			cmd_warn("%s: %" PRIu64 " event%s whose time plus baseTimeNanoseconds "
+			         "does not fit in 64-bit nanoseconds: skipped", in->name,
+			         beyond, beyond == 1 ? "" : "s");
+		status |= EXIT_BADINPUT;
+	}
 	if (r.im.warnings > IMP_MAX_WARNINGS && !r.im.quiet)
 		cmd_warn("%s: %" PRIu64 " more events could not be read", in->name,
 		         r.im.warnings - IMP_MAX_WARNINGS);

@@ -94,6 +94,8 @@ struct imp_sort {
 	uint32_t nmap;
 	double *last;            /* output: last value of each counter */
 	uint64_t repeats;
+	uint64_t beyond;         /* output: events whose time plus the base
+	                          * does not fit in 64 bits (skipped) */
 	int failed;              /* a temporary file failed: no more */
 	char errmsg[512];
 };
@@ -178,6 +180,12 @@ uint64_t
 imp_sort_repeats(const struct imp_sort *s)
 {
 	return s->repeats;
+}
+
+uint64_t
+imp_sort_beyond(const struct imp_sort *s)
+{
+	return s->beyond;
 }
 
 static int sfail(struct imp_sort *s, const char *fmt, ...)
@@ -369,10 +377,13 @@ put_event(struct imp_sort *s, struct tk_writer *w, struct tk_event *ev,
 	    !(ev->u.range.end_track = imp_define_track(s->t, w, ev->u.range.end_track,
 	                                               s->map, s->dmap)))
 		return wfail(s, w, what);
+	/* a bad time in the input, not a failed output: the event is
+	 * skipped and counted, and the import goes on */
 	if ((offset > 0 && ev->ts > INT64_MAX - offset) ||
-	    (offset < 0 && ev->ts < INT64_MIN - offset))
-		return sfail(s, "%s: a time plus baseTimeNanoseconds does not fit "
-		             "in 64 bits", what);
+	    (offset < 0 && ev->ts < INT64_MIN - offset)) {
+		s->beyond++;
+		return 0;
+	}
 	ev->ts += offset;
 	if (ev->ts > 0 && ev->dur > INT64_MAX - ev->ts)
 		ev->dur = INT64_MAX - ev->ts;

@@ -47,6 +47,7 @@ struct sink {
 	size_t col;              /* CSV: the column the next value goes to */
 	char *path;
 	int failed;
+	char err[256];           /* what failed first, when failed */
 };
 
 /* Opens DIR/NAME.parquet (or .csv).  0, or -1 after a message. */
@@ -60,9 +61,12 @@ void sink_str(struct sink *s, const char *v);
 /* Text known to be UTF-8 already (the run id, enumeration names). */
 void sink_text(struct sink *s, const char *v, size_t n);
 void sink_null(struct sink *s);
-/* 0, or -1 after a message. */
+/* 0, or -1 when the file could not be written (sink_error says why;
+ * no message: the caller gives one for the run). */
 int sink_end_row(struct sink *s);
 int sink_close(struct sink *s);
+/* NULL, or what made writing fail. */
+const char *sink_error(const struct sink *s);
 void sink_free(struct sink *s);
 
 /* The steps: windows by begin time, and the time of the kernels,

@@ -110,6 +110,26 @@ sink_null(struct sink *s)
 		csv_sep(s);
 }
 
+/* Keep what went wrong, once: the caller says it (sink_error), in one
+ * line for the whole run, not one per table. */
+static void
+fail(struct sink *s, const char *what)
+{
+	if (s->failed)
+		return;
+	s->failed = 1;
+	snprintf(s->err, sizeof(s->err), "%s", what);
+}
+
+/* The Parquet writer's message without the path it begins with. */
+static const char *
+pq_what(const struct sink *s)
+{
+	const char *e = pq_error(s->pq);
+	size_t n = strlen(s->path);
+	return strncmp(e, s->path, n) == 0 && strncmp(e + n, ": ", 2) == 0 ? e + n + 2 : e;
+}
+
 int
 sink_end_row(struct sink *s)
 {
@@ -117,8 +137,7 @@ sink_end_row(struct sink *s)
 		return -1;
 	if (s->pq) {
 		if (pq_end_row(s->pq) < 0) {
-			cmd_warn("%s", pq_error(s->pq));
-			s->failed = 1;
+			fail(s, pq_what(s));
 			return -1;
 		}
 		return 0;
@@ -126,8 +145,7 @@ sink_end_row(struct sink *s)
 	putc('\n', s->csv);
 	s->col = 0;
 	if (ferror(s->csv)) {
-		cmd_warn("%s: %s", s->path, strerror(errno ? errno : EIO));
-		s->failed = 1;
+		fail(s, strerror(errno ? errno : EIO));
 		return -1;
 	}
 	return 0;
@@ -136,21 +154,22 @@ sink_end_row(struct sink *s)
 int
 sink_close(struct sink *s)
 {
-	int rc = s->failed ? -1 : 0;
 	if (s->pq) {
-		if (!s->failed && pq_close(s->pq) < 0) {
-			cmd_warn("%s", pq_error(s->pq));
-			rc = -1;
-		}
+		if (!s->failed && pq_close(s->pq) < 0)
+			fail(s, pq_what(s));
 	} else if (s->csv) {
 		FILE *f = s->csv;
 		s->csv = NULL;
-		if (fclose(f) != 0 && !s->failed) {
-			cmd_warn("%s: %s", s->path, strerror(errno));
-			rc = -1;
-		}
+		if (fclose(f) != 0)
+			fail(s, strerror(errno));
 	}
-	return rc;
+	return s->failed ? -1 : 0;
+}
+
+const char *
+sink_error(const struct sink *s)
+{
+	return s->failed ? s->err : NULL;
 }
 
 void

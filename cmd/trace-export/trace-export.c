@@ -90,16 +90,18 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case OPT_RUN_ID: {
 			size_t n;
-			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n") ||
-			    cmd_utf8(optarg, strlen(optarg), &n) != optarg)
-				cmd_usage_error("invalid --run-id '%s' (a folder name: no '/', "
-				                "'=' or leading '.')", optarg);
+			/* shown as text: bytes that are not UTF-8 as U+FFFD */
+			const char *shown = cmd_utf8(optarg, strlen(optarg), &n);
+			if (!*optarg || *optarg == '.' || strpbrk(optarg, "/=\n") || shown != optarg)
+				cmd_usage_error("invalid --run-id '%.*s' (a folder name in UTF-8: "
+				                "no '/', '=', newline or leading '.')", (int)n, shown);
 			o->run_id = optarg;
 			break;
 		}
 		case OPT_ROW_GROUP:
 			if (cmd_parse_uint(optarg, &v) < 0 || v == 0 || v > (1u << 30))
-				cmd_usage_error("invalid --row-group '%s' (rows, 1 or more)", optarg);
+				cmd_usage_error("invalid --row-group '%s' (rows, 1 to %u)", optarg,
+				                1u << 30);
 			o->pq.group_rows = v;
 			if (o->pq.page_rows > v)
 				o->pq.page_rows = v;
@@ -150,7 +152,7 @@ spool(int in, const char *name, const char *path)
 		for (ssize_t off = 0; off < n;) {
 			ssize_t w = write(fd, buf + off, (size_t)(n - off));
 			if (w < 0) {
-				cmd_warn("%s: %s", path, strerror(errno));
+				cmd_warn("%s: write error: %s", path, strerror(errno));
 				close(fd);
 				return -1;
 			}
@@ -162,7 +164,7 @@ spool(int in, const char *name, const char *path)
 		return -1;
 	}
 	if (close(fd) != 0) {
-		cmd_warn("%s: %s", path, strerror(errno));
+		cmd_warn("%s: write error: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -331,9 +333,17 @@ write_run(const struct options *o, const char *path, const char *name,
 		ex_steps_rows(&x, step_name);
 		free(step_name);
 	}
+	int told = 0;
 	for (int t = 0; t < XT_NTABLES; t++) {
-		if (x.t[t].def && sink_close(&x.t[t]) < 0)
+		if (x.t[t].def && sink_close(&x.t[t]) < 0) {
 			out = -1;
+			/* one line for the run, naming the file where it was
+			 * going, as the other commands' "write error:" */
+			const char *table = strrchr(x.t[t].path, '/');
+			if (!told++)
+				cmd_warn("%s/run=%s%s: write error: %s", o->dir, run_id,
+				         table ? table : "", sink_error(&x.t[t]));
+		}
 		sink_free(&x.t[t]);
 	}
 	xsteps_free(&steps);
@@ -441,6 +451,9 @@ main(int argc, char **argv)
 	struct stat st;
 	if (stat(o.dir, &st) != 0 && mkdir(o.dir, 0777) != 0)
 		cmd_die(EXIT_USAGE, "%s: %s", o.dir, strerror(errno));
+	/* said of the folder given, not of the hidden one made in it */
+	if (stat(o.dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		cmd_die(EXIT_USAGE, "%s: %s", o.dir, strerror(ENOTDIR));
 	int status = 0;
 	for (int i = 0; i < nfiles; i++) {
 		int rc = export_trace(&o, files[i], (unsigned)i);

@@ -11,6 +11,7 @@
  * files allowed: groups of inputs into temporary files, then those.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <dirent.h>
@@ -662,15 +663,21 @@ main(int argc, char **argv)
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
 	const char *th = getenv("TK_MERGE_THREADS");
 	wo.threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 && !(th && strcmp(th, "0") == 0);
-	if (tk_writer_open_path(run.out, o->output, &wo)) {
-		if (strcmp(o->output, "-") == 0)
-			output_failed(run.out, tk_writer_error(run.out));
-		cmd_die(EXIT_USAGE, "%s: %s", o->output,
-		        tk_writer_error(run.out));
-	}
+	/* the file is opened here, not by tk_writer_open_path, so that an
+	 * open that fails (no such folder) and a first write that fails
+	 * (the header, on a full disk) are told apart */
+	int out_fd = STDOUT_FILENO;
+	if (strcmp(o->output, "-") != 0 &&
+	    (out_fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0)
+		cmd_die(EXIT_USAGE, "%s: %s", o->output, strerror(errno));
+	if (tk_writer_open_fd(run.out, out_fd, out_fd == STDOUT_FILENO ? "(stdout)" : o->output,
+	                      &wo))
+		output_failed(run.out, tk_writer_error(run.out));
 	prepare(paths, n);
 	merge_all();
 	if (tk_writer_close(run.out))
 		output_failed(run.out, tk_writer_error(run.out));
+	if (out_fd != STDOUT_FILENO && close(out_fd) != 0)
+		cmd_die(EXIT_USAGE, "%s: write error: %s", o->output, strerror(errno));
 	return run.status;
 }

@@ -368,10 +368,13 @@ csv_steps(struct stats *st)
 	static const char *const cols[] = {
 		"report", "step", "begin_ns", "dur_ns", "gpu_busy_ns", "kernel_ns",
 		"copy_ns", "api_ns", "kernel", "memcpy", "memset", "runtime",
-		"dataloader", "cpu", "other",
+		"dataloader", "cpu", "other", "whole_input",
 	};
 	const struct perinst_result *p = agg_per(st->agg);
-	csv_record(stdout, cols, 15);
+	/* JSON's steps.whole_input, on every row: each step is then all the
+	 * work of its input (the profiler's capture range) */
+	const char *whole = agg_per_whole_input(st->agg) ? "1" : "0";
+	csv_record(stdout, cols, 16);
 	for (size_t i = 0; i < p->ninst; i++) {
 		const struct perinst_instance *in = &p->inst[i];
 		struct csv_line l = { 0 };
@@ -385,7 +388,8 @@ csv_steps(struct stats *st)
 		csv_num(&l, 7, "%" PRId64, in->api);
 		for (int c = 0; c < BD_NCATS; c++)
 			csv_num(&l, 8 + (size_t)c, "%" PRId64, in->cat[c]);
-		csv_record(stdout, l.f, 15);
+		l.f[15] = whole;
+		csv_record(stdout, l.f, 16);
 	}
 }
 

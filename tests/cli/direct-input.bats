@@ -194,3 +194,41 @@ wrong() {
 	assert_eq "$stderr" "trace-dump: (stdin): empty input (not a trace)"
 	cat "$D/twice.json.gz" | { run -1 --separate-stderr trace-stats; assert_eq "$stderr" "trace-stats: (stdin): gzip inside gzip: decompress it once first (gzip -dc FILE | trace-stats)"; }
 }
+
+@test "the same inside gzip, and the kinds of file the first list has not" {
+	gz() { gzip -c > "$D/$1"; }
+	: | gz empty.gz
+	wrong "$D/empty.gz" "the input is empty"
+	printf ' \n' | gz blank.gz
+	wrong "$D/blank.gz" "gzip-compressed only white space: not a trace"
+	printf 'SQLite format 3\000rest' | gz db.gz
+	wrong "$D/db.gz" "a gzip-compressed SQLite database: decompress it first (gzip -dc FILE > x.sqlite)"
+	printf '\050\265\057\375\000' | gz z.gz
+	wrong "$D/z.gz" "gzip-compressed zstd-compressed: decompress it first (zstd -dc FILE | CMD)"
+	printf 'BZh91AY' > "$D/b.bz2"
+	wrong "$D/b.bz2" "bzip2-compressed: decompress it first (bzip2 -dc FILE | CMD)"
+	printf 'PK\003\004\024\000' | gz zip.gz
+	wrong "$D/zip.gz" "gzip-compressed a zip archive: extract the trace first (unzip FILE)"
+	printf '\177ELF\002' | gz elf.gz
+	wrong "$D/elf.gz" "gzip-compressed a program (ELF), not a trace"
+	printf 'x Nsight Systems y' | gz rep.gz
+	wrong "$D/rep.gz" "gzip-compressed an Nsight Systems report: export it first (nsys export --type sqlite FILE), then read the .sqlite"
+	printf '  <HTML><body></body></HTML>' > "$D/upper.html"
+	wrong "$D/upper.html" "an HTML page, not a trace (a web page saved instead of the file?)"
+	printf '<?xml version="1.0"?><a/>' | gz x.xml.gz
+	wrong "$D/x.xml.gz" "gzip-compressed XML or HTML, not a trace"
+	printf '# notes\n' | gz notes.gz
+	wrong "$D/notes.gz" "gzip-compressed text that is not JSON: not a tracekit trace, Chrome JSON or Nsight Systems SQLite export"
+	# fewer than four bytes: the missing ones shown as 00
+	printf '\001' > "$D/one"
+	wrong "$D/one" "not a tracekit trace, Chrome JSON or Nsight Systems SQLite export (first bytes 01 00 00 00)"
+	printf '\001\002\003\004' | gz bin.gz
+	wrong "$D/bin.gz" "gzip-compressed not a tracekit trace, Chrome JSON or Nsight Systems SQLite export (first bytes 01 02 03 04)"
+	# a UTF-8 byte order mark before the JSON is read past; an empty
+	# TMPDIR means /tmp for the copy of standard input
+	printf '\357\273\277 {"traceEvents":[{"ph":"X","name":"k","pid":1,"tid":1,"ts":1,"dur":4}]}' > "$D/bom.json"
+	run -0 trace-dump --json "$D/bom.json"
+	assert_eq "$(jq -c '[.name, .ts, .dur]' <<< "$output")" '["k",1000,4000]'
+	run -0 env TMPDIR= trace-dump --json < "$D/bom.json"
+	assert_eq "$(jq -c '[.name, .ts, .dur]' <<< "$output")" '["k",1000,4000]'
+}

@@ -283,6 +283,24 @@ print(len(k), k[0]["name"], k[0]["duration"], len(s), s[0]["kernel_time"])' "$re
 	[ -z "$(ls -A "$d/none" 2>/dev/null)" ]
 }
 
+@test "an output that fills up: one line naming the table, status 2, no run left, in either format" {
+	under_valgrind && skip "valgrind's own files would meet the file size limit"
+	d=$BATS_TEST_TMPDIR
+	t=$(synth_trace a.tkt -n 30000)
+	for fmt in csv parquet; do
+		# files past 64 KiB fail with EFBIG (SIGXFSZ ignored), as a
+		# full disk would with ENOSPC
+		run --separate-stderr -2 bash -c "trap '' XFSZ; ulimit -f 64; exec trace-export -f $fmt -o '$d/$fmt' '$t'"
+		assert_eq "${#stderr_lines[@]}" 1
+		[[ "$stderr" =~ ^"trace-export: $d/$fmt/run="[0-9a-f]{16}/[a-z]+\.$fmt": write error: File too large"$ ]]
+		assert_eq "$(ls -A "$d/$fmt")" ""
+	done
+	# standard input is copied aside first: that copy failing is a write error too
+	run -2 bash -c "trap '' XFSZ; ulimit -f 64; exec trace-export -o '$d/in' < '$t'"
+	[[ "$output" =~ ^"trace-export: $d/in/.tmp/run-"[0-9]+-0/stdin.tkt": write error: File too large"$ ]]
+	assert_eq "$(ls -A "$d/in")" ""
+}
+
 @test "every real trace of the test data, imported, exports and checks (schema, events, trace-stats)" {
 	need_duckdb
 	[ -d "$TK_SHARED/testdata" ] || skip "real test data not found: $TK_SHARED/testdata"
@@ -324,4 +342,107 @@ print(len(k), k[0]["name"], k[0]["duration"], len(s), s[0]["kernel_time"])' "$re
 		awk -v p="$pct" 'BEGIN { exit !(p > 20 && p < 40) }'
 	done
 	[[ "${lines[4]}" != *elementwise* ]]
+}
+
+@test "each bad option value says what it wants, exit 2; a FIFO, --run-id, -f parquet and --row-group together" {
+	d=$BATS_TEST_TMPDIR
+	t=$(synth_trace a.tkt -n 5000)
+	while IFS='|' read -r opt want; do
+		run -2 trace-export $opt -o "$d/lake" "$t"
+		assert_eq "${lines[0]}" "trace-export: $want"
+	done <<-'EOF2'
+	--run-id=|invalid --run-id '' (a folder name in UTF-8: no '/', '=', newline or leading '.')
+	--run-id .hidden|invalid --run-id '.hidden' (a folder name in UTF-8: no '/', '=', newline or leading '.')
+	--run-id a=b|invalid --run-id 'a=b' (a folder name in UTF-8: no '/', '=', newline or leading '.')
+	--row-group abc|invalid --row-group 'abc' (rows, 1 to 1073741824)
+	--row-group 1073741825|invalid --row-group '1073741825' (rows, 1 to 1073741824)
+	EOF2
+	# bytes that are not UTF-8 are refused and shown as U+FFFD
+	run -2 trace-export --run-id "$(printf 'r\xff1')" -o "$d/lake" "$t"
+	assert_eq "${lines[0]}" "trace-export: invalid --run-id 'r$(printf '\xef\xbf\xbd')1' (a folder name in UTF-8: no '/', '=', newline or leading '.')"
+	[ ! -e "$d/lake" ]
+	# a file where the folder should be: said of it, nothing made
+	echo x > "$d/file"
+	run -2 trace-export -o "$d/file" "$t"
+	assert_eq "$output" "trace-export: $d/file: Not a directory"
+	# a named pipe is copied first and gets the id of the same bytes in a file
+	trace-export -o "$d/a" "$t"
+	trace-export -o "$d/b" <(cat "$t")
+	assert_eq "$(ls "$d/b")" "$(ls "$d/a")"
+	# options together: 700 rows a group, an id of our own
+	n=$(trace-dump -k kernel "$t" | wc -l)
+	[ "$n" -gt 1400 ]
+	trace-export -f parquet --row-group 700 --run-id 'mine é' -o "$d/c" "$t"
+	[ -f "$d/c/run=mine é/kernels.parquet" ]
+	# the row groups, from the file's footer: row counts of 700 and the rest
+	python3 - "$d/c/run=mine é/kernels.parquet" "$n" <<-'PY'
+	import struct, sys
+	b = open(sys.argv[1], "rb").read()
+	assert b[:4] == b"PAR1" and b[-4:] == b"PAR1"
+	flen = struct.unpack("<I", b[-8:-4])[0]
+	footer = b[-8 - flen:-8]
+	# FileMetaData field 4, row_groups, a list of RowGroup structs whose
+	# field 3 is num_rows: read the compact protocol just far enough
+	pos = 0
+	def varint():
+	    global pos
+	    v = s = 0
+	    while True:
+	        c = footer[pos]; pos += 1
+	        v |= (c & 0x7f) << s; s += 7
+	        if not c & 0x80:
+	            return v
+	def zz():
+	    v = varint()
+	    return (v >> 1) ^ -(v & 1)
+	def skip(t):
+	    global pos
+	    if t in (1, 2):
+	        return
+	    if t in (3,):
+	        pos += 1
+	    elif t in (4, 5, 6):
+	        varint()
+	    elif t == 7:
+	        pos += 8
+	    elif t == 8:
+	        n = varint()
+	        pos += n
+	    elif t in (9, 10):
+	        h = footer[pos]; pos += 1
+	        n = h >> 4 if h >> 4 != 15 else varint()
+	        for _ in range(n):
+	            skip(h & 15)
+	    elif t == 12:
+	        struct_(lambda f, t: skip(t))
+	def struct_(on):
+	    global pos
+	    fid = 0
+	    while True:
+	        h = footer[pos]; pos += 1
+	        if h == 0:
+	            return
+	        d, t = h >> 4, h & 15
+	        fid = fid + d if d else zz()
+	        on(fid, t)
+	groups = []
+	def rowgroup(fid, t):
+	    if fid == 3 and t == 6:
+	        groups.append(zz())
+	    else:
+	        skip(t)
+	def top(fid, t):
+	    global pos
+	    if fid == 4 and t == 9:
+	        h = footer[pos]; pos += 1
+	        n = h >> 4 if h >> 4 != 15 else varint()
+	        for _ in range(n):
+	            struct_(rowgroup)
+	    else:
+	        skip(t)
+	struct_(top)
+	n = int(sys.argv[2])
+	want = [700] * (n // 700) + ([n % 700] if n % 700 else [])
+	assert groups == want, (groups, want)
+	PY
 }

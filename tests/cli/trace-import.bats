@@ -421,13 +421,33 @@ for i in range(20000):
 for i in range(500):
     ev.append({"ph": "C", "name": "ctr", "pid": 1, "ts": random.randrange(10**6),
                "args": {"v": i}})
+# every kind the sorted runs carry: async ranges ending on another
+# thread (their ends last in the file: b and e pair in file order),
+# marks, flows, kernels
+ends = []
+for i in range(300):
+    t = random.randrange(10**6)
+    ev.append({"ph": "b", "name": "io", "cat": "a", "id": i, "pid": 1, "tid": i % 40, "ts": t})
+    ends.append({"ph": "e", "name": "io", "cat": "a", "id": i, "pid": 1, "tid": (i + 1) % 40,
+                 "ts": t + random.randrange(1, 100)})
+for i in range(200):
+    t = random.randrange(10**6)
+    ev.append({"ph": "i", "name": "mark", "pid": 1, "tid": i % 40, "ts": t})
+    ev.append({"ph": "s", "name": "fl", "cat": "f", "id": i, "pid": 1, "tid": i % 40, "ts": t})
+    ev.append({"ph": "f", "name": "fl", "cat": "f", "id": i, "pid": 1, "tid": (i + 3) % 40,
+               "ts": t + 5, "bp": "e"})
+    ev.append({"ph": "X", "name": "k%d" % (i % 7), "cat": "kernel", "pid": 0, "tid": 7,
+               "ts": t, "dur": 3, "args": {"device": 0, "stream": 7}})
 random.shuffle(ev)
-print(json.dumps({"traceEvents": ev}))
+random.shuffle(ends)
+print(json.dumps({"traceEvents": ev + ends}))
 PY
 	J=$D/shuffled.json
 	import "$J"
 	trace-dump --csv "$D/out.tkt" | awk -F, 'NR > 1 && $2 < prev { bad = 1 } NR > 1 { prev = $2 } END { exit bad }'
-	assert_eq "$(trace-dump "$D/out.tkt" | wc -l)" 20500
+	# each X, C sample, b/e pair, mark, flow end and kernel is one event
+	assert_eq "$(trace-dump "$D/out.tkt" | wc -l)" $((20000 + 500 + 300 + 200 * 4))
+	assert_eq "$(trace-dump -k async_range "$D/out.tkt" | grep -c ' end_track=')" 300
 	mv "$D/out.tkt" "$D/big.tkt"
 	# 64k of memory: many sorted runs, merged a level up when they are many
 	import "$J" -v --memory 64k

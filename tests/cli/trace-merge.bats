@@ -358,9 +358,10 @@ processes() {
 	assert_eq "$stderr" ""
 	run -2 --separate-stderr bash -c "trace-merge '$A' > /dev/full"
 	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
-	# (the header is written as the output is opened: said as a failed open)
+	# the header, written as the output is opened, failing is a write
+	# error too; a file that cannot be opened is not
 	run -2 --separate-stderr trace-merge -o /dev/full "$A"
-	assert_eq "$stderr" "trace-merge: /dev/full: No space left on device"
+	assert_eq "$stderr" "trace-merge: /dev/full: write error: No space left on device"
 	run -2 --separate-stderr trace-merge -o "$D/no/such/dir.tkt" "$A"
 	assert_eq "$stderr" "trace-merge: $D/no/such/dir.tkt: No such file or directory"
 }

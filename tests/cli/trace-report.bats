@@ -243,3 +243,68 @@ shoot() {
 	[ "$(grep -o 'data-table="kernels"' "$d/q.html" | wc -l)" -eq "$nk" ]
 	run -1 grep -q 'data-hist=' "$d/q.html"
 }
+
+@test "each bad option value: its own message, exit 2, no page" {
+	d=$BATS_TEST_TMPDIR
+	T=$(synth_trace s.tkt --steps 2 --layers 1)
+	while IFS='|' read -r opt want; do
+		run -2 trace-report $opt -o "$d/p.html" "$T"
+		assert_eq "${lines[0]}" "trace-report: $want"
+		[ ! -e "$d/p.html" ]
+	done <<-'EOF2'
+	--output=|invalid --output ''
+	--top abc|invalid --top 'abc' (1 to 1000)
+	--top 1001|invalid --top '1001' (1 to 1000)
+	-n 0|invalid --top '0' (1 to 1000)
+	--hist x|invalid --hist 'x' (0 to 100)
+	--hist 101|invalid --hist '101' (0 to 100)
+	EOF2
+}
+
+@test "a trace cut short: the page of what was read, its one warning, exit 1" {
+	d=$BATS_TEST_TMPDIR
+	T=$(synth_trace s.tkt --steps 40 --layers 2 --chunk-bytes 4096)
+	size=$(stat -c %s "$T")
+	head -c $((size * 2 / 3)) "$T" > "$d/cut.tkt"
+	run --separate-stderr trace-report -o "$d/p.html" "$d/cut.tkt"
+	[ "$status" -eq 1 ]
+	assert_eq "${#stderr_lines[@]}" 1
+	[[ "$stderr" == "trace-report: $d/cut.tkt: "* ]]
+	# the page holds what trace-stats reads of the same bytes
+	trace-stats --json --steps --distributed -r all "$d/cut.tkt" > "$d/stats.json" || [ $? -eq 1 ]
+	[ "$(jq .run.events "$d/stats.json")" -gt 0 ]
+	python3 "$CHECK" page "$d/p.html" "$d/stats.json"
+}
+
+@test "events lost by the recorder and 33 inputs: the header says so" {
+	d=$BATS_TEST_TMPDIR
+	cat > "$d/desc" <<-'EOF2'
+	{"def":"process","ref":"p","pid":100,"host":"h","argv":["python3"],"start":1000}
+	{"def":"thread","ref":"t","process":"p","tid":101,"name":"main"}
+	{"def":"device","ref":"d","index":0,"name":"NVIDIA H100","sm_count":132}
+	{"def":"stream","ref":"s","process":"p","device":"d","stream":7,"context":1}
+	{"kind":"api","track":"t","ts":1500,"dur":100,"name":"cudaLaunchKernel"}
+	{"kind":"kernel","track":"s","ts":2000,"dur":500,"name":"k1"}
+	{"kind":"dropped","track":"t","ts":3000,"count":12,"reason":"buffer full"}
+	EOF2
+	mktrace < "$d/desc" > "$d/lost.tkt"
+	trace-report -o "$d/p.html" "$d/lost.tkt"
+	grep -q '<dd>12 events lost by the recorder</dd>' "$d/p.html"
+	trace-stats --json --steps --distributed -r all "$d/lost.tkt" > "$d/stats.json"
+	python3 "$CHECK" page "$d/p.html" "$d/stats.json"
+	# 33 inputs: 32 named, then how many more; the events of all
+	files=()
+	for i in $(seq 1 33); do
+		cp "$d/lost.tkt" "$d/in$i.tkt"
+		files+=("$d/in$i.tkt")
+	done
+	trace-report -o "$d/q.html" "${files[@]}"
+	[ "$(grep -c "<dd>$d/in[0-9]*.tkt</dd>" "$d/q.html")" -eq 32 ]
+	grep -q '<dd>and 1 more</dd>' "$d/q.html"
+	grep -q "<dd>$d/in32.tkt</dd>" "$d/q.html"
+	run -1 grep -q "<dd>$d/in33.tkt</dd>" "$d/q.html"
+	grep -q '<dd>396 events lost by the recorder</dd>' "$d/q.html"
+	# (report_check.py keys GPU rows by index, and these 33 are all GPU 0)
+	grep -q "data-events=\"$((33 * $(trace-dump "$d/lost.tkt" | wc -l)))\"" "$d/q.html"
+	[ "$(grep -c '<tr data-gpu="0"' "$d/q.html")" -eq 33 ]
+}

@@ -186,6 +186,48 @@ PY
 	[[ "$output" != *"no ProfilerStep#N"* ]]
 }
 
+@test "--steps --pid on a trace with only the capture range: the one step, over that process's work" {
+	shared_data hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz F
+	d=$BATS_TEST_TMPDIR
+	# independent: the process that calls the CUDA API (the capture
+	# range is on a placeholder process of its own), and the GPU work and
+	# API calls of the file, all that process's
+	read -r pid k c a <<< "$(python3 - "$F" <<'PY'
+import gzip, json, sys
+from decimal import Decimal
+ev = json.load(gzip.open(sys.argv[1], "rt"), parse_float=Decimal)["traceEvents"]
+def tot(cats):
+    return sum(int(Decimal(e.get("dur", 0)) * 1000) for e in ev
+               if e.get("ph") == "X" and e.get("cat") in cats)
+api_pids = {e["pid"] for e in ev if e.get("cat") == "cuda_runtime"}
+assert len(api_pids) == 1
+cap = [e for e in ev if e.get("cat") == "Trace"]
+assert len(cap) == 1 and cap[0]["pid"] not in api_pids
+print(api_pids.pop(), tot({"kernel"}), tot({"gpu_memcpy", "gpu_memset"}),
+      tot({"cuda_runtime", "cuda_driver"}))
+PY
+)"
+	f=$(import "$F")
+	trace-stats --json --steps --pid "$pid" --report run "$f" > "$d/p.json"
+	assert_eq "$(jq -c '.steps | [.range, .whole_input, (.instances | length)]' "$d/p.json")" \
+	          '["PyTorch Profiler (0)",true,1]'
+	assert_eq "$(jq -r '.steps.instances[0] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)"' "$d/p.json")" \
+	          "$k $c $a"
+	run -0 trace-stats --steps --pid "$pid" --report run --no-findings "$f"
+	[[ "$output" == *"no ProfilerStep#N or step ranges: the profiler's capture range is one step"* ]]
+	# CSV says it is the whole input as JSON does
+	trace-stats --csv --steps --pid "$pid" --report run "$f" |
+		python3 -c '
+import csv, io, sys
+rows = [r for r in csv.DictReader(io.StringIO(sys.stdin.read().split("\n\n")[-1].strip() + "\n"))]
+assert len(rows) == 1 and rows[0]["report"] == "steps" and rows[0]["whole_input"] == "1", rows
+print(rows[0]["kernel_ns"], rows[0]["copy_ns"], rows[0]["api_ns"])' > "$d/csv"
+	assert_eq "$(cat "$d/csv")" "$k $c $a"
+	# another process: the step is there, with none of the work
+	trace-stats --json --steps --pid 1 --report run "$f" > "$d/q.json"
+	assert_eq "$(jq -r '.steps.instances[] | "\(.kernel_ns) \(.copy_ns) \(.api_ns)"' "$d/q.json")" "0 0 0"
+}
+
 @test "--steps and --operators in CSV carry the JSON's figures" {
 	shared_data param/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json F
 	d=$BATS_TEST_TMPDIR
@@ -208,6 +250,7 @@ for r, x in zip(steps, j["steps"]["instances"]):
         assert int(r[k]) == x[k], k
     for k, v in x["breakdown"].items():
         assert int(r[k]) == v, k
+    assert r["whole_input"] == str(int(j["steps"]["whole_input"])) == "0"
 ops = tabs["operators"]
 assert len(ops) == len(j["operators"]) > 100
 for r, x in zip(ops, j["operators"]):
