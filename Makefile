@@ -474,6 +474,15 @@ $(FAULTIO): tests/apps/faultio.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
+# Its sibling for the calls that create things (pipe, fork, memfd,
+# signalfd, threads) and poll: the Nth call of one fails
+# (tests/cli/trace-record-faults.bats).  Never sanitized either.
+FAULTSYS := $(O)/tests/apps/libfaultsys.so
+tests: $(FAULTSYS)
+$(FAULTSYS): tests/apps/faultsys.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+
 $(O)/tests/apps/%: tests/apps/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lm
