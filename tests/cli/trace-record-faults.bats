@@ -125,3 +125,16 @@ meta_keys() {
 	run -1 --separate-stderr trace-dump "$T"
 	[[ "$stderr" == "trace-dump: $T: truncated at byte "* ]]
 }
+
+@test "a recorded program cannot start its flusher thread: its process is there, and the trace says its ranges are not" {
+	need_nvtx
+	run -0 --separate-stderr failing nvtx_sample pthread_create:1:EAGAIN -o "$T" -- \
+		"$APPS/nvtx_sample" --steps 2 --threads 0
+	assert_eq "$(failed)" "pthread_create 1"
+	pid=$(cut -d' ' -f1 "$LOG")
+	assert_eq "$(ev 'select(.kind=="process") | "\(.pid) \(.exit_code) \(.name)"')" "$pid 0 nvtx_sample"
+	# not one range or mark, and the reason
+	assert_eq "$(ev 'select(.kind!="process") | .kind')" ""
+	assert_eq "$(trace-dump --info --json "$T" | jq -r .metadata.nvtx)" \
+		"not recorded (pid $pid): no flusher thread: Resource temporarily unavailable"
+}
