@@ -99,8 +99,10 @@ rec_spool_create(void)
 		if (mkdtemp(path)) {
 			/* the library finds it from anywhere: absolute */
 			char *real = realpath(path, NULL);
-			if (!real)
+			if (!real) {
+				rmdir(path); /* not ours to clean up yet */
 				rec_die("out of memory");
+			}
 			if (first && i > 0 && cands[0] && *cands[0])
 				cmd_warn("cannot create files in TMPDIR=%s (%s); "
 				         "spooling in %s", first,
