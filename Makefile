@@ -482,6 +482,12 @@ tests: $(FAULTSYS)
 $(FAULTSYS): tests/apps/faultsys.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+# ... and with malloc, calloc and realloc too (not with a sanitizer)
+FAULTALLOC := $(O)/tests/apps/libfaultalloc.so
+tests: $(FAULTALLOC)
+$(FAULTALLOC): tests/apps/faultsys.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -DFAULTSYS_ALLOC -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
 $(O)/tests/apps/%: tests/apps/%.c
 	@mkdir -p $(@D)

@@ -22,7 +22,14 @@
  *                       posix_spawnp, posix_spawn, pthread_create
  *   FAULTSYS_LOG=FILE   at exit, one line "PID CALL N" appended for
  *                       each call failed, so that a test knows that its
- *                       fault happened
+ *                       fault happened; with N 0 (FAULTSYS_FAIL=CALL:0:
+ *                       ERRNO), "PID CALL count M": how many calls of
+ *                       CALL it made, none failed
+ *
+ * Built a second time with -DFAULTSYS_ALLOC (libfaultalloc.so), it also
+ * answers CALL alloc: malloc, calloc and realloc counted together, the
+ * Nth failing with ENOMEM as when memory runs out.  That build replaces
+ * the allocator's entry points, so it cannot go with a sanitizer's.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -64,8 +71,7 @@ read_want(void)
 	if (!prog || !fail || strcmp(prog, program_invocation_short_name) != 0)
 		return;
 	char err[32];
-	if (sscanf(fail, "%31[a-z_0-9]:%lu:%31[A-Z]", want.call, &want.nth, err) != 3 ||
-	    want.nth == 0)
+	if (sscanf(fail, "%31[a-z_0-9]:%lu:%31[A-Z]", want.call, &want.nth, err) != 3)
 		abort(); /* a mistake in the test */
 	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 		if (strcmp(errnos[i].name, err) == 0)
@@ -83,7 +89,7 @@ failing(const char *call)
 		read_want();
 	if (!want.on || forked_child || strcmp(call, want.call) != 0)
 		return 0;
-	if (++calls != want.nth)
+	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != want.nth)
 		return 0;
 	failed_at = calls;
 	errno = want.err;
@@ -190,15 +196,44 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *),
 	return failing("pthread_create") ? errno : next(t, attr, start, arg);
 }
 
+#ifdef FAULTSYS_ALLOC
+/* glibc's own entry points: no dlsym, which itself allocates. */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+
+void *
+malloc(size_t n)
+{
+	return failing("alloc") ? NULL : __libc_malloc(n);
+}
+
+void *
+calloc(size_t k, size_t n)
+{
+	return failing("alloc") ? NULL : __libc_calloc(k, n);
+}
+
+void *
+realloc(void *p, size_t n)
+{
+	return n && failing("alloc") ? NULL : __libc_realloc(p, n);
+}
+#endif
+
 __attribute__((destructor)) static void
 report(void)
 {
 	const char *log = getenv("FAULTSYS_LOG");
-	if (!failed_at || forked_child || !log || !*log)
+	if ((!failed_at && !(want.on && want.nth == 0)) || forked_child || !log ||
+	    !*log)
 		return;
 	FILE *f = fopen(log, "a");
 	if (!f)
 		return;
-	fprintf(f, "%d %s %lu\n", (int)getpid(), want.call, failed_at);
+	if (failed_at)
+		fprintf(f, "%d %s %lu\n", (int)getpid(), want.call, failed_at);
+	else
+		fprintf(f, "%d %s count %lu\n", (int)getpid(), want.call, calls);
 	fclose(f);
 }

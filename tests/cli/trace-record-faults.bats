@@ -138,3 +138,45 @@ meta_keys() {
 	assert_eq "$(trace-dump --info --json "$T" | jq -r .metadata.nvtx)" \
 		"not recorded (pid $pid): no flusher thread: Resource temporarily unavailable"
 }
+
+@test "memory runs out at any allocation of trace-record: the whole trace and exit 0, or one line and 125 and no trace that reads as whole" {
+	under_sanitizers && skip "the allocation shim replaces malloc: not with a sanitizer's"
+	SHIM=$TK_BUILD/tests/apps/libfaultalloc.so
+	run -0 --separate-stderr trace-record -o "$D/ref.tkt" -- "${CMD[@]}"
+	processes "$D/ref.tkt" > "$D/ref.procs"
+	# how many allocations a run makes
+	run -0 failing trace-record alloc:0:ENOMEM -o "$T" -- "${CMD[@]}"
+	total=$(awk '$2 == "alloc" && $3 == "count" { print $4 }' "$LOG")
+	[ "$total" -gt 100 ]
+	# each of the first 40 (setting up), then every 7th to the end
+	fails=0 fine=0
+	# (the count varies a little with the timing: past the end of a
+	# run, no call fails)
+	for n in $(seq 1 40) $(seq 41 7 "$total") "$total"; do
+		rm -f "$T"
+		run --separate-stderr failing trace-record "alloc:$n:ENOMEM" -o "$T" -- "${CMD[@]}"
+		[ -s "$LOG" ] || [ "$n" -gt $((total - 20)) ]
+		[ ! -s "$LOG" ] || assert_eq "$(failed)" "alloc $n"
+		assert_eq "$output" ""          # nothing on trace-record's stdout
+		if [ "$status" -eq 0 ]; then
+			fine=$((fine + 1))
+			assert_eq "$stderr" ""
+			assert_eq "$(cat "$D/ran")" ran
+			assert_eq "$(processes "$T")" "$(cat "$D/ref.procs")"
+			continue
+		fi
+		fails=$((fails + 1))
+		assert_eq "$status" 125
+		case $stderr in
+		"trace-record: out of memory" | "trace-record: $T: out of memory" | \
+		"trace-record: memfd: out of memory" | \
+		"trace-record: $T: write error: Cannot allocate memory") ;;
+		*) echo "allocation $n: $stderr" >&2; false ;;
+		esac
+		if [ -e "$T" ]; then
+			run ! trace-dump "$T"
+		fi
+	done
+	# both outcomes were seen
+	[ "$fails" -gt 0 ] && [ "$fine" -gt 0 ]
+}
