@@ -20,6 +20,7 @@
  *                       only that one.  CALL is one of pipe, pipe2,
  *                       fork, memfd_create, signalfd, poll,
  *                       posix_spawnp, posix_spawn, pthread_create
+ *   FAULTSYS_BACKTRACE=1  the failed call's stack on stderr
  *   FAULTSYS_LOG=FILE   at exit, one line "PID CALL N" appended for
  *                       each call failed, so that a test knows that its
  *                       fault happened; with N 0 (FAULTSYS_FAIL=CALL:0:
@@ -33,6 +34,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -92,6 +94,12 @@ failing(const char *call)
 	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != want.nth)
 		return 0;
 	failed_at = calls;
+	if (getenv("FAULTSYS_BACKTRACE")) {
+		/* where, for whoever writes a test (-rdynamic helps) */
+		void *at[32];
+		int n = backtrace(at, 32);
+		backtrace_symbols_fd(at, n, 2);
+	}
 	errno = want.err;
 	return 1;
 }

@@ -180,3 +180,45 @@ meta_keys() {
 	# both outcomes were seen
 	[ "$fails" -gt 0 ] && [ "$fine" -gt 0 ]
 }
+
+@test "memory runs out at any allocation of a recorded program: each range, mark or async range is in the trace or counted as dropped" {
+	under_sanitizers && skip "the allocation shim replaces malloc: not with a sanitizer's"
+	need_nvtx
+	SHIM=$TK_BUILD/tests/apps/libfaultalloc.so
+	prog=("$APPS/nvtx_sample" --steps 2 --threads 0 --async)
+	# the events a run without faults records: its NVTX ones by kind
+	run -0 failing nvtx_sample alloc:0:ENOMEM -o "$D/ref.tkt" -- "${prog[@]}"
+	total=$(awk '$2 == "alloc" && $3 == "count" { print $4 }' "$LOG")
+	nvtx='select(.kind=="range" or .kind=="mark" or .kind=="async_range")'
+	want=$(trace-dump --json "$D/ref.tkt" | jq -s "[.[] | $nvtx] | length")
+	[ "$want" -gt 10 ]
+	accounted=0 counted=0 unrecorded=0
+	# (the count varies a little with the timing: past the end of a
+	# run, no call fails)
+	for n in $(seq 1 "$total"); do
+		run -0 --separate-stderr failing nvtx_sample "alloc:$n:ENOMEM" -o "$T" -- "${prog[@]}"
+		[ -s "$LOG" ] || [ "$n" -gt $((total - 5)) ]
+		[ ! -s "$LOG" ] || assert_eq "$(failed)" "alloc $n"
+		assert_eq "$stderr" ""
+		# "exit_code name" of each process, then the NVTX events
+		# recorded, then those counted as dropped
+		{ read -r proc; read -r got; read -r drops; } < <(trace-dump --json "$T" | jq -rs "
+			([.[] | select(.kind==\"process\") | \"\\(.exit_code):\\(.name)\"] | join(\",\")),
+			([.[] | $nvtx] | length),
+			([.[] | select(.kind==\"dropped\") | .count] | add // 0)")
+		assert_eq "$proc" "0:nvtx_sample"
+		if [ "$got" -eq 0 ] && [ "$drops" -eq 0 ]; then
+			# KNOWN GAP: memory failing while the library sets the
+			# process up (its spool, its writer) leaves the process
+			# unrecorded without a word: there is no spool yet to
+			# say so in
+			unrecorded=$((unrecorded + 1))
+			continue
+		fi
+		# recorded plus counted as dropped: all of them
+		assert_eq "$((got + drops))" "$want"
+		accounted=$((accounted + 1))
+		[ "$drops" -eq 0 ] || counted=$((counted + 1))
+	done
+	[ "$accounted" -gt 0 ] && [ "$counted" -gt 0 ]
+}
