@@ -20,6 +20,10 @@
  *                       only that one.  CALL is one of pipe, pipe2,
  *                       fork, memfd_create, signalfd, poll,
  *                       posix_spawnp, posix_spawn, pthread_create
+ *   FAULTSYS_HIDE=STR   dlopen(3) of a name that contains STR fails as
+ *                       for a file that does not exist (the name asked
+ *                       for under /nonexistent-faultsys/, so that
+ *                       dlerror says so): a library not installed
  *   FAULTSYS_BACKTRACE=1  the failed call's stack on stderr
  *   FAULTSYS_LOG=FILE   at exit, one line "PID CALL N" appended for
  *                       each call failed, so that a test knows that its
@@ -49,6 +53,7 @@
 /* The failure asked for, read once. */
 static struct {
 	int ready, on;
+	int prog;     /* this is FAULTSYS_PROG */
 	char call[32];
 	unsigned long nth;
 	int err;
@@ -56,6 +61,7 @@ static struct {
 static unsigned long calls;       /* calls of want.call so far */
 static unsigned long failed_at;   /* the call that was failed, or 0 */
 static int forked_child;          /* a child of fork(): no faults */
+static unsigned long hidden;      /* dlopen calls failed (FAULTSYS_HIDE) */
 
 static const struct {
 	const char *name;
@@ -70,7 +76,10 @@ read_want(void)
 	want.ready = 1;
 	const char *prog = getenv("FAULTSYS_PROG");
 	const char *fail = getenv("FAULTSYS_FAIL");
-	if (!prog || !fail || strcmp(prog, program_invocation_short_name) != 0)
+	if (!prog || strcmp(prog, program_invocation_short_name) != 0)
+		return;
+	want.prog = 1;
+	if (!fail)
 		return;
 	char err[32];
 	if (sscanf(fail, "%31[a-z_0-9]:%lu:%31[A-Z]", want.call, &want.nth, err) != 3)
@@ -195,6 +204,24 @@ posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 	return failing("posix_spawn") ? errno : next(pid, path, fa, attr, argv, envp);
 }
 
+void *
+dlopen(const char *name, int flags)
+{
+	typedef void *(*fn)(const char *, int);
+	NEXT(fn, "dlopen");
+	if (!want.ready)
+		read_want();
+	const char *hide = getenv("FAULTSYS_HIDE");
+	if (!forked_child && want.prog && hide && *hide && name && strstr(name, hide)) {
+		const char *base = strrchr(name, '/');
+		char path[4096];
+		snprintf(path, sizeof(path), "/nonexistent-faultsys/%s", base ? base + 1 : name);
+		hidden++;
+		return next(path, flags);
+	}
+	return next(name, flags);
+}
+
 /* Like posix_spawn, the error is the result. */
 int
 pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
@@ -233,15 +260,17 @@ __attribute__((destructor)) static void
 report(void)
 {
 	const char *log = getenv("FAULTSYS_LOG");
-	if ((!failed_at && !(want.on && want.nth == 0)) || forked_child || !log ||
-	    !*log)
+	if ((!failed_at && !hidden && !(want.on && want.nth == 0)) || forked_child ||
+	    !log || !*log)
 		return;
 	FILE *f = fopen(log, "a");
 	if (!f)
 		return;
+	if (hidden)
+		fprintf(f, "%d dlopen hidden %lu\n", (int)getpid(), hidden);
 	if (failed_at)
 		fprintf(f, "%d %s %lu\n", (int)getpid(), want.call, failed_at);
-	else
+	else if (want.on)
 		fprintf(f, "%d %s count %lu\n", (int)getpid(), want.call, calls);
 	fclose(f);
 }

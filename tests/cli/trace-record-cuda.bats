@@ -129,6 +129,36 @@ InitializeInjectionNvtx2"
 	assert_eq "$output" "InitializeInjection: 0"
 }
 
+@test "no libcupti anywhere, or a library that is not CUPTI: the program runs on, the trace and stderr say which and why" {
+	need_cuda
+	shim=$APPS/libfaultsys.so
+	[ -f "$shim" ] || skip "the fault injector was not built: $shim"
+	under_valgrind && skip "not under valgrind: LD_PRELOAD would load into valgrind"
+	# every libcupti the library looks for missing (faultsys asks the
+	# loader for it under /nonexistent-faultsys/ instead)
+	log=$BATS_TEST_TMPDIR/faults.log
+	run -0 --separate-stderr env LD_PRELOAD="$shim" FAULTSYS_PROG=fake_driver FAULTSYS_HIDE=libcupti \
+		FAULTSYS_LOG="$log" TRACEKIT_CUPTI=/nonexistent/libcupti.so \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		trace-record -o "$T" -- "$APPS/fake_driver"
+	assert_eq "$output" "InitializeInjection: 0"
+	grep -q " dlopen hidden " "$log"
+	pid=$(ev 'select(.kind=="process") | .pid')
+	# TRACEKIT_CUPTI first, the build's libcupti if it had one, the soname
+	why_re="libcupti not found \(tried /nonexistent/libcupti\.so( /[^ ]*libcupti[^ ]*)? libcupti\.so\.13; set TRACEKIT_CUPTI\): /nonexistent-faultsys/libcupti\.so\.13: cannot open shared object file: No such file or directory"
+	[[ "$(meta cuda)" =~ ^"not recorded (pid $pid): "$why_re$ ]]
+	[[ "$stderr" =~ ^"trace-record: pid $pid (fake_driver): GPU activity not recorded: "$why_re$ ]]
+	assert_eq "${#stderr_lines[@]}" 1
+	# a library that is there but is not CUPTI: the first function missing
+	run -0 --separate-stderr env TRACEKIT_CUPTI="$shim" trace-record -o "$T" -- "$APPS/fake_driver"
+	pid=$(ev 'select(.kind=="process") | .pid')
+	first=$(grep -A1 '^#define TKI_CUPTI_FUNCTIONS' "$BATS_TEST_DIRNAME/../../lib/inject/cuda_record.h" |
+		sed -n 's/^[[:space:]]*X(\([A-Za-z_0-9]*\)).*/\1/p')
+	[ -n "$first" ]
+	assert_eq "$(meta cuda)" "not recorded (pid $pid): $shim has no $first (not CUPTI 13?)"
+	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $shim has no $first (not CUPTI 13?)"
+}
+
 @test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
