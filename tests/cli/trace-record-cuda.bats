@@ -159,6 +159,20 @@ InitializeInjectionNvtx2"
 	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $shim has no $first (not CUPTI 13?)"
 }
 
+@test "a driver is found: its version in the trace; no process used it: the trace says so, not a word on stderr" {
+	need_cuda
+	fake=$APPS/fakecuda
+	[ -f "$fake/libcuda.so.1" ] || skip "the stand-in driver was not built"
+	# version N is major N/1000, minor N%1000/10, as CUDA numbers them
+	for v in 13000:13.0 12040:12.4 11080:11.8 fail:"unknown version"; do
+		run -0 --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_VERSION="${v%%:*}" \
+			trace-record -o "$T" --cuda=kernel -- true
+		assert_eq "$stderr" ""
+		assert_eq "$(meta cuda.driver)" "${v#*:}"
+		assert_eq "$(meta cuda)" "not recorded: no process of the run initialised CUDA"
+	done
+}
+
 @test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
