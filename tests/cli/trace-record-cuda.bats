@@ -173,6 +173,50 @@ InitializeInjectionNvtx2"
 	done
 }
 
+# fake_cupti_run FAILS TRACE-RECORD-ARGS...: fake_driver 3 (three
+# launches) recorded through the stand-in CUPTI, whose functions named
+# in FAILS return what is given (FAKE_CUPTI_FAIL); the stand-in driver
+# keeps an explicit --cuda quiet.
+fake_cupti_run() {
+	local fails=$1
+	shift
+	run -0 --separate-stderr env TRACEKIT_CUPTI="$FAKE" FAKE_CUPTI_FAIL="$fails" \
+		LD_LIBRARY_PATH="$APPS/fakecuda" trace-record -o "$T" "$@" -- "$APPS/fake_driver" 3
+	pid=$(ev 'select(.kind=="process") | .pid')
+}
+
+@test "CUPTI calls that fail while attaching: the program runs on, the trace and stderr name the call and its error" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# (the stand-in names 999 CUPTI_ERROR_UNKNOWN, other codes
+	# CUPTI_ERROR_FAKE)
+	for spec in "cuptiGetVersion:999|cuptiGetVersion: CUPTI_ERROR_UNKNOWN (999)" \
+		"cuptiActivityRegisterCallbacks:17|cuptiActivityRegisterCallbacks: CUPTI_ERROR_FAKE (17)" \
+		"cuptiGetVersion:999,cuptiGetResultString:1|cuptiGetVersion: unknown CUPTI error (999)"; do
+		fake_cupti_run "${spec%%|*}"
+		assert_eq "$output" "InitializeInjection: 0"
+		why="CUPTI could not attach: ${spec#*|}"
+		assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $why"
+		assert_eq "$(meta cuda)" "not recorded (pid $pid): $why"
+		assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api") | .kind')" ""
+	done
+	# each kind CUPTI refuses, by CUPTI's name for it, in --cuda's order
+	fake_cupti_run cuptiActivityEnable:999 --cuda=kernel,runtime
+	why="CONCURRENT_KERNEL: CUPTI_ERROR_UNKNOWN (999); RUNTIME: CUPTI_ERROR_UNKNOWN (999)"
+	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $why"
+	assert_eq "$(meta cuda)" "not recorded (pid $pid): $why"
+}
+
+@test "no CUPTI clock callback and no CUPTI timestamp: the activity is recorded all the same, and the trace says on which clock" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	fake_cupti_run cuptiActivityRegisterTimestampCallback:999,cuptiGetTimestamp:999
+	assert_eq "$output" "InitializeInjection: 1"
+	assert_eq "$stderr" ""
+	[[ "$(meta cuda)" == "recorded (pid $pid): "*"; clock CUPTI's own (cuptiGetTimestamp failed: taken as CLOCK_REALTIME)" ]]
+	assert_eq "$(ev 'select(.kind=="kernel") | .kind' | wc -l)" 3
+}
+
 @test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
