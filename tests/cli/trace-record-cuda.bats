@@ -217,6 +217,20 @@ fake_cupti_run() {
 	assert_eq "$(ev 'select(.kind=="kernel") | .kind' | wc -l)" 3
 }
 
+@test "CUPTI's last flush fails: the kernels and calls it never delivered are counted as dropped, kind by kind" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# (the stand-in delivers only when flushed: here, nothing)
+	fake_cupti_run cuptiActivityFlushAll:999
+	assert_eq "$output" "InitializeInjection: 1"
+	assert_eq "$stderr" ""
+	assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api") | .kind')" ""
+	why="CUDA activity CUPTI never delivered: its last flush failed (cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN (999))"
+	# three launches: three kernels, three launch calls
+	assert_eq "$(ev 'select(.kind=="dropped") | "\(.pid) \(.name) \(.count) \(.reason)"' | sort)" \
+		"$(printf '%s\n' "$pid kernel 3 $why" "$pid runtime 3 $why")"
+}
+
 @test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
