@@ -61,6 +61,7 @@ static struct {
 static unsigned long calls;       /* calls of want.call so far */
 static unsigned long failed_at;   /* the call that was failed, or 0 */
 static int forked_child;          /* a child of fork(): no faults */
+static int exiting;               /* exit() is past our handler: none */
 static unsigned long hidden;      /* dlopen calls failed (FAULTSYS_HIDE) */
 
 static const struct {
@@ -98,7 +99,7 @@ failing(const char *call)
 {
 	if (!want.ready)
 		read_want();
-	if (!want.on || forked_child || strcmp(call, want.call) != 0)
+	if (!want.on || forked_child || exiting || strcmp(call, want.call) != 0)
 		return 0;
 	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != want.nth)
 		return 0;
@@ -255,6 +256,42 @@ realloc(void *p, size_t n)
 	return n && failing("alloc") ? NULL : __libc_realloc(p, n);
 }
 #endif
+
+/* Nothing fails once exit() has begun to run what it runs last: the
+ * handlers registered before main and the libraries' destructors, make
+ * coverage's counters among them (gcov's writer needs memory, and its
+ * crash would be no finding).  The handler is registered as main
+ * begins, after the loader's own (which runs the destructors): the
+ * handlers the command registers later run first and still see the
+ * faults. */
+static void
+exit_begun(void)
+{
+	exiting = 1;
+}
+
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int
+main_watched(int argc, char **argv, char **envp)
+{
+	atexit(exit_begun);
+	return real_main(argc, argv, envp);
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+int
+__libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                  void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	typedef int (*fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+	                  void (*)(void), void *);
+	NEXT(fn, "__libc_start_main");
+	real_main = main;
+	return next(main_watched, argc, argv, init, fini, rtld_fini, stack_end);
+}
 
 __attribute__((destructor)) static void
 report(void)

@@ -148,11 +148,11 @@ meta_keys() {
 	run -0 failing trace-record alloc:0:ENOMEM -o "$T" -- "${CMD[@]}"
 	total=$(awk '$2 == "alloc" && $3 == "count" { print $4 }' "$LOG")
 	[ "$total" -gt 100 ]
-	# each of the first 40 (setting up), then every 7th to the end
+	# each of the first 30 (setting up), then every 9th to the end
 	fails=0 fine=0
 	# (the count varies a little with the timing: past the end of a
 	# run, no call fails)
-	for n in $(seq 1 40) $(seq 41 7 "$total") "$total"; do
+	for n in $(seq 1 30) $(seq 31 9 "$total") "$total"; do
 		rm -f "$T"
 		run --separate-stderr failing trace-record "alloc:$n:ENOMEM" -o "$T" -- "${CMD[@]}"
 		[ -s "$LOG" ] || [ "$n" -gt $((total - 20)) ]
