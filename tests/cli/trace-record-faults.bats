@@ -139,22 +139,25 @@ meta_keys() {
 		"not recorded (pid $pid): no flusher thread: Resource temporarily unavailable"
 }
 
-@test "memory runs out at any allocation of trace-record: the whole trace and exit 0, or one line and 125 and no trace that reads as whole" {
-	under_sanitizers && skip "the allocation shim replaces malloc: not with a sanitizer's"
-	SHIM=$TK_BUILD/tests/apps/libfaultalloc.so
-	run -0 --separate-stderr trace-record -o "$D/ref.tkt" -- "${CMD[@]}"
+# alloc_sweep OPTION...: trace-record OPTION... with each of its first
+# 30 allocations failing in turn (setting up), then every 11th to the
+# end (every one with TK_SWEEP_STEP=1, by hand: a minute): either exit 0 with the processes of a run without faults and
+# nothing on stderr, or 125, one line of these, and no output that reads
+# as a whole trace; never a word on its stdout (the teardown checks that
+# no spool directory is left).
+alloc_sweep() {
+	run -0 --separate-stderr trace-record -o "$D/ref.tkt" "$@" -- "${CMD[@]}"
 	processes "$D/ref.tkt" > "$D/ref.procs"
 	# how many allocations a run makes
-	run -0 failing trace-record alloc:0:ENOMEM -o "$T" -- "${CMD[@]}"
+	run -0 failing trace-record alloc:0:ENOMEM -o "$T" "$@" -- "${CMD[@]}"
 	total=$(awk '$2 == "alloc" && $3 == "count" { print $4 }' "$LOG")
 	[ "$total" -gt 100 ]
-	# each of the first 30 (setting up), then every 9th to the end
 	fails=0 fine=0
 	# (the count varies a little with the timing: past the end of a
 	# run, no call fails)
-	for n in $(seq 1 30) $(seq 31 9 "$total") "$total"; do
+	for n in $(seq 1 30) $(seq 31 "${TK_SWEEP_STEP:-11}" "$total") "$total"; do
 		rm -f "$T"
-		run --separate-stderr failing trace-record "alloc:$n:ENOMEM" -o "$T" -- "${CMD[@]}"
+		run --separate-stderr failing trace-record "alloc:$n:ENOMEM" -o "$T" "$@" -- "${CMD[@]}"
 		[ -s "$LOG" ] || [ "$n" -gt $((total - 20)) ]
 		[ ! -s "$LOG" ] || assert_eq "$(failed)" "alloc $n"
 		assert_eq "$output" ""          # nothing on trace-record's stdout
@@ -170,6 +173,7 @@ meta_keys() {
 		case $stderr in
 		"trace-record: out of memory" | "trace-record: $T: out of memory" | \
 		"trace-record: memfd: out of memory" | \
+		"trace-record: $T: Cannot allocate memory" | \
 		"trace-record: $T: write error: Cannot allocate memory") ;;
 		*) echo "allocation $n: $stderr" >&2; false ;;
 		esac
@@ -179,6 +183,18 @@ meta_keys() {
 	done
 	# both outcomes were seen
 	[ "$fails" -gt 0 ] && [ "$fine" -gt 0 ]
+}
+
+@test "memory runs out at any allocation of trace-record: the whole trace and exit 0, or one line and 125 and no trace that reads as whole" {
+	under_sanitizers && skip "the allocation shim replaces malloc: not with a sanitizer's"
+	SHIM=$TK_BUILD/tests/apps/libfaultalloc.so
+	alloc_sweep
+}
+
+@test "memory runs out at any allocation of trace-record --max-size, sampling: the same" {
+	under_sanitizers && skip "the allocation shim replaces malloc: not with a sanitizer's"
+	SHIM=$TK_BUILD/tests/apps/libfaultalloc.so
+	alloc_sweep --max-size 1M -s 20ms
 }
 
 @test "memory runs out at any allocation of a recorded program: each range, mark or async range is in the trace or counted as dropped" {
