@@ -478,6 +478,29 @@ $(FAULTIO): tests/apps/faultio.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
+# Its sibling for the calls that create things (pipe, fork, memfd,
+# signalfd, threads) and poll: the Nth call of one fails
+# (tests/cli/trace-record-faults.bats).  Never sanitized either.
+FAULTSYS := $(O)/tests/apps/libfaultsys.so
+tests: $(FAULTSYS)
+$(FAULTSYS): tests/apps/faultsys.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+# ... and with malloc, calloc and realloc too (not with a sanitizer)
+FAULTALLOC := $(O)/tests/apps/libfaultalloc.so
+tests: $(FAULTALLOC)
+$(FAULTALLOC): tests/apps/faultsys.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -DFAULTSYS_ALLOC -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
+
+# A driver that only says its version, for trace-record's probe
+# (tests/cli/trace-record-cuda.bats, on LD_LIBRARY_PATH).
+FAKE_LIBCUDA := $(O)/tests/apps/fakecuda/libcuda.so.1
+tests: $(FAKE_LIBCUDA)
+$(FAKE_LIBCUDA): tests/apps/fake_libcuda.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(APP_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 $(LDFLAGS) -o $@ $<
+
 $(O)/tests/apps/%: tests/apps/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(APP_CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lm

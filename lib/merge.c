@@ -694,6 +694,11 @@ refill(struct tk_merge *m, struct input *in)
 			in->eof = 1;
 			break;
 		}
+		/* memory running out is not the input's fault: keep_going
+		 * would drop the rest of a good input, and the caller would
+		 * take the shorter output for a whole one */
+		if (rc == TK_ENOMEM)
+			return nomem(m);
 		if (rc < 0) {
 			m->stats.bad_inputs++;
 			report(m, in, tk_reader_error(in->r));

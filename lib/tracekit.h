@@ -768,7 +768,9 @@ struct tk_merge_options {
 	size_t memory_limit;  /* bytes of waiting events; 0 = 256 MiB */
 	const char *tmpdir;   /* for spill files; NULL = $TMPDIR or /tmp */
 	int keep_going;       /* a bad input is reported, the events read from
-	                         it so far are kept, and the merge goes on */
+	                         it so far are kept, and the merge goes on
+	                         (memory running out is no bad input: it
+	                         fails the merge all the same) */
 	/* Called for each problem with an input (may be NULL). */
 	void (*warn)(void *arg, const char *input, const char *message);
 	void *warn_arg;

@@ -206,7 +206,7 @@ keep_definitions(const uint8_t *chunk, size_t len)
 		        (unsigned long long)b.off);
 	if (flags & CHUNK_DEFLATE_FLAG) {
 		uLongf n = raw;
-		inflated = cmd_xrealloc(NULL, raw ? raw : 1);
+		inflated = rec_xrealloc(NULL, raw ? raw : 1);
 		if (uncompress(inflated, &n, payload, stored) != Z_OK || n != raw)
 			rec_die("%s: damaged chunk at byte %llu", b.path,
 			        (unsigned long long)b.off);
@@ -262,7 +262,7 @@ static void
 discard(uint64_t off, uint64_t len, uint8_t *buf)
 {
 	if (!buf) {
-		buf = cmd_xrealloc(NULL, len);
+		buf = rec_xrealloc(NULL, len);
 		full_pread(b.fd, buf, len, off);
 		count_chunk(buf, len, 1);
 		keep_definitions(buf, len);
@@ -280,7 +280,7 @@ take_chunk(uint64_t off, uint64_t len)
 {
 	if (b.keep_first) {
 		/* every chunk goes through the counting reader, in order */
-		uint8_t *buf = cmd_xrealloc(NULL, len);
+		uint8_t *buf = rec_xrealloc(NULL, len);
 		full_pread(b.fd, buf, len, off);
 		b.full = b.full || b.head_len + b.kept_bytes + len > b.max;
 		count_chunk(buf, len, b.full);
@@ -299,7 +299,7 @@ take_chunk(uint64_t off, uint64_t len)
 		}
 		if (b.nkept == b.kept_cap) {
 			b.kept_cap = b.kept_cap ? 2 * b.kept_cap : 64;
-			b.kept = cmd_xrealloc(b.kept, b.kept_cap * sizeof(*b.kept));
+			b.kept = rec_xrealloc(b.kept, b.kept_cap * sizeof(*b.kept));
 		}
 	}
 	b.kept[b.nkept++] = (struct kept){ off, len };

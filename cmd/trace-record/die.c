@@ -5,6 +5,7 @@
  * directory goes with it (main's atexit handler).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,4 +21,15 @@ rec_die(const char *fmt, ...)
 	va_end(ap);
 	cmd_warn("%s", buf);
 	exit(REC_EXIT_FAIL);
+}
+
+/* realloc or die as above: 125, where cmd_xrealloc's usage status (2)
+ * would pass for the command's own. */
+void *
+rec_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		rec_die("out of memory");
+	return q;
 }

@@ -46,13 +46,23 @@ executable(const char *path, int *err)
 	return 1;
 }
 
+/* A copy of the path found: NULL from here would read as not found. */
+static char *
+found(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		rec_die("out of memory");
+	return copy;
+}
+
 char *
 rec_find_command(const char *name, int *status)
 {
 	int err = ENOENT;
 	if (strchr(name, '/')) {
 		if (executable(name, &err))
-			return strdup(name);
+			return found(name);
 		cmd_warn("%s: %s", name, strerror(err));
 		*status = err == ENOENT || err == ENOTDIR ? REC_EXIT_NOTFOUND
 		                                          : REC_EXIT_NOEXEC;
@@ -68,7 +78,7 @@ rec_find_command(const char *name, int *status)
 		if (snprintf(full, sizeof(full), "%.*s%s%s", (int)n, path,
 		             n ? "/" : "", name) < (int)sizeof(full)) {
 			if (executable(full, &err))
-				return strdup(full);
+				return found(full);
 			if (err == EACCES)
 				denied = 1;
 		}
@@ -101,6 +111,8 @@ rec_inject_path(char *tried, size_t n)
 			snprintf(path, sizeof(path), "%s/../lib/tracekit/" INJECT_NAME,
 			         exe);
 			char *real = realpath(path, NULL);
+			if (!real && errno == ENOMEM)
+				rec_die("out of memory"); /* not "not found" */
 			if (real && access(real, R_OK) == 0)
 				return real;
 			free(real);
@@ -109,7 +121,7 @@ rec_inject_path(char *tried, size_t n)
 	snprintf(path, sizeof(path), "%s/" INJECT_NAME, TK_INJECT_DIR);
 	snprintf(tried, n, "%s", path);
 	if (access(path, R_OK) == 0)
-		return strdup(path);
+		return found(path);
 	return NULL;
 }
 

@@ -77,13 +77,19 @@ command_line(char *out, size_t n, char *const argv[])
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
 	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	/* each action allocates: one not recorded would leave the child
+	 * writing to our stdout, the trace itself */
+	int rc = posix_spawn_file_actions_init(&fa);
+	if (rc == 0) {
+		if ((rc = posix_spawn_file_actions_adddup2(&fa, pfd[1], 1)) == 0 &&
+		    (rc = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
+		                                           O_WRONLY, 0)) == 0 &&
+		    (rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+		                                           O_RDONLY, 0)) == 0)
+			rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
 	close(pfd[1]);
 	if (rc != 0) {
 		close(pfd[0]);

@@ -116,11 +116,13 @@ open_bounded(const struct rec_options *o, const char *spool)
 			rec_die("%s: %s", path, strerror(errno));
 	}
 	out_path = strdup(path && strcmp(path, "-") ? path : "(stdout)");
+	if (!out_path)
+		rec_die("out of memory"); /* not the writer's "no error" */
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
 	int fd = rec_bound_open(o, spool);
 	wo.chunk_bytes = rec_bound_chunk_bytes();
-	if (!out_path || tk_writer_open_fd(out, fd, out_path, &wo) != TK_OK)
-		open_failed(out_path ? out_path : "(stdout)");
+	if (tk_writer_open_fd(out, fd, out_path, &wo) != TK_OK)
+		open_failed(out_path);
 	struct tk_writer_options lo = TK_WRITER_OPTIONS_INIT;
 	lo.level = 0;
 	lives_fd = memfd_create("tracekit-lives", MFD_CLOEXEC);
@@ -151,7 +153,9 @@ rec_out_open(const struct rec_options *o, const char *spool)
 		if (tk_writer_open_fd(out, STDOUT_FILENO, "(stdout)", &wo) != TK_OK)
 			open_failed("(stdout)");
 	} else {
-		out_path = strdup(path);
+		/* without it a write error would name "(stdout)" */
+		if (!(out_path = strdup(path)))
+			rec_die("out of memory");
 		if (tk_writer_open_path(out, path, &wo) != TK_OK)
 			open_failed(path);
 	}

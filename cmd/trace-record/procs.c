@@ -152,8 +152,12 @@ read_name(struct rec_proc *p)
 	if (read_file(path, buf, sizeof(buf), NULL) < 0)
 		return;
 	buf[strcspn(buf, "\n")] = 0;
+	/* a process without its name would be recorded as "" */
+	char *name = strdup(buf);
+	if (!name)
+		rec_die("out of memory");
 	free(p->name);
-	p->name = strdup(buf);
+	p->name = name;
 }
 
 static void
@@ -164,7 +168,9 @@ read_cmdline(struct rec_proc *p)
 	size_t cap = 1 << 16;
 	char *buf = malloc(cap);
 	size_t len;
-	if (!buf || read_file(path, buf, cap, &len) < 0 || len == 0) {
+	if (!buf)
+		rec_die("out of memory"); /* not a process without arguments */
+	if (read_file(path, buf, cap, &len) < 0 || len == 0) {
 		free(buf);
 		return;
 	}

@@ -48,6 +48,8 @@ rec_now(void)
 
 /* trace-record's own failure: one line, exit 125 (die.c). */
 _Noreturn void rec_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* realloc(p, n), or rec_die("out of memory"). */
+void *rec_xrealloc(void *p, size_t n);
 
 /* ---- options --------------------------------------------------------- */
 

@@ -99,8 +99,10 @@ rec_spool_create(void)
 		if (mkdtemp(path)) {
 			/* the library finds it from anywhere: absolute */
 			char *real = realpath(path, NULL);
-			if (!real)
+			if (!real) {
+				rmdir(path); /* not ours to clean up yet */
 				rec_die("out of memory");
+			}
 			if (first && i > 0 && cands[0] && *cands[0])
 				cmd_warn("cannot create files in TMPDIR=%s (%s); "
 				         "spooling in %s", first,
@@ -117,18 +119,25 @@ rec_spool_create(void)
 	        first ? first : "/tmp", strerror(first_err));
 }
 
+/* Read with getdents64 into a buffer of our own, not opendir: this
+ * runs on the way out of every failure, out of memory included, and
+ * opendir's allocation failing left the directory behind. */
 void
 rec_spool_remove(const char *d)
 {
-	DIR *dd = opendir(d);
-	if (dd) {
-		struct dirent *de;
-		while ((de = readdir(dd))) {
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			unlinkat(dirfd(dd), de->d_name, 0);
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[4096] __attribute__((aligned(8)));
+		ssize_t n;
+		while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
+			for (ssize_t at = 0; at < n;) {
+				const struct dirent64 *de = (const void *)(buf + at);
+				at += de->d_reclen;
+				if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+					unlinkat(fd, de->d_name, 0);
+			}
 		}
-		closedir(dd);
+		close(fd);
 	}
 	rmdir(d);
 }

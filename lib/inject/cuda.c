@@ -299,6 +299,20 @@ ours(void)
 	       getpid() == owner;
 }
 
+/* The last flush: everything CUPTI holds, or the trace is told what
+ * it kept (tki_activity_final_flush_failed). */
+static void
+final_flush(void)
+{
+	CUptiResult r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (r != CUPTI_SUCCESS) {
+		char why[160];
+		snprintf(why, sizeof(why), "cuptiActivityFlushAll: %s (%d)", result_name(r),
+		         (int)r);
+		tki_activity_final_flush_failed(why);
+	}
+}
+
 static void
 at_exit(void)
 {
@@ -307,7 +321,7 @@ at_exit(void)
 	/* nothing of the teardown after this, and everything before */
 	set_collection(0);
 	tki_activity_flush_begin(1);
-	api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	final_flush();
 	tki_activity_flush_end();
 	tki_activity_finish();
 	tki_hold_set(hold, INT64_MAX);
@@ -324,7 +338,7 @@ on_flush(void *arg, int final)
 		/* a fatal signal (no atexit): the flusher thread is here */
 		if (!atomic_exchange(&exit_flushed, 1)) {
 			tki_activity_flush_begin(1);
-			api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			final_flush();
 			tki_activity_flush_end();
 		}
 		tki_activity_finish();

@@ -386,16 +386,59 @@ tki_activity_flush_end(void)
 
 /* ---- the end, fork, the schedule ---------------------------------------------------- */
 
+/* Why the last flush failed, or empty; and the records of each counted
+ * kind already written as never delivered.  Spool lock. */
+static char final_flush_why[200];
+static uint64_t undelivered_said[TKI_CUDA_COUNTED];
+
+void
+tki_activity_final_flush_failed(const char *why)
+{
+	pthread_mutex_lock(&tki_lock);
+	snprintf(final_flush_why, sizeof(final_flush_why),
+	         "CUDA activity CUPTI never delivered: its last flush failed (%s)", why);
+	pthread_mutex_unlock(&tki_lock);
+}
+
+/* After a last flush that failed, what was issued (cuda.c) and never
+ * delivered is lost: counted as dropped, kind by kind, or the trace
+ * would have fewer kernels than the program launched and not a word
+ * about it.  (A last flush that succeeds delivers everything.)  Spool
+ * lock held. */
+static void
+write_undelivered(void)
+{
+	uint64_t issued[TKI_CUDA_COUNTED], delivered[TKI_CUDA_COUNTED];
+	if (!final_flush_why[0] || !tki_writer || tki_buf_cuda_counts(issued, delivered) < 0)
+		return;
+	for (unsigned k = 0; k < TKI_CUDA_COUNTED; k++) {
+		uint64_t lost = issued[k] > delivered[k] ? issued[k] - delivered[k] : 0;
+		if (lost <= undelivered_said[k])
+			continue;
+		struct tk_event e = { 0 };
+		e.kind = TK_DROPPED;
+		e.track = tki_spool_process();
+		e.ts = tki_now();
+		e.name = tki_cuda_counted_names[k];
+		e.u.dropped.count = lost - undelivered_said[k];
+		e.u.dropped.reason = final_flush_why;
+		undelivered_said[k] = lost;
+		tki_spool_count_direct(1);
+		tk_writer_event(tki_writer, &e);
+	}
+}
+
 void
 tki_activity_finish(void)
 {
 	pthread_mutex_lock(&tki_lock);
 	/* again only when buffers came since (the program's teardown) */
-	if (ready() && (!finished || buffers != finished_at)) {
+	if (ready() && (!finished || buffers != finished_at || final_flush_why[0])) {
 		uint64_t before = cupti_convert_stats(conv)->events;
 		take_new_contexts();
 		cupti_convert_finish(conv);
 		count_events(before);
+		write_undelivered();
 		const struct cupti_convert_stats *st = cupti_convert_stats(conv);
 		char b[400];
 		snprintf(b, sizeof(b),

@@ -98,6 +98,9 @@ void CUPTIAPI tki_activity_completed(CUcontext ctx, uint32_t stream,
                                      uint8_t *buf, size_t size, size_t valid);
 /* The end: write what the converter holds back, its counts. */
 void tki_activity_finish(void);
+/* The last cuptiActivityFlushAll failed (why): what CUPTI was asked
+ * for and never delivered is then written as dropped at the end. */
+void tki_activity_final_flush_failed(const char *why);
 /* Around this library's own cuptiActivityFlushAll: the buffers it
  * completes on this thread are written by the round (or the end) that
  * asked for them, so they start no flush round of their own; `final`:

@@ -386,3 +386,17 @@ tki_buf_cuda_delivered(const uint64_t n[TKI_CUDA_COUNTED])
 	for (unsigned k = 0; k < TKI_CUDA_COUNTED; k++)
 		__atomic_store_n(&h->cuda_delivered[k], n[k], __ATOMIC_RELAXED);
 }
+
+int
+tki_buf_cuda_counts(uint64_t issued[TKI_CUDA_COUNTED], uint64_t delivered[TKI_CUDA_COUNTED])
+{
+	uint8_t *m = __atomic_load_n(&map, __ATOMIC_ACQUIRE);
+	if (!m)
+		return -1;
+	const struct tki_buf_head *h = (const struct tki_buf_head *)m;
+	for (unsigned k = 0; k < TKI_CUDA_COUNTED; k++) {
+		issued[k] = __atomic_load_n(&h->cuda_issued[k], __ATOMIC_RELAXED);
+		delivered[k] = __atomic_load_n(&h->cuda_delivered[k], __ATOMIC_RELAXED);
+	}
+	return 0;
+}

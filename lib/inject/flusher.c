@@ -908,8 +908,10 @@ tki_flusher_start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&thread, NULL, flusher_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if (rc != 0) {
+		errno = rc;
 		return -1;
+	}
 	/* until the thread runs its own code, it may be inside the
 	 * allocator (thread start-up): no fork before that */
 	while (sem_wait(&started) < 0 && errno == EINTR)

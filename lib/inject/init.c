@@ -231,8 +231,15 @@ start_process(void)
 	if (rc < 0)
 		return -1;
 	if (tki_flusher_start() < 0) {
+		/* no thread to flush (a limit on threads or processes): the
+		 * process is not recorded, and its spool, closed at once,
+		 * says so, or the trace would lose its NVTX ranges silently */
+		char why[256];
+		snprintf(why, sizeof(why), "not recorded (pid %ld): no flusher thread: %s",
+		         (long)getpid(), strerror(errno));
 		pthread_mutex_lock(&tki_lock);
-		tki_spool_abandon(1);
+		tk_writer_meta(tki_writer, "nvtx", why);
+		tki_spool_close();
 		pthread_mutex_unlock(&tki_lock);
 		return -1;
 	}

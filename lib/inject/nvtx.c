@@ -215,8 +215,13 @@ push(struct tki_domain *d, const struct tki_attrs *a, struct message *m)
 	if (unlikely(!t))
 		return NVTX_NO_PUSH_POP_TRACKING;
 	struct tki_levels *lv = tki_levels(t, d->id);
-	if (unlikely(!lv))
+	if (unlikely(!lv)) {
+		/* no memory for the domain's levels: the range is lost,
+		 * and counted */
+		if (atomic_load_explicit(&tki_on, memory_order_relaxed))
+			dropped(t);
 		return NVTX_NO_PUSH_POP_TRACKING;
+	}
 	uint32_t level = lv->depth++;
 	uint8_t flag = 0;
 	if (unlikely(m->capture)) {

@@ -188,7 +188,11 @@ tki_thread_attach(void)
 	struct tki_thread *t = calloc(1, sizeof(*t));
 	struct tki_block *b = t ? block_new(TKI_BLOCK_BYTES) : NULL;
 	if (!b) {
+		/* no memory for the thread's buffers: the call that came
+		 * here is lost, and counted with the process's (its status
+		 * page exists: tki_ensure_process succeeded) */
 		free(t);
+		tki_spool_count_direct(1);
 		attaching = 0;
 		return NULL;
 	}

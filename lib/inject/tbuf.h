@@ -58,6 +58,9 @@ void tki_buf_snap_commit(uint64_t spool_bytes);
  * (spool lock held). */
 void tki_buf_cuda_issued(unsigned k);
 void tki_buf_cuda_delivered(const uint64_t n[TKI_CUDA_COUNTED]);
+/* Both counts, by kind; -1 without the durable file. */
+int tki_buf_cuda_counts(uint64_t issued[TKI_CUDA_COUNTED],
+                        uint64_t delivered[TKI_CUDA_COUNTED]);
 
 /* ---- threads ------------------------------------------------------------------- */
 

@@ -24,6 +24,11 @@
  *   FAKE_CUPTI_PENDING=K    the records of the last K launches stay in
  *                           their buffer at a flush that is not forced,
  *                           as those of work still running on a GPU do
+ *   FAKE_CUPTI_FAIL=FUNC:N[,FUNC:N...]  the CUPTI function FUNC (cuptiGetVersion,
+ *                           cuptiGetTimestamp, cuptiGetResultString,
+ *                           cuptiSetThreadIdType,
+ *                           cuptiActivityRegisterCallbacks, ...) returns
+ *                           CUptiResult N, doing nothing
  *   FAKE_CUPTI_LOG=FILE     one line per call that matters: subscribe,
  *                           enable KIND, disable KIND, flush FLAG, ...,
  *                           and one per kernel and launch record written,
@@ -284,9 +289,32 @@ fake_launch(const char *name)
 
 /* ---- the CUPTI functions the library uses ------------------------------------- */
 
+/* FAKE_CUPTI_FAIL names this function: 1 with its result in *r. */
+static int
+forced(const char *func, CUptiResult *r)
+{
+	const char *e = getenv("FAKE_CUPTI_FAIL");
+	size_t n = strlen(func);
+	for (; e && *e; e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL) {
+		if (strncmp(e, func, n) != 0 || e[n] != ':')
+			continue;
+		*r = (CUptiResult)atoi(e + n + 1);
+		note("forced %s -> %d", func, (int)*r);
+		return 1;
+	}
+	return 0;
+}
+#define FORCED(func)                                                           \
+	do {                                                                   \
+		CUptiResult forced_;                                           \
+		if (forced(func, &forced_))                                    \
+			return forced_;                                        \
+	} while (0)
+
 CUptiResult CUPTIAPI
 cuptiGetVersion(uint32_t *version)
 {
+	FORCED("cuptiGetVersion");
 	*version = CUPTI_API_VERSION;
 	return CUPTI_SUCCESS;
 }
@@ -294,6 +322,7 @@ cuptiGetVersion(uint32_t *version)
 CUptiResult CUPTIAPI
 cuptiGetResultString(CUptiResult result, const char **str)
 {
+	FORCED("cuptiGetResultString");
 	switch (result) {
 	case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
 	case CUPTI_ERROR_UNKNOWN: *str = "CUPTI_ERROR_UNKNOWN"; break;
@@ -309,6 +338,7 @@ cuptiGetResultString(CUptiResult result, const char **str)
 CUptiResult CUPTIAPI
 cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
 {
+	FORCED("cuptiGetCallbackName");
 	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cbid != 211)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	*name = "cudaLaunchKernel_v7000";
@@ -318,6 +348,7 @@ cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **na
 CUptiResult CUPTIAPI
 cuptiGetTimestamp(uint64_t *timestamp)
 {
+	FORCED("cuptiGetTimestamp");
 	*timestamp = now();
 	return CUPTI_SUCCESS;
 }
@@ -360,6 +391,7 @@ CUptiResult CUPTIAPI
 cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                     CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
+	FORCED("cuptiEnableCallback");
 	(void)subscriber;
 	note("callback %u %d %u", enable, (int)domain, cbid);
 	pthread_mutex_lock(&lock);
@@ -373,6 +405,7 @@ CUptiResult CUPTIAPI
 cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
                   CUpti_CallbackDomain domain)
 {
+	FORCED("cuptiEnableDomain");
 	(void)subscriber;
 	note("domain %u %d", enable, (int)domain);
 	pthread_mutex_lock(&lock);
@@ -385,6 +418,7 @@ cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
 CUptiResult CUPTIAPI
 cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
 {
+	FORCED("cuptiSetThreadIdType");
 	note("thread-id-type %d", (int)type);
 	system_tids = type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM;
 	return CUPTI_SUCCESS;
@@ -393,6 +427,7 @@ cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
 CUptiResult CUPTIAPI
 cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
+	FORCED("cuptiActivityRegisterTimestampCallback");
 	note("timestamp-callback");
 	clock_cb = f;
 	return CUPTI_SUCCESS;
@@ -402,6 +437,7 @@ CUptiResult CUPTIAPI
 cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                CUpti_BuffersCallbackCompleteFunc done)
 {
+	FORCED("cuptiActivityRegisterCallbacks");
 	note("buffer-callbacks");
 	requested = req;
 	completed = done;
@@ -420,6 +456,7 @@ cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *value_size, void
 CUptiResult CUPTIAPI
 cuptiActivityEnable(CUpti_ActivityKind kind)
 {
+	FORCED("cuptiActivityEnable");
 	note("enable %d", (int)kind);
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
@@ -444,6 +481,7 @@ cuptiActivityDisable(CUpti_ActivityKind kind)
 CUptiResult CUPTIAPI
 cuptiActivityFlushAll(uint32_t flag)
 {
+	FORCED("cuptiActivityFlushAll");
 	note("flush %u", flag);
 	pthread_mutex_lock(&lock);
 	if (subscribed)
@@ -459,6 +497,7 @@ cuptiActivityFlushAll(uint32_t flag)
 CUptiResult CUPTIAPI
 cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t *dropped)
 {
+	FORCED("cuptiActivityGetNumDroppedRecords");
 	(void)context;
 	(void)stream_id;
 	*dropped = 0;

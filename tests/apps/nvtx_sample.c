@@ -25,6 +25,9 @@
  *   --fork-first N: before any NVTX call the process forks N deep; only
  *             the last child records (and ends as told below), the
  *             others wait for their child and exit with its status
+ *   --async-open N: after the steps, N async ranges "open" started,
+ *             payload i (uint64) for the i-th, all open for --sleep MS,
+ *             then ended in reverse order; prints "async-open: N"
  *   --flood N: N "flood" push/pop ranges on the main thread after the
  *             steps, payload i (uint64) for the i-th from 0, then prints
  *             "flood: N ranges written"; with --count-file FILE the process writes its pid
@@ -80,7 +83,7 @@ coverage_dump(void)
 static int steps = 3, layers = 2, threads = 2, work_us = 200, sleep_ms;
 static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open, late_mark;
 static const char *chdir_to, *crash, *wait_kill, *count_file;
-static int fork_first, end_with_exit, flood;
+static int fork_first, end_with_exit, flood, async_open;
 static nvtxRangeId_t prefetch;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
@@ -295,6 +298,33 @@ flood_ranges(void)
 		printf("flood: %d ranges written\n", flood);
 }
 
+/* --async-open: many async ranges open at once, across flushes. */
+static void
+open_async_ranges(void)
+{
+	if (async_open <= 0)
+		return;
+	nvtxRangeId_t *ids = calloc((size_t)async_open, sizeof(*ids));
+	if (!ids)
+		exit(1);
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "open";
+	for (int i = 0; i < async_open; i++) {
+		a.payload.ullValue = (uint64_t)i;
+		ids[i] = nvtxRangeStartEx(&a);
+	}
+	nap(sleep_ms);
+	for (int i = async_open - 1; i >= 0; i--)
+		nvtxRangeEnd(ids[i]);
+	free(ids);
+	printf("async-open: %d\n", async_open);
+}
+
 /* How the process ends, after its work. */
 static int
 end_as_told(int code, int sig)
@@ -344,7 +374,7 @@ usage(void)
 	        "[--work US] [--sleep MS] [--fork] [--domain] [--async] [--wide] "
 	        "[--close-fds] [--chdir DIR] [--hold-open] [--mark-until-exit] [--exit CODE] "
 	        "[--signal SIG] [--fork-first N] [--quick-exit] [--crash abort|segv|oom] "
-	        "[--wait-kill FILE] [--flood N] [--count-file FILE]\n");
+	        "[--wait-kill FILE] [--flood N] [--count-file FILE] [--async-open N]\n");
 	return 2;
 }
 
@@ -366,6 +396,7 @@ main(int argc, char **argv)
 		else if (!strcmp(a, "--crash") && v) crash = argv[++i];
 		else if (!strcmp(a, "--wait-kill") && v) wait_kill = argv[++i];
 		else if (!strcmp(a, "--flood") && v) flood = atoi(argv[++i]);
+		else if (!strcmp(a, "--async-open") && v) async_open = atoi(argv[++i]);
 		else if (!strcmp(a, "--count-file") && v) count_file = argv[++i];
 		else if (!strcmp(a, "--quick-exit")) end_with_exit = 1;
 		else if (!strcmp(a, "--fork")) do_fork = 1;
@@ -431,6 +462,7 @@ main(int argc, char **argv)
 		waitpid(pid, &st, 0);
 	}
 	flood_ranges();
+	open_async_ranges();
 	if (hold_open)
 		nvtxRangePushA("never.closed");
 	return end_as_told(code, sig);

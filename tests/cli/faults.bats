@@ -209,3 +209,36 @@ leftover() {
 	assert_eq "$(leftover)" 0
 	[ ! -e "$D/out-full.json.gz" ]
 }
+
+@test "trace-record --max-size: reads of its bounded spool interrupted or short change nothing; failing, one line and 125" {
+	nvtx=$TK_BUILD/tests/apps/nvtx_sample
+	[ -x "$nvtx" ] || skip "NVTX headers were not found at build time (CUDA_HOME): no NVTX sample"
+	n=100000
+	for how in eintr short; do
+		: > "$LOG"
+		run -0 --separate-stderr faulty FAULTIO_MATCH=/bounded FAULTIO_READ=$how -- \
+			trace-record -o "$D/bound-$how.tkt" --max-size 64K -- \
+			"$nvtx" --steps 0 --threads 0 --flood $n
+		assert_eq "$stderr" ""
+		assert_eq "$output" "flood: $n ranges written"
+		[ "$(changed)" -gt 0 ]
+		# the newest ranges, each once, and the rest counted
+		read -r min max count distinct dropped < <(trace-dump --json "$D/bound-$how.tkt" | jq -rs '
+			(map(select(.kind == "range" and .name == "flood") | .payload)) as $p |
+			"\($p | min) \($p | max) \($p | length) \($p | unique | length) " +
+			"\(map(select(.kind == "dropped" and .name == "range") | .count) | add)"')
+		assert_eq "$max" $((n - 1))
+		assert_eq "$min" $((n - count))
+		assert_eq "$distinct" "$count"
+		assert_eq "$((count + dropped))" $n
+		[ "$dropped" -gt 0 ]
+	done
+	: > "$LOG"
+	run -125 --separate-stderr faulty FAULTIO_MATCH=/bounded FAULTIO_READ=eio:3000 -- \
+		trace-record -o "$D/bound-eio.tkt" --max-size 64K -- \
+		"$nvtx" --steps 0 --threads 0 --flood $n
+	assert_eq "$output" "flood: $n ranges written"    # the command ran to its end
+	[[ "$stderr" =~ ^"trace-record: "/[^\ ]*/tracekit-[^/]*"/bounded: read error: Input/output error"$ ]]
+	[ "$(changed)" -gt 0 ]
+	run ! trace-dump "$D/bound-eio.tkt"
+}

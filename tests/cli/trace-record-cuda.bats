@@ -129,6 +129,108 @@ InitializeInjectionNvtx2"
 	assert_eq "$output" "InitializeInjection: 0"
 }
 
+@test "no libcupti anywhere, or a library that is not CUPTI: the program runs on, the trace and stderr say which and why" {
+	need_cuda
+	shim=$APPS/libfaultsys.so
+	[ -f "$shim" ] || skip "the fault injector was not built: $shim"
+	under_valgrind && skip "not under valgrind: LD_PRELOAD would load into valgrind"
+	# every libcupti the library looks for missing (faultsys asks the
+	# loader for it under /nonexistent-faultsys/ instead)
+	log=$BATS_TEST_TMPDIR/faults.log
+	run -0 --separate-stderr env LD_PRELOAD="$shim" FAULTSYS_PROG=fake_driver FAULTSYS_HIDE=libcupti \
+		FAULTSYS_LOG="$log" TRACEKIT_CUPTI=/nonexistent/libcupti.so \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		trace-record -o "$T" -- "$APPS/fake_driver"
+	assert_eq "$output" "InitializeInjection: 0"
+	grep -q " dlopen hidden " "$log"
+	pid=$(ev 'select(.kind=="process") | .pid')
+	# TRACEKIT_CUPTI first, the build's libcupti if it had one, the soname
+	why_re="libcupti not found \(tried /nonexistent/libcupti\.so( /[^ ]*libcupti[^ ]*)? libcupti\.so\.13; set TRACEKIT_CUPTI\): /nonexistent-faultsys/libcupti\.so\.13: cannot open shared object file: No such file or directory"
+	[[ "$(meta cuda)" =~ ^"not recorded (pid $pid): "$why_re$ ]]
+	[[ "$stderr" =~ ^"trace-record: pid $pid (fake_driver): GPU activity not recorded: "$why_re$ ]]
+	assert_eq "${#stderr_lines[@]}" 1
+	# a library that is there but is not CUPTI: the first function missing
+	run -0 --separate-stderr env TRACEKIT_CUPTI="$shim" trace-record -o "$T" -- "$APPS/fake_driver"
+	pid=$(ev 'select(.kind=="process") | .pid')
+	first=$(grep -A1 '^#define TKI_CUPTI_FUNCTIONS' "$BATS_TEST_DIRNAME/../../lib/inject/cuda_record.h" |
+		sed -n 's/^[[:space:]]*X(\([A-Za-z_0-9]*\)).*/\1/p')
+	[ -n "$first" ]
+	assert_eq "$(meta cuda)" "not recorded (pid $pid): $shim has no $first (not CUPTI 13?)"
+	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $shim has no $first (not CUPTI 13?)"
+}
+
+@test "a driver is found: its version in the trace; no process used it: the trace says so, not a word on stderr" {
+	need_cuda
+	fake=$APPS/fakecuda
+	[ -f "$fake/libcuda.so.1" ] || skip "the stand-in driver was not built"
+	# version N is major N/1000, minor N%1000/10, as CUDA numbers them
+	for v in 13000:13.0 12040:12.4 11080:11.8 fail:"unknown version"; do
+		run -0 --separate-stderr env LD_LIBRARY_PATH="$fake" FAKE_CUDA_VERSION="${v%%:*}" \
+			trace-record -o "$T" --cuda=kernel -- true
+		assert_eq "$stderr" ""
+		assert_eq "$(meta cuda.driver)" "${v#*:}"
+		assert_eq "$(meta cuda)" "not recorded: no process of the run initialised CUDA"
+	done
+}
+
+# fake_cupti_run FAILS TRACE-RECORD-ARGS...: fake_driver 3 (three
+# launches) recorded through the stand-in CUPTI, whose functions named
+# in FAILS return what is given (FAKE_CUPTI_FAIL); the stand-in driver
+# keeps an explicit --cuda quiet.
+fake_cupti_run() {
+	local fails=$1
+	shift
+	run -0 --separate-stderr env TRACEKIT_CUPTI="$FAKE" FAKE_CUPTI_FAIL="$fails" \
+		LD_LIBRARY_PATH="$APPS/fakecuda" trace-record -o "$T" "$@" -- "$APPS/fake_driver" 3
+	pid=$(ev 'select(.kind=="process") | .pid')
+}
+
+@test "CUPTI calls that fail while attaching: the program runs on, the trace and stderr name the call and its error" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# (the stand-in names 999 CUPTI_ERROR_UNKNOWN, other codes
+	# CUPTI_ERROR_FAKE)
+	for spec in "cuptiGetVersion:999|cuptiGetVersion: CUPTI_ERROR_UNKNOWN (999)" \
+		"cuptiActivityRegisterCallbacks:17|cuptiActivityRegisterCallbacks: CUPTI_ERROR_FAKE (17)" \
+		"cuptiGetVersion:999,cuptiGetResultString:1|cuptiGetVersion: unknown CUPTI error (999)"; do
+		fake_cupti_run "${spec%%|*}"
+		assert_eq "$output" "InitializeInjection: 0"
+		why="CUPTI could not attach: ${spec#*|}"
+		assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $why"
+		assert_eq "$(meta cuda)" "not recorded (pid $pid): $why"
+		assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api") | .kind')" ""
+	done
+	# each kind CUPTI refuses, by CUPTI's name for it, in --cuda's order
+	fake_cupti_run cuptiActivityEnable:999 --cuda=kernel,runtime
+	why="CONCURRENT_KERNEL: CUPTI_ERROR_UNKNOWN (999); RUNTIME: CUPTI_ERROR_UNKNOWN (999)"
+	assert_eq "$stderr" "trace-record: pid $pid (fake_driver): GPU activity not recorded: $why"
+	assert_eq "$(meta cuda)" "not recorded (pid $pid): $why"
+}
+
+@test "no CUPTI clock callback and no CUPTI timestamp: the activity is recorded all the same, and the trace says on which clock" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	fake_cupti_run cuptiActivityRegisterTimestampCallback:999,cuptiGetTimestamp:999
+	assert_eq "$output" "InitializeInjection: 1"
+	assert_eq "$stderr" ""
+	[[ "$(meta cuda)" == "recorded (pid $pid): "*"; clock CUPTI's own (cuptiGetTimestamp failed: taken as CLOCK_REALTIME)" ]]
+	assert_eq "$(ev 'select(.kind=="kernel") | .kind' | wc -l)" 3
+}
+
+@test "CUPTI's last flush fails: the kernels and calls it never delivered are counted as dropped, kind by kind" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# (the stand-in delivers only when flushed: here, nothing)
+	fake_cupti_run cuptiActivityFlushAll:999
+	assert_eq "$output" "InitializeInjection: 1"
+	assert_eq "$stderr" ""
+	assert_eq "$(ev 'select(.kind=="kernel" or .kind=="api") | .kind')" ""
+	why="CUDA activity CUPTI never delivered: its last flush failed (cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN (999))"
+	# three launches: three kernels, three launch calls
+	assert_eq "$(ev 'select(.kind=="dropped") | "\(.pid) \(.name) \(.count) \(.reason)"' | sort)" \
+		"$(printf '%s\n' "$pid kernel 3 $why" "$pid runtime 3 $why")"
+}
+
 @test "another CUPTI client (a profiler) holds CUPTI: said once, the program runs on" {
 	need_cuda
 	[ -f "$FAKE" ] || skip "no stand-in CUPTI"

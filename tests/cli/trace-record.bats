@@ -536,3 +536,24 @@ sigcount_ready() {
 	pid=$(ev 'select(.name=="before.exec") | .pid' | sort -u)
 	assert_eq "$(ev "select(.kind==\"process\" and .pid==$pid) | .name")" true
 }
+
+@test "600 async ranges open at once across several flushes: each once, whole, begun in order and ended in reverse" {
+	need_nvtx
+	# (the library's table of open async ranges starts at 256 slots)
+	run -0 --separate-stderr trace-record -o "$T" --flush-interval 20ms -- \
+		"$APPS/nvtx_sample" --steps 0 --threads 0 --async-open 600 --sleep 100
+	assert_eq "$output" "async-open: 600"
+	assert_eq "$stderr" ""
+	trace-dump --json -k async_range "$T" | python3 -c '
+import json, sys
+r = sorted((json.loads(l) for l in sys.stdin), key=lambda e: e["payload"])
+assert [e["payload"] for e in r] == list(range(600)), "payloads"
+assert all(e["name"] == "open" and "unfinished" not in e.get("args", {}) for e in r)
+begins = [e["ts"] for e in r]
+ends = [e["ts"] + e["dur"] for e in r]
+assert begins == sorted(begins), "begun in order"
+assert ends == sorted(ends, reverse=True), "ended in reverse"
+# all open during the 100 ms nap between the last start and first end
+assert ends[-1] - begins[-1] >= 100_000_000, ends[-1] - begins[-1]
+assert len(set(e["id"] for e in r)) == 600, "ids"'
+}
