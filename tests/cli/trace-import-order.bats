@@ -175,3 +175,16 @@ PY
 	grep -q 'sorted runs in temporary files: [1-9]' "$D/got.err"
 	diff "$D/want" "$D/got"
 }
+
+@test "real catapult traces, as written and reversed, pair as the reference does" {
+	for f in async_begin_end big_trace nestable_async x_event_trace; do
+		shared_data "catapult/$f.json" J
+		check "$J"
+		python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+json.dump(ev[::-1], sys.stdout)' "$J" > "$D/reversed.json"
+		check "$D/reversed.json"
+	done
+}
