@@ -101,6 +101,9 @@ def trace_figures(inputs):
         "copy": sum(sum(v) for k, v in groups.items() if k[0] in ("memcpy", "memset")),
         "api": sum(sum(v) for k, v in groups.items() if k[0] == "api"),
         "bytes": sum(e["bytes"] for e in events if e["kind"] == "memcpy"),
+        # every process's user and system time: a pid that ends in
+        # several files is a process of each
+        "cpu": sum(e.get("utime", 0) + e.get("stime", 0) for e in events if e["kind"] == "process"),
     }
     per_run = {}
     if nruns >= 2:
@@ -353,7 +356,7 @@ def reference(args):
         groups.append(row)
     decide([r for r in groups if r["before"] and r["after"]], b, a, args, both_runs, per)
     summary = {}
-    for m in ("wall", "gpu", "kernel", "copy", "api", "bytes"):
+    for m in ("wall", "gpu", "kernel", "copy", "api", "bytes", "cpu"):
         if both_runs and m in b[4]:
             vb, va = b[4][m], a[4][m]
             summary[m] = {"before": sum(vb) / len(vb), "after": sum(va) / len(va),
