@@ -45,6 +45,16 @@
  *                           the first launch also a STREAM record and one
  *                           record of a kind nobody enabled (MARKER), as
  *                           CUPTI delivers some unasked
+ *   FAKE_CUPTI_NO_CONTEXT_RECORD=1  no CONTEXT record: the context is
+ *                           known only from the resource callback
+ *                           (context created) before the first launch, when
+ *                           the subscriber enabled it
+ *   FAKE_CUPTI_STATE=CBID:N:MESSAGE  before the first launch, a state
+ *                           callback (1 fatal error, 2 error) with
+ *                           CUptiResult N and MESSAGE (empty: none)
+ *
+ * Each launch's runtime callback is made as the call begins and as it
+ * ends (CUPTI_API_ENTER, CUPTI_API_EXIT).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -64,6 +74,7 @@ static CUpti_BuffersCallbackRequestFunc requested;
 static CUpti_BuffersCallbackCompleteFunc completed;
 static CUpti_TimestampCallbackFunc clock_cb;
 static int subscribed, system_tids, enabled[64], devices_sent, runtime_callbacks;
+static int state_callbacks, context_callbacks, first_launch_done;
 static CUpti_CallbackFunc subscriber_cb;
 static void *subscriber_data;
 static uint32_t corr;
@@ -208,7 +219,8 @@ send_devices(void)
 		d->globalMemorySize = 1u << 30;
 		d->computeCapabilityMajor = 9;
 	}
-	CUpti_ActivityContext3 *x = room(sizeof(*x));
+	CUpti_ActivityContext3 *x =
+		getenv("FAKE_CUPTI_NO_CONTEXT_RECORD") ? NULL : room(sizeof(*x));
 	if (x) {
 		memset(x, 0, sizeof(*x));
 		x->kind = CUPTI_ACTIVITY_KIND_CONTEXT;
@@ -222,6 +234,37 @@ static uint32_t
 calling_tid(void)
 {
 	return system_tids ? (uint32_t)syscall(SYS_gettid) : (uint32_t)(uintptr_t)pthread_self();
+}
+
+/* Before the first launch (lock held): the context created, and the
+ * state callback of FAKE_CUPTI_STATE. */
+static void
+first_launch_callbacks(void)
+{
+	CUpti_CallbackFunc cb = subscriber_cb;
+	void *data = subscriber_data;
+	if (!cb)
+		return;
+	pthread_mutex_unlock(&lock);
+	if (context_callbacks) {
+		CUpti_ResourceData r;
+		memset(&r, 0, sizeof(r));
+		r.context = (CUcontext)(uintptr_t)0x1000;
+		note("context-created");
+		cb(data, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &r);
+	}
+	const char *e = getenv("FAKE_CUPTI_STATE");
+	char *end;
+	unsigned long cbid = e ? strtoul(e, &end, 10) : 0;
+	if (state_callbacks && cbid && *end == ':') {
+		CUpti_StateData st;
+		memset(&st, 0, sizeof(st));
+		st.notification.result = (CUptiResult)strtol(end + 1, &end, 10);
+		st.notification.message = *end == ':' && end[1] ? end + 1 : NULL;
+		note("state %lu", cbid);
+		cb(data, CUPTI_CB_DOMAIN_STATE, (CUpti_CallbackId)cbid, &st);
+	}
+	pthread_mutex_lock(&lock);
 }
 
 static void
@@ -418,6 +461,10 @@ fake_launch(const char *name)
 		pthread_mutex_unlock(&lock);
 		return;
 	}
+	if (!first_launch_done) {
+		first_launch_done = 1;
+		first_launch_callbacks();
+	}
 	send_devices();
 	uint32_t c = ++corr;
 	uint64_t t = now();
@@ -474,6 +521,16 @@ fake_launch(const char *name)
 		launch_call(c, t);
 	if (getenv("FAKE_CUPTI_ALL_KINDS"))
 		more_work(c, now(), e ? lag : 0);
+	if (runtime_callbacks && subscriber_cb) {
+		CUpti_CallbackData cd;
+		memset(&cd, 0, sizeof(cd));
+		cd.callbackSite = CUPTI_API_EXIT;
+		cd.functionName = "cudaLaunchKernel";
+		cd.correlationId = c;
+		pthread_mutex_unlock(&lock);
+		subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, 211, &cd);
+		pthread_mutex_lock(&lock);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -587,6 +644,8 @@ cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
 	pthread_mutex_lock(&lock);
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) /* cudaLaunchKernel */
 		runtime_callbacks = enable != 0;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+		context_callbacks = enable != 0;
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
@@ -601,6 +660,8 @@ cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
 	pthread_mutex_lock(&lock);
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		runtime_callbacks = enable != 0;
+	if (domain == CUPTI_CB_DOMAIN_STATE)
+		state_callbacks = enable != 0;
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }

@@ -18,7 +18,7 @@ FAKE=$APPS/libfake_cupti.so
 setup() {
 	record_setup
 	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG FAKE_CUPTI_GPU_LAG \
-		FAKE_CUPTI_ALL_KINDS
+		FAKE_CUPTI_ALL_KINDS FAKE_CUPTI_NO_CONTEXT_RECORD FAKE_CUPTI_STATE
 }
 
 cuda_built() {
@@ -454,6 +454,30 @@ for l in sys.stdin:
     if e["kind"] == "overhead":
         print(e["ts"])')
 	assert_eq "$n" 2
+}
+
+@test "CUPTI's state callbacks go to cuda.errors; a context known from its creation names its NULL stream" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# a fatal error with a message; no CONTEXT record ever: the
+	# resource callback alone says which stream is the NULL one
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log FAKE_CUPTI_NO_CONTEXT_RECORD=1
+	FAKE_CUPTI_STATE="1:999:the GPU fell off the bus" run -0 --separate-stderr \
+		trace-record -o "$T" -- "$APPS/fake_driver" 2
+	assert_eq "$(meta cuda.errors)" "fatal: CUPTI_ERROR_UNKNOWN (999): the GPU fell off the bus"
+	grep -qx 'context-created' "$BATS_TEST_TMPDIR/log"
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 7 (default)'
+	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | paste -sd,)" "7,7"
+	# an error without a message; no callbacks at all (cuptiEnableCallback
+	# fails): the stream stays unnamed, its kernels are there all the same
+	rm -f "$BATS_TEST_TMPDIR/log"
+	FAKE_CUPTI_STATE="2:5:" FAKE_CUPTI_FAIL=cuptiEnableCallback:1 run -0 \
+		trace-record -o "$T" -- "$APPS/fake_driver" 2
+	assert_eq "$(meta cuda.errors)" "error: CUPTI_ERROR_FAKE (5)"
+	run grep -c 'context-created' "$BATS_TEST_TMPDIR/log"
+	assert_eq "$output" 0
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 7'
+	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | paste -sd,)" "7,7"
 }
 
 @test "--cuda=kernel: only kernels; the rest of CUPTI stays off" {
