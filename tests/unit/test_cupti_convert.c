@@ -1775,6 +1775,158 @@ TEST(libcupti_link_state)
 	teardown(&f, &rb);
 }
 
+/* API names as CUPTI spells them: a runtime name loses the "_vNNNN" of
+ * the CUDA version that introduced it (four digits or more after "_v"),
+ * nothing else; a driver name keeps its suffix (cuMemAlloc_v2 is the
+ * symbol).  Expected names written out by hand. */
+static const char *const odd_names[] = {
+	"cudaMalloc_v3020", "cudaFoo_v12", "cudaBar3020", "cudaBaz_x3020",
+	"x_v3020", "cudaQux_v", "cudaMemcpy_v123456", "",
+};
+
+static CUptiResult
+odd_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	(void)d;
+	if (cbid >= sizeof(odd_names) / sizeof(odd_names[0]))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = odd_names[cbid];
+	return CUPTI_SUCCESS;
+}
+
+TEST(api_name_suffixes)
+{
+	static const char *const runtime_want[] = {
+		"cudaMalloc", "cudaFoo_v12", "cudaBar3020", "cudaBaz_x3020",
+		"x", "cudaQux_v", "cudaMemcpy", "runtime cbid 7",
+	};
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.callback_name = odd_name;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	for (uint32_t i = 0; i < 8; i++) {
+		CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, i, 4243, i + 1,
+		                              10 * i + 10, 10 * i + 15);
+		CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	}
+	CUpti_ActivityAPI drv = api_rec(CUPTI_ACTIVITY_KIND_DRIVER, 0, 4243, 99, 200, 210);
+	CHECK_EQ_INT(convert(&f, &drv), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 9);
+	for (size_t i = 0; i < 8; i++) {
+		const struct got *g = nth(&rb, TK_API, i);
+		CHECK(g && !strcmp(g->name, runtime_want[i]));
+		if (g && strcmp(g->name, runtime_want[i]))
+			printf("# cbid %zu: %s, expected %s\n", i, g->name, runtime_want[i]);
+	}
+	const struct got *g = nth(&rb, TK_API, 8);
+	CHECK(g && !strcmp(g->name, "cudaMalloc_v3020")); /* a driver name: kept whole */
+	teardown(&f, &rb);
+}
+
+/* Device memory whose sum passes INT64_MAX (a scribbled or absurd byte
+ * count): held at INT64_MAX, not wrapped to a negative sum. */
+TEST(device_memory_saturates)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const CUpti_ActivityMemoryOperationType A =
+		CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	const CUpti_ActivityMemoryKind D = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	CUpti_ActivityMemory4 big = memory2_rec(A, D, 0x1000, UINT64_MAX, 100, 7);
+	CUpti_ActivityMemory4 more = memory2_rec(A, D, 0x2000, 4096, 200, 7);
+	CHECK_EQ_INT(convert(&f, &big), TK_OK);
+	CHECK_EQ_INT(convert(&f, &more), TK_OK);
+	int64_t in_use = 0, peak = 0;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == INT64_MAX);
+	CHECK(peak == INT64_MAX);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_COUNTER), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct got *g = nth(&rb, TK_COUNTER, i);
+		CHECK(g && g->e.u.counter.value == (double)INT64_MAX);
+	}
+	const struct got *g = nth(&rb, TK_MEMORY, 0);
+	CHECK(g && g->e.u.memory.bytes == UINT64_MAX); /* the record as it came */
+	teardown(&f, &rb);
+}
+
+/* More syncs waiting for their calls than the converter keeps (1024):
+ * the oldest goes to the process track to make room; none is lost, and
+ * the call that then comes still takes the ones that waited. */
+TEST(syncs_waiting_past_the_table)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const uint32_t n = 1025;
+	for (uint32_t i = 0; i < n; i++) {
+		CUpti_ActivitySynchronization2 s = sync_rec(
+			CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5000 + i,
+			1000 + 10 * (uint64_t)i, 1005 + 10 * (uint64_t)i);
+		CHECK_EQ_INT(convert(&f, &s), TK_OK);
+	}
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME,
+	                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+	                              4250, 5000 + n - 1, 1000 + 10 * (uint64_t)n, 1000 + 10 * (uint64_t)n + 50);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_SYNC), n);
+	size_t on_process = 0, on_thread = 0;
+	const struct got *g;
+	for (size_t i = 0; (g = nth(&rb, TK_SYNC, i)); i++) {
+		if (g->e.u.sync.correlation == 5000 + n - 1)
+			on_thread += g->trk.id == thread_of(&f, 4250);
+		else
+			on_process += g->trk.id == f.h.process;
+	}
+	CHECK_EQ_INT(on_thread, 1);
+	CHECK_EQ_INT(on_process, n - 1);
+	teardown(&f, &rb);
+}
+
+/* More streams waiting for a context than the converter keeps (1024):
+ * the newest are kept; when the context comes they are defined, the
+ * oldest not. */
+TEST(streams_waiting_past_the_table)
+{
+	struct fixture f;
+	setup(&f);
+	const uint32_t n = 1030;
+	for (uint32_t i = 0; i < n; i++) {
+		CUpti_ActivityStream s;
+		memset(&s, 0, sizeof(s));
+		s.kind = CUPTI_ACTIVITY_KIND_STREAM;
+		s.contextId = 3;
+		s.streamId = 100 + i;
+		CHECK_EQ_INT(convert(&f, &s), TK_OK);
+	}
+	CUpti_ActivityContext3 x = context_rec(3, 0, 7);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	cupti_convert_finish(f.c);
+	mem_finish(&f.m, 1);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	uint32_t streams = 0, lowest = UINT32_MAX;
+	int rc = tk_reader_open_mem(r, f.m.buf, f.m.len, "m");
+	while (rc == TK_OK && (rc = tk_reader_next(r, &rec)) == TK_OK)
+		if (rec.type == TK_REC_TRACK && rec.u.track->type == TK_TRACK_STREAM) {
+			streams++;
+			if (rec.u.track->u.stream.stream < lowest)
+				lowest = rec.u.track->u.stream.stream;
+		}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(streams, 1024);
+	CHECK_EQ_INT(lowest, 100 + n - 1024);
+	tk_reader_free(r);
+	cupti_convert_free(f.c);
+	mem_free(&f.m);
+}
+
 /* One of every kind the converter writes, with enough streams, names,
  * threads and devices that its tables grow: the converter is made and
  * finished inside the run, so that its own allocations count too.
@@ -2037,6 +2189,10 @@ main(void)
 	RUN(buffer_walk);
 	RUN(buffer_unreadable_and_empty);
 	RUN(libcupti_link_state);
+	RUN(api_name_suffixes);
+	RUN(device_memory_saturates);
+	RUN(syncs_waiting_past_the_table);
+	RUN(streams_waiting_past_the_table);
 	RUN(every_allocation_failing);
 	return tap_done();
 }
