@@ -1927,6 +1927,71 @@ TEST(streams_waiting_past_the_table)
 	mem_free(&f.m);
 }
 
+/* A walk that fails after one record says where that record ends: the
+ * size of each kind's CUPTI 13.0 record (cupti_activity.h), or 0 for a
+ * kind whose size the converter does not know. */
+static int first_then_error_calls;
+
+static CUptiResult
+first_then_error(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	(void)valid;
+	if (first_then_error_calls++ == 0) {
+		*rec = (CUpti_Activity *)(void *)buf;
+		return CUPTI_SUCCESS;
+	}
+	return CUPTI_ERROR_INVALID_KIND;
+}
+
+TEST(unreadable_after_each_kind)
+{
+	static const struct {
+		CUpti_ActivityKind kind;
+		size_t size;
+	} kinds[] = {
+		{ CUPTI_ACTIVITY_KIND_KERNEL, sizeof(CUpti_ActivityKernel10) },
+		{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10) },
+		{ CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6) },
+		{ CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(CUpti_ActivityMemcpyPtoP4) },
+		{ CUPTI_ACTIVITY_KIND_MEMSET, sizeof(CUpti_ActivityMemset4) },
+		{ CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(CUpti_ActivityMemory4) },
+		{ CUPTI_ACTIVITY_KIND_MEMORY, sizeof(CUpti_ActivityMemory) },
+		{ CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2) },
+		{ CUPTI_ACTIVITY_KIND_OVERHEAD, sizeof(CUpti_ActivityOverhead3) },
+		{ CUPTI_ACTIVITY_KIND_DEVICE, sizeof(CUpti_ActivityDevice5) },
+		{ CUPTI_ACTIVITY_KIND_CONTEXT, sizeof(CUpti_ActivityContext3) },
+		{ CUPTI_ACTIVITY_KIND_STREAM, sizeof(CUpti_ActivityStream) },
+		{ CUPTI_ACTIVITY_KIND_MARKER, 0 },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		struct fixture f;
+		struct readback rb;
+		setup(&f);
+		cupti_convert_free(f.c);
+		f.ch.next_record = first_then_error;
+		f.ch.flags |= CUPTI_CONVERT_KEEP_RECORD_MEMORY;
+		f.c = cupti_convert_new(f.h.w, &f.ch);
+		_Alignas(8) uint8_t buf[1024];
+		memset(buf, 0, sizeof(buf));
+		((CUpti_Activity *)(void *)buf)->kind = kinds[i].kind;
+		first_then_error_calls = 0;
+		CHECK_EQ_INT(cupti_convert_buffer(f.c, buf, sizeof(buf), 0), TK_OK);
+		char want[64];
+		snprintf(want, sizeof(want), "after byte %zu of 1024:", kinds[i].size);
+		if (!strstr(cupti_convert_error(f.c), want)) {
+			printf("# kind %d: '%s', expected '%s'\n", (int)kinds[i].kind,
+			       cupti_convert_error(f.c), want);
+			CHECK(0);
+		}
+		CHECK_EQ_INT(cupti_convert_stats(f.c)->unreadable, 1);
+		finish(&f, &rb);
+		teardown(&f, &rb);
+	}
+}
+
 /* One of every kind the converter writes, with enough streams, names,
  * threads and devices that its tables grow: the converter is made and
  * finished inside the run, so that its own allocations count too.
@@ -2193,6 +2258,7 @@ main(void)
 	RUN(device_memory_saturates);
 	RUN(syncs_waiting_past_the_table);
 	RUN(streams_waiting_past_the_table);
+	RUN(unreadable_after_each_kind);
 	RUN(every_allocation_failing);
 	return tap_done();
 }
