@@ -271,6 +271,21 @@ fork_deep(int depth)
 	}
 }
 
+/* A range's attributes: an ASCII message and a 64-bit payload, which
+ * the loops set to the range's index. */
+static nvtxEventAttributes_t
+counted_attrs(const char *message)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = message;
+	return a;
+}
+
 static void
 flood_ranges(void)
 {
@@ -288,13 +303,7 @@ flood_ranges(void)
 		c = m;
 		c[0] = getpid();
 	}
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-	a.message.ascii = "flood";
+	nvtxEventAttributes_t a = counted_attrs("flood");
 	for (int i = 0; i < flood; i++) {
 		a.payload.ullValue = (uint64_t)i;
 		nvtxRangePushEx(&a);
@@ -315,13 +324,7 @@ open_async_ranges(void)
 	nvtxRangeId_t *ids = calloc((size_t)async_open, sizeof(*ids));
 	if (!ids)
 		exit(1);
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-	a.message.ascii = "open";
+	nvtxEventAttributes_t a = counted_attrs("open");
 	for (int i = 0; i < async_open; i++) {
 		a.payload.ullValue = (uint64_t)i;
 		ids[i] = nvtxRangeStartEx(&a);
