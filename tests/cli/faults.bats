@@ -55,7 +55,7 @@ changed() {
 @test "a write that returns 0: an I/O error, exit 2, one line" {
 	run -2 --separate-stderr faulty FAULTIO_MATCH=out- FAULTIO_WRITE=zero -- \
 		trace-merge -o "$D/out-zero.tkt" "$A" "$B"
-	assert_eq "$stderr" "trace-merge: $D/out-zero.tkt: Input/output error"
+	assert_eq "$stderr" "trace-merge: $D/out-zero.tkt: write error: Input/output error"
 	[ "$(changed)" -gt 0 ]
 }
 
