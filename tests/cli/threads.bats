@@ -188,6 +188,7 @@ dump_same() {
 	# and strings of each start again), events stored by end time and
 	# shuffled (tests/tools/reorder), cut in the middle of a chunk
 	local n=60000
+	under_sanitizers && n=20000
 	under_valgrind && n=8000
 	A=$(synth_trace a.tkt -n $n)
 	B=$(synth_trace b.tkt -n $((n / 2)) --pid 77 --seed 9 --layers 2)
