@@ -84,6 +84,10 @@ struct kind_cols {
 	struct tkp_buf args_text;  /* args rebuilt from templates */
 	uint32_t *config_ids;      /* a worker's decoder: the launch
 	                              configuration of each (cap of them) */
+	uint64_t unresolved;       /* a worker's decoder: the attributes (a
+	                              bit each) whose string ids or launch
+	                              configurations it left to
+	                              resolve_refs() */
 };
 
 /* What a worker's decode of a chunk (decode_on_worker()) could not
@@ -102,6 +106,7 @@ struct unchecked {
 	uint32_t track_max;       /* the largest track id of an event */
 	uint64_t string_hi;       /* the largest string attribute */
 	uint64_t config_hi;       /* the largest launch configuration */
+	uint64_t config_gen;      /* configs_gen of the copied configurations */
 };
 
 struct tk_reader {
@@ -148,6 +153,9 @@ struct tk_reader {
 	struct config *configs;
 	uint32_t nconfigs;
 	size_t configs_cap;
+	uint64_t configs_gen;    /* changes when a configuration does (a new
+	                            scope, one redefined): a worker's copy of
+	                            the same generation holds the same */
 	struct tk_meta **meta;
 	size_t nmeta, meta_cap;
 	struct tk_category **cats;
@@ -293,6 +301,7 @@ clear_defs(struct tk_reader *r)
 	for (size_t i = 0; i < r->ncats; i++)
 		free(r->cats[i]);
 	r->nstrings = r->ntracks = r->ndevices = r->nconfigs = 0;
+	r->configs_gen++;
 	r->nmeta = r->ncats = 0;
 	tkp_arena_free(&r->arena);
 }
@@ -1239,6 +1248,8 @@ def_config(struct tk_reader *r, struct cursor *c)
 		return corrupt(r, "bad launch configuration");
 	if (grow((void **)&r->configs, &r->configs_cap, sizeof(*r->configs), id))
 		return nomem(r);
+	if (id <= r->nconfigs)
+		r->configs_gen++;
 	r->configs[id] = cfg;
 	if (id > r->nconfigs)
 		r->nconfigs = (uint32_t)id;
@@ -1651,7 +1662,7 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 	case TKP_ENC_STR: {
 		uint8_t *sp = k->attrs + (a->str_off - TKP_UNION_OFF);
 		if (r->detached) { /* the ids, resolved by resolve_refs() */
-			uint64_t hi = r->unchecked.string_hi;
+			uint64_t hi = 0;
 			const char *empty = "";
 			for (uint32_t j = 0; j < n; j++) {
 				hi = v[j] > hi ? v[j] : hi;
@@ -1659,7 +1670,10 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 				memcpy(base + (size_t)j * size, &id, 4);
 				memcpy(sp + (size_t)j * size, &empty, sizeof(empty));
 			}
-			r->unchecked.string_hi = hi;
+			if (hi > r->unchecked.string_hi)
+				r->unchecked.string_hi = hi;
+			if (hi)
+				k->unresolved |= UINT64_C(1) << a->attr;
 			return TK_OK;
 		}
 		for (uint32_t j = 0; j < n; j++) {
@@ -1674,11 +1688,29 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 		return TK_OK;
 	}
 	case TKP_ENC_CONFIG:
-		if (r->detached) { /* copied by resolve_refs() */
+		if (r->detached) {
+			/* from the copy of the configurations where it has
+			 * them (resolve_refs() again if they changed since),
+			 * otherwise by resolve_refs() */
 			uint64_t hi = r->unchecked.config_hi;
 			for (uint32_t j = 0; j < n; j++) {
 				hi = v[j] > hi ? v[j] : hi;
 				k->config_ids[j] = (uint32_t)v[j];
+				if (!v[j])
+					continue;
+				if (v[j] > r->nconfigs) {
+					k->unresolved |= UINT64_C(1) << a->attr;
+					continue;
+				}
+				struct tk_kernel_attrs *kk =
+					(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
+				const struct config *cf = &r->configs[v[j]];
+				memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
+				memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
+				memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
+				kk->static_smem = cf->v[9];
+				kk->dynamic_smem = cf->v[10];
+				kk->registers = cf->v[11];
 			}
 			r->unchecked.config_hi = hi;
 			return TK_OK;
@@ -2022,9 +2054,10 @@ index_kinds(struct tk_reader *r, const uint32_t *restrict order)
 
 /* String attributes and launch configurations a worker left as ids
  * (decode_attr() of a detached decoder), resolved as decode_attr()
- * does, once their bounds are known to hold. */
+ * does, once their bounds are known to hold; and every configuration
+ * where those the worker copied have changed since (configs_now 0). */
 static void
-resolve_refs(struct tk_reader *r)
+resolve_refs(struct tk_reader *r, int configs_now)
 {
 	for (unsigned kind = 1; kind <= TK_KIND_MAX; kind++) {
 		struct kind_cols *k = &r->kc[kind];
@@ -2033,9 +2066,10 @@ resolve_refs(struct tk_reader *r)
 			continue;
 		for (unsigned a = 0; a < ks->n; a++) {
 			const struct tkp_attr *at = &ks->attrs[a];
+			int left = (k->unresolved >> at->attr) & 1;
 			if (!r->cols[kind][at->attr].present)
 				continue;
-			if (at->enc == TKP_ENC_STR && !r->raw) {
+			if (at->enc == TKP_ENC_STR && !r->raw && left) {
 				const uint8_t *ip = k->attrs + (at->off - TKP_UNION_OFF);
 				uint8_t *sp = k->attrs + (at->str_off - TKP_UNION_OFF);
 				for (uint32_t j = 0; j < k->count; j++) {
@@ -2044,7 +2078,7 @@ resolve_refs(struct tk_reader *r)
 					const char *str = id ? r->strings[id].s : "";
 					memcpy(sp + (size_t)j * ks->size, &str, sizeof(str));
 				}
-			} else if (at->enc == TKP_ENC_CONFIG) {
+			} else if (at->enc == TKP_ENC_CONFIG && (left || !configs_now)) {
 				for (uint32_t j = 0; j < k->count; j++) {
 					uint32_t id = k->config_ids[j];
 					if (!id)
@@ -2076,7 +2110,7 @@ use_adopted_attrs(struct tk_reader *r)
 		return 0;
 	r->attrs_pending = 0;
 	r->chunk_no_args = r->no_args;
-	resolve_refs(r);
+	resolve_refs(r, u->config_gen == r->configs_gen);
 	return 1;
 }
 
@@ -2115,6 +2149,7 @@ decode_attrs(struct tk_reader *r)
 		index_kinds(r, NULL);
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		struct kind_cols *kcol = &r->kc[k];
+		kcol->unresolved = 0;
 		if (kcol->count && (rc = decode_kind(r, k, kcol, r->cols[k])))
 			return rc;
 	}
@@ -2124,8 +2159,9 @@ decode_attrs(struct tk_reader *r)
 /* ---- decoding on the workers ------------------------------------------------------- */
 
 /* Before a chunk is read ahead, what its worker's decoder needs of the
- * reader (struct unchecked): the GPU streams known so far, raw and
- * no_args.  Later definitions may change them: adopt() compares. */
+ * reader (struct unchecked): the GPU streams and launch configurations
+ * known so far, raw and no_args.  Later definitions may change them:
+ * adopt() and use_adopted_attrs() compare. */
 static void
 snapshot_defs(struct tk_reader *r, struct tk_reader *w)
 {
@@ -2138,6 +2174,16 @@ snapshot_defs(struct tk_reader *r, struct tk_reader *w)
 		memcpy(w->stream_track, r->stream_track, r->stream_track_cap);
 	memset(w->stream_track + r->stream_track_cap, 0,
 	       w->stream_track_cap - r->stream_track_cap);
+	/* the configurations too (a few dozen bytes each, few of them):
+	 * the worker copies them into kernels' structs */
+	if (w->configs_cap < (size_t)r->nconfigs + 1 &&
+	    grow((void **)&w->configs, &w->configs_cap, sizeof(*w->configs),
+	         r->nconfigs))
+		return;
+	if (r->nconfigs)
+		memcpy(w->configs, r->configs, ((size_t)r->nconfigs + 1) * sizeof(*w->configs));
+	w->nconfigs = r->nconfigs;
+	w->configs_gen = r->configs_gen;
 	w->raw = r->raw;
 	w->no_args = r->no_args;
 	w->snapshot_ok = 1;
@@ -2152,7 +2198,8 @@ decode_on_worker(struct tkp_rslot *s)
 	struct tk_reader *w = s->decoder;
 	if (!w || !w->snapshot_ok)
 		return;
-	w->unchecked = (struct unchecked){ .raw = w->raw, .no_args = w->no_args };
+	w->unchecked = (struct unchecked){ .raw = w->raw, .no_args = w->no_args,
+	                                   .config_gen = w->configs_gen };
 	tkp_error_clear(&w->error);
 	struct tkp_chunk_header ch;
 	uint32_t hsize = (uint32_t)s->bytes[4] | (uint32_t)s->bytes[5] << 8 |
