@@ -2172,8 +2172,9 @@ snapshot_defs(struct tk_reader *r, struct tk_reader *w)
 		return; /* out of memory: decoded on the reading thread */
 	if (r->stream_track_cap)
 		memcpy(w->stream_track, r->stream_track, r->stream_track_cap);
-	memset(w->stream_track + r->stream_track_cap, 0,
-	       w->stream_track_cap - r->stream_track_cap);
+	if (w->stream_track_cap > r->stream_track_cap)
+		memset(w->stream_track + r->stream_track_cap, 0,
+		       w->stream_track_cap - r->stream_track_cap);
 	/* the configurations too (a few dozen bytes each, few of them):
 	 * the worker copies them into kernels' structs */
 	if (w->configs_cap < (size_t)r->nconfigs + 1 &&
