@@ -241,6 +241,19 @@ tkp_rpool_take(struct tkp_rpool *p)
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
 		}
+		if (s->state == SLOT_POSTED) {
+			/* no worker has begun it (they are busy, or not
+			 * running on a loaded machine): do it here rather
+			 * than wait.  It is the next slot to work on: the
+			 * workers claim slots in order, and those before it
+			 * are taken. */
+			s->state = SLOT_WORKING;
+			p->work++;
+			pthread_mutex_unlock(&p->mu);
+			work(p, s, p->decs[0]);
+			pthread_mutex_lock(&p->mu);
+			s->state = SLOT_DONE;
+		}
 		while (s->state != SLOT_DONE)
 			pthread_cond_wait(&p->cv, &p->mu);
 		s->state = SLOT_HELD;

@@ -67,8 +67,9 @@ TKP_HIDDEN struct tkp_rpool *tkp_rpool_new(unsigned threads);
 TKP_HIDDEN struct tkp_rslot *tkp_rpool_free_slot(struct tkp_rpool *p);
 /* Hand the slot from tkp_rpool_free_slot(), filled, to the workers. */
 TKP_HIDDEN void tkp_rpool_post(struct tkp_rpool *p, struct tkp_rslot *s);
-/* The oldest posted slot once worked on, or NULL when none is posted.
- * It stays the caller's until tkp_rpool_release(). */
+/* The oldest posted slot once worked on, or NULL when none is posted;
+ * where no worker has begun it, the caller's thread does the work.  It
+ * stays the caller's until tkp_rpool_release(). */
 TKP_HIDDEN struct tkp_rslot *tkp_rpool_take(struct tkp_rpool *p);
 TKP_HIDDEN void tkp_rpool_release(struct tkp_rpool *p, struct tkp_rslot *s);
 /* Stop the threads and free everything, the slots' decoders too (in a
