@@ -95,7 +95,9 @@ struct kind_cols {
  * thread uses the result only where, with the definitions in hand, one
  * thread's decode would have come to the same: every id within its
  * bound, the same GPU streams among the tracks used, the same raw and
- * no_args; otherwise it decodes the chunk again itself. */
+ * no_args; otherwise it decodes the chunk again itself.  Launch
+ * configurations copied from a copy that has changed since are copied
+ * again. */
 struct unchecked {
 	int columns_ok;           /* decode_columns() succeeded */
 	int attrs_ok;             /* and decode_attrs() */
@@ -202,12 +204,12 @@ struct tk_reader {
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 	struct tkp_args_decoder args_dec; /* args stored as templates */
 	/* A worker's decoder (a slot's, rpool.h) has no definitions: its
-	 * ids go unchecked and strings and configurations unresolved, and
-	 * stream_track is a copy of the reader's taken when the chunk was
-	 * read ahead.  What it left unchecked, in unchecked. */
+	 * ids go unchecked and strings unresolved, and stream_track and
+	 * configs are copies of the reader's taken when the chunk was read
+	 * ahead.  What it left unchecked, in unchecked. */
 	int detached;
-	int snapshot_ok;         /* detached: stream_track, raw and no_args
-	                            were copied for this chunk */
+	int snapshot_ok;         /* detached: stream_track, configs, raw and
+	                            no_args were copied for this chunk */
 	struct unchecked unchecked;
 	/* the reader: the current chunk's columns came from a worker, whose
 	 * attributes are used if `adopted` allows at decode_attrs() */
