@@ -1174,11 +1174,23 @@ process_event(struct agg *a, const struct trk *t, const struct tk_event *e)
 		return;
 	struct agg_process *p = &a->procs[t->proc];
 	const struct tk_process_attrs *pa = &e->u.process;
+	if (a->opt.by_input && p->has_rusage && p->rusage_input != a->run.inputs) {
+		/* the same host and pid in another recording (synthetic
+		 * traces, a container's fixed pids): another run of the
+		 * program, whose time adds to the earlier runs' rather than
+		 * replacing it */
+		p->wall += e->dur;
+		p->utime += pa->utime;
+		p->stime += pa->stime;
+		p->max_rss = pa->max_rss > p->max_rss ? pa->max_rss : p->max_rss;
+	} else {
+		p->wall = e->dur;
+		p->utime = pa->utime;
+		p->stime = pa->stime;
+		p->max_rss = pa->max_rss;
+	}
 	p->has_rusage = 1;
-	p->wall = e->dur;
-	p->utime = pa->utime;
-	p->stime = pa->stime;
-	p->max_rss = pa->max_rss;
+	p->rusage_input = a->run.inputs;
 	p->exit = pa->exit;
 	p->exit_code = pa->exit_code;
 	p->signal = pa->signal;

@@ -115,8 +115,12 @@ struct agg_process {
 	char *host, *name, *command, *label;
 	int64_t pid, ppid, start;
 	int has_rusage;          /* a TK_PROCESS event was seen */
-	int64_t wall, utime, stime;
-	uint64_t max_rss;        /* bytes, from rusage */
+	unsigned rusage_input;   /* options.by_input: the input whose
+	                            TK_PROCESS event was the last seen */
+	int64_t wall, utime, stime; /* with by_input, added up over the
+	                            inputs: a pid ending in several files is
+	                            as many processes (one per run) */
+	uint64_t max_rss;        /* bytes, from rusage (the highest) */
 	unsigned exit;           /* enum tk_exit */
 	int32_t exit_code;
 	uint32_t signal;

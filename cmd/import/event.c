@@ -26,17 +26,22 @@
 #include "common/util.h"
 #include "support.h"
 
-/* An open B slice, or an open async range. */
+/* An open B slice or async range, or an end held until the input is
+ * read: 'E', 'e' or 'F' that came before its begin in the file (or
+ * before a begin of its key that starts later than it). */
 struct imp_open {
 	struct imp_open *next;     /* hash chain; the newest comes first */
-	char kind;                 /* 'B', 'b' (nestable async), 'S' (legacy) */
+	char kind;                 /* 'B', 'b' (nestable async), 'S' (legacy);
+	                              held ends: 'E', 'e', 'F' */
 	uint64_t hash;
 	char *key;                 /* async: category, scope and id */
-	uint32_t track;            /* B: its track index */
-	json_t *ev;                /* the begin event, kept alive */
+	uint32_t track;            /* B and E: their track index; a held e or
+	                              F: the end's own track */
+	json_t *ev;                /* the event, kept alive */
 	struct imp_x x;            /* its fields (point into ev) */
 	uint64_t id;               /* async id */
 	uint64_t offset;
+	uint64_t seq;              /* its place in the input: ties of ts */
 };
 
 void
@@ -414,6 +419,26 @@ push_open(struct imp *im, struct imp_open *o)
 	im->nopen++;
 }
 
+/* Whether o is of this kind and key. */
+static int
+same_key(const struct imp_open *o, char kind, uint64_t hash, uint32_t track,
+         const char *key)
+{
+	if (o->kind != kind || o->hash != hash)
+		return 0;
+	return kind == 'B' || kind == 'E' ? o->track == track : strcmp(o->key, key) == 0;
+}
+
+/* The newest open entry of this kind and key, or NULL. */
+static struct imp_open *
+find_open(struct imp *im, char kind, uint64_t hash, uint32_t track, const char *key)
+{
+	for (struct imp_open *o = im->open[bucket(im, hash)]; o; o = o->next)
+		if (same_key(o, kind, hash, track, key))
+			return o;
+	return NULL;
+}
+
 /* Take the newest open entry of this kind and key. */
 static struct imp_open *
 pop_open(struct imp *im, char kind, uint64_t hash, uint32_t track, const char *key)
@@ -421,9 +446,7 @@ pop_open(struct imp *im, char kind, uint64_t hash, uint32_t track, const char *k
 	struct imp_open **pp = &im->open[bucket(im, hash)];
 	for (; *pp; pp = &(*pp)->next) {
 		struct imp_open *o = *pp;
-		if (o->kind != kind || o->hash != hash)
-			continue;
-		if (kind == 'B' ? o->track != track : strcmp(o->key, key) != 0)
+		if (!same_key(o, kind, hash, track, key))
 			continue;
 		*pp = o->next;
 		im->nopen--;
@@ -475,7 +498,8 @@ async_key(const struct imp_x *x, json_t *id, json_t *id2, json_t *scope,
 	return k;
 }
 
-/* end - begin without overflow; 0 when the end comes first. */
+/* end - begin without overflow (an end is never paired with a begin
+ * after it: begin_of_end(), pair_held()). */
 static int64_t
 span_ns(int64_t begin, int64_t end)
 {
@@ -504,8 +528,6 @@ end_slice(struct imp *im, struct imp_open *o, int64_t end, json_t *end_args,
 	struct imp_x x = o->x;
 	x.ph = 'X';
 	x.phs = "B";
-	if (end < x.ts)
-		imp_summary_note(im->sum, "E before its B: duration set to 0", 1);
 	x.dur = span_ns(x.ts, end);
 	if (!*x.name && end_name)
 		x.name = end_name;
@@ -524,8 +546,6 @@ end_async(struct imp *im, struct imp_open *o, int64_t end, uint32_t end_track,
 	struct tk_event ev = { 0 };
 	ev.kind = TK_ASYNC_RANGE;
 	ev.ts = x.ts;
-	if (end < x.ts)
-		imp_summary_note(im->sum, "async end before its begin: duration set to 0", 1);
 	ev.dur = span_ns(x.ts, end);
 	ev.name = x.name;
 	ev.track = imp_x_track(im, &x);
@@ -545,12 +565,117 @@ end_async(struct imp *im, struct imp_open *o, int64_t end, uint32_t end_track,
 	return imp_emit(im, &ev, &x);
 }
 
+static int close_open(struct imp *im, struct imp_open *o, const struct imp_x *end,
+                      uint32_t end_track);
+
+/* What never ended lasts to `end`, the end of the trace. */
+static void
+close_unclosed(struct imp *im, struct imp_open *o, int64_t end, uint64_t *slices,
+               uint64_t *asyncs)
+{
+	im->offset = o->offset;
+	json_t *mark = json_pack("{s:b}", "chrome.unclosed", 1);
+	int64_t e = end > o->x.ts ? end : o->x.ts;
+	if (o->kind == 'B') {
+		end_slice(im, o, e, mark, NULL);
+		(*slices)++;
+	} else {
+		end_async(im, o, e, 0, mark);
+		(*asyncs)++;
+	}
+	json_decref(mark);
+	free_open(o);
+}
+
+static int
+is_held_end(char kind)
+{
+	return kind == 'E' || kind == 'e' || kind == 'F';
+}
+
+/* Time order; at equal times, input order (as Chrome's trace viewer
+ * sorts its async events), so an end written before a begin of the same
+ * time does not close it. */
+static int
+by_time(const void *a, const void *b)
+{
+	const struct imp_open *x = *(struct imp_open *const *)a;
+	const struct imp_open *y = *(struct imp_open *const *)b;
+	if (x->x.ts != y->x.ts)
+		return x->x.ts < y->x.ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The keys with held ends: all their waiting begins and ends, in time
+ * order, paired as a stack (an end closes the newest begin before it),
+ * as Perfetto and Chrome's trace viewer pair them after sorting. */
+static void
+pair_held(struct imp *im, int64_t end, uint64_t *slices, uint64_t *asyncs)
+{
+	struct imp_open **group = NULL, **stack = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < im->open_cap && im->nheld; i++) {
+		for (;;) {
+			struct imp_open *held = im->open[i];
+			while (held && !is_held_end(held->kind))
+				held = held->next;
+			if (!held)
+				break;
+			char end_kind = held->kind;
+			char begin_kind = end_kind == 'E' ? 'B' : end_kind == 'e' ? 'b' : 'S';
+			/* take the key's entries out of the chain */
+			size_t n = 0;
+			for (struct imp_open **pp = &im->open[i]; *pp;) {
+				struct imp_open *o = *pp;
+				if (!same_key(o, end_kind, held->hash, held->track, held->key) &&
+				    !same_key(o, begin_kind, held->hash, held->track, held->key)) {
+					pp = &o->next;
+					continue;
+				}
+				if (n == cap) {
+					cap = cap ? cap * 2 : 64;
+					group = realloc(group, cap * sizeof(*group));
+					stack = realloc(stack, cap * sizeof(*stack));
+					if (!group || !stack)
+						cmd_die(EXIT_USAGE, "out of memory");
+				}
+				group[n++] = o;
+				*pp = o->next;
+				im->nopen--;
+			}
+			qsort(group, n, sizeof(*group), by_time);
+			size_t depth = 0;
+			for (size_t j = 0; j < n; j++) {
+				struct imp_open *o = group[j];
+				if (!is_held_end(o->kind)) {
+					stack[depth++] = o;
+					continue;
+				}
+				im->nheld--;
+				if (depth) {
+					struct imp_open *b = stack[--depth];
+					close_open(im, b, &o->x, o->kind == 'E' ? 0 : o->track);
+				} else {
+					imp_summary_add(im->sum, o->x.phs, o->x.cat,
+					                IMP_OUT_UNMATCHED_END);
+				}
+				free_open(o);
+			}
+			for (size_t j = 0; j < depth; j++)
+				close_unclosed(im, stack[j], end, slices, asyncs);
+		}
+	}
+	free(group);
+	free(stack);
+}
+
 void
 imp_event_finish(struct imp *im)
 {
 	/* what never ended lasts to the end of the trace */
 	int64_t end = im->t_max;
 	uint64_t slices = 0, asyncs = 0;
+	pair_held(im, end, &slices, &asyncs);
 	for (size_t i = 0; i < im->open_cap; i++) {
 		/* oldest first, as they were opened */
 		struct imp_open *o = im->open[i], *rev = NULL;
@@ -563,18 +688,7 @@ imp_event_finish(struct imp *im)
 		}
 		while (rev) {
 			struct imp_open *n = rev->next;
-			im->offset = rev->offset;
-			json_t *mark = json_pack("{s:b}", "chrome.unclosed", 1);
-			int64_t e = end > rev->x.ts ? end : rev->x.ts;
-			if (rev->kind == 'B') {
-				end_slice(im, rev, e, mark, NULL);
-				slices++;
-			} else {
-				end_async(im, rev, e, 0, mark);
-				asyncs++;
-			}
-			json_decref(mark);
-			free_open(rev);
+			close_unclosed(im, rev, end, &slices, &asyncs);
 			rev = n;
 		}
 	}
@@ -997,6 +1111,7 @@ phase_begin(struct imp *im, struct chrome_event *e)
 	o->track = imp_x_track(im, &e->x);
 	o->hash = slice_hash(o->track);
 	o->offset = e->it->offset;
+	o->seq = im->begin_end_seq++;
 	push_open(im, o);
 	return 0;
 }
@@ -1017,17 +1132,50 @@ close_open(struct imp *im, struct imp_open *o, const struct imp_x *end,
 	return rc;
 }
 
+/* The begin an end of this kind and key closes now, taken from the open
+ * table, or NULL when the end must wait for the whole input: no begin of
+ * its key is open, the newest one begins after it (a file not in time
+ * order), or ends of its key already wait (once one waits, its key's
+ * ends are paired in time order at the end: imp_event_finish()). */
+static struct imp_open *
+begin_of_end(struct imp *im, char end_kind, int64_t ts, uint64_t hash,
+             uint32_t track, const char *key)
+{
+	char begin_kind = end_kind == 'E' ? 'B' : end_kind == 'e' ? 'b' : 'S';
+	if (find_open(im, end_kind, hash, track, key))
+		return NULL;
+	struct imp_open *o = find_open(im, begin_kind, hash, track, key);
+	if (!o || o->x.ts > ts)
+		return NULL;
+	return pop_open(im, begin_kind, hash, track, key);
+}
+
+/* Keep an end until the input is read (the key becomes the entry's). */
+static int
+hold_end(struct imp *im, struct chrome_event *e, uint64_t hash, uint32_t track,
+         char *key)
+{
+	struct imp_open *o = new_open(e->v, &e->x, e->x.ph);
+	o->key = key;
+	o->hash = hash;
+	o->track = track;
+	o->offset = e->it->offset;
+	o->seq = im->begin_end_seq++;
+	push_open(im, o);
+	im->nheld++;
+	return 0;
+}
+
 /* E: ends the newest open B on its track. */
 static int
 phase_end(struct imp *im, struct chrome_event *e)
 {
 	struct imp_x *x = &e->x;
 	uint32_t track = imp_x_track(im, x);
-	struct imp_open *o = pop_open(im, 'B', slice_hash(track), track, NULL);
-	if (!o) {
-		imp_summary_add(im->sum, x->phs, x->cat, IMP_OUT_UNMATCHED_END);
-		return 0;
-	}
+	uint64_t h = slice_hash(track);
+	struct imp_open *o = begin_of_end(im, 'E', x->ts, h, track, NULL);
+	if (!o)
+		return hold_end(im, e, h, track, NULL);
 	return close_open(im, o, x, 0);
 }
 
@@ -1060,6 +1208,7 @@ phase_async_begin(struct imp *im, struct chrome_event *e)
 	o->hash = h;
 	o->id = idv;
 	o->offset = e->it->offset;
+	o->seq = im->begin_end_seq++;
 	push_open(im, o);
 	return 0;
 }
@@ -1071,13 +1220,12 @@ phase_async_end(struct imp *im, struct chrome_event *e)
 	struct imp_x *x = &e->x;
 	uint64_t idv, h;
 	char *k = async_key(x, e->f.id, e->f.id2, e->f.scope, &idv, &h);
-	struct imp_open *o = pop_open(im, x->ph == 'e' ? 'b' : 'S', h, 0, k);
+	uint32_t end_track = imp_x_track(im, x);
+	struct imp_open *o = begin_of_end(im, x->ph, x->ts, h, 0, k);
+	if (!o)
+		return hold_end(im, e, h, end_track, k);
 	free(k);
-	if (!o) {
-		imp_summary_add(im->sum, x->phs, x->cat, IMP_OUT_UNMATCHED_END);
-		return 0;
-	}
-	return close_open(im, o, x, imp_x_track(im, x));
+	return close_open(im, o, x, end_track);
 }
 
 /* n, T, p: an instant of an async operation, a mark with its id. */

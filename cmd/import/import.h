@@ -409,9 +409,12 @@ struct imp {
 	int verbose;
 	int quiet;                 /* no warnings on stderr */
 
-	/* B/E stacks and open async ranges */
+	/* B/E stacks and open async ranges, and the ends that came before
+	 * their begins, held until the input is read (event.c) */
 	struct imp_open **open;    /* hash table of open lists */
 	size_t open_cap, nopen;
+	uint64_t nheld;            /* held ends among them */
+	uint64_t begin_end_seq;    /* begins and ends seen: their input order */
 
 	/* the event being converted */
 	uint64_t offset;           /* its byte offset, for messages */

@@ -63,6 +63,20 @@ add(struct imp *im, const char *key, const char *value, int bounded)
 	im->meta_bytes += n;
 }
 
+/* add() of text that may not be UTF-8: bytes that are not become
+ * U+FFFD. */
+static void
+add_text(struct imp *im, const char *key, const char *text, int bounded)
+{
+	size_t n;
+	const char *ok = cmd_utf8(text, strlen(text), &n);
+	char *c = strndup(ok, n);
+	if (!c)
+		cmd_die(EXIT_USAGE, "out of memory");
+	add(im, key, c, bounded);
+	free(c);
+}
+
 /* A scalar or a compact JSON text, bounded. */
 static void
 add_value(struct imp *im, const char *key, json_t *v)
@@ -115,13 +129,7 @@ add_value(struct imp *im, const char *key, json_t *v)
 		                 "replaced by their size", 1);
 		text = num;
 	}
-	size_t n;
-	const char *ok = cmd_utf8(text, strlen(text), &n);
-	char *c = strndup(ok, n);
-	if (!c)
-		cmd_die(EXIT_USAGE, "out of memory");
-	add(im, key, c, 1);
-	free(c);
+	add_text(im, key, text, 1);
 	free(dump);
 }
 
@@ -332,13 +340,7 @@ imp_topkey(struct imp *im, const char *key, json_t *v)
 void
 imp_meta_own(struct imp *im, const char *key, const char *value)
 {
-	size_t n;
-	const char *ok = cmd_utf8(value, strlen(value), &n);
-	char *c = strndup(ok, n);
-	if (!c)
-		cmd_die(EXIT_USAGE, "out of memory");
-	add(im, key, c, 0);
-	free(c);
+	add_text(im, key, value, 0);
 }
 
 int

@@ -38,6 +38,16 @@ diff_fmt_time(char *buf, size_t n, double ns, int sign)
 }
 
 char *
+diff_fmt_count(char *buf, size_t n, double count)
+{
+	if (count == floor(count))
+		snprintf(buf, n, "%.0f", count);
+	else
+		snprintf(buf, n, "%.2f", count);
+	return buf;
+}
+
+char *
 diff_fmt_change(char *buf, size_t n, double ratio)
 {
 	if (isnan(ratio))
@@ -64,7 +74,7 @@ diff_fmt_row_change(char *buf, size_t n, const struct diff_row *r)
 	if (!r->calls)
 		return diff_fmt_change(buf, n, r->ratio);
 	/* the count decides: say so, so that Change and Delta agree */
-	double calls = (double)r->side[1].s.count / (double)r->side[0].s.count;
+	double calls = diff_row_calls(r);
 	if (fabs(calls - 1) < 0.1)
 		snprintf(buf, n, "%+.1f%% calls", (calls - 1) * 100);
 	else
@@ -94,7 +104,8 @@ diff_metric_label(char *buf, size_t n, const struct diff_summary_row *r)
 		"device memory peak",
 	};
 	if (r->metric == DM_DEVICE && r->device >= 0)
-		snprintf(buf, n, "GPU %" PRId64 " busy", r->device);
+		snprintf(buf, n, "GPU %" PRId64 " busy%s", r->device,
+		         r->nruns[0] ? " per run" : "");
 	else if (r->metric == DM_DEVICE)
 		snprintf(buf, n, "%s", "unknown GPU busy");
 	else
@@ -131,8 +142,7 @@ cmp_rows(const void *x, const void *y)
 {
 	const struct diff_row *a = *(const struct diff_row *const *)x;
 	const struct diff_row *b = *(const struct diff_row *const *)y;
-	uint64_t da = a->delta < 0 ? -(uint64_t)a->delta : (uint64_t)a->delta;
-	uint64_t db = b->delta < 0 ? -(uint64_t)b->delta : (uint64_t)b->delta;
+	double da = fabs(a->delta), db = fabs(b->delta);
 	if (da != db)
 		return da > db ? -1 : 1;
 	int c = strcmp(a->name, b->name);

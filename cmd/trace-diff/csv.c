@@ -3,7 +3,10 @@
  * trace-diff CSV output (through libcsv): the operations, one row each;
  * with --report, the summary as its own table first.  Integer
  * nanoseconds, no thousands separators; a side without the operation
- * has empty fields.
+ * has empty fields.  With different numbers of runs on the two sides,
+ * the groups' and the explanation's records end with per_run,
+ * runs_before and runs_after: their counts, times and bytes are means
+ * per run.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -91,8 +94,10 @@ csv_summary(struct diff *df, struct fields *f)
 		if (r->nruns[0]) {
 			setf(f, 11, "%zu", r->nruns[0]);
 			setf(f, 12, "%zu", r->nruns[1]);
-			setf(f, 13, "%lld", cmd_ns_int(r->sd[0]));
-			setf(f, 14, "%lld", cmd_ns_int(r->sd[1]));
+			/* a mean per run of a figure not kept run by run has no sd */
+			for (size_t s = 0; s < 2; s++)
+				if (!isnan(r->sd[s]))
+					setf(f, 13 + s, "%lld", cmd_ns_int(r->sd[s]));
 		}
 		f->fld[15] = diff_test_name(r->test.test);
 		set_p(f, 16, &r->test);
@@ -100,13 +105,40 @@ csv_summary(struct diff *df, struct fields *f)
 	}
 }
 
+/* The last fields of a record with per_run: "true", the runs of each
+ * side; how many fields that is (none without per_run). */
+static size_t
+set_per_run(const struct diff *df, struct fields *f, size_t at)
+{
+	if (!df->per_run)
+		return 0;
+	f->fld[at] = "true";
+	setf(f, at + 1, "%.0f", df->divisor[0]);
+	setf(f, at + 2, "%.0f", df->divisor[1]);
+	return 3;
+}
+
+/* A header: `n` names, then with per_run the names of its fields. */
+static void
+header(const struct diff *df, const char *const *names, size_t n)
+{
+	const char *h[MAXF];
+	memcpy(h, names, n * sizeof(*h));
+	if (df->per_run) {
+		h[n++] = "per_run";
+		h[n++] = "runs_before";
+		h[n++] = "runs_after";
+	}
+	csv_record(stdout, h, n);
+}
+
 static void
 csv_explain(struct diff *df, struct fields *f)
 {
-	static const char *const header[] = {
+	static const char *const names[] = {
 		"report", "part", "before_ns", "after_ns", "delta_ns", "share_pct",
 	};
-	csv_record(stdout, header, 6);
+	header(df, names, 6);
 	for (size_t i = 0; i < df->nparts; i++) {
 		const struct diff_part *p = &df->parts[i];
 		memset(f->fld, 0, sizeof(f->fld));
@@ -116,7 +148,7 @@ csv_explain(struct diff *df, struct fields *f)
 		setf(f, 3, "%lld", cmd_ns_int(p->v[1]));
 		setf(f, 4, "%lld", cmd_ns_int(p->v[1] - p->v[0]));
 		set_real(f, 5, diff_part_share(df, p));
-		csv_record(stdout, f->fld, 6);
+		csv_record(stdout, f->fld, 6 + set_per_run(df, f, 6));
 	}
 }
 
@@ -131,11 +163,12 @@ static const char *const group_header[] = {
 	"why", "runs_count_p_value",
 };
 #define NGROUP (sizeof(group_header) / sizeof(group_header[0]))
+_Static_assert(NGROUP + 3 <= MAXF, "a record of the groups, per_run fields included, fits");
 
 static void
 csv_groups(struct diff *df, struct fields *f)
 {
-	csv_record(stdout, group_header, NGROUP);
+	header(df, group_header, NGROUP);
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		size_t shown, all;
 		struct diff_row **v = diff_table_rows(df, (enum agg_table)t, &shown, &all);
@@ -151,8 +184,14 @@ csv_groups(struct diff *df, struct fields *f)
 				const struct diff_side *d = &r->side[s];
 				if (!d->present)
 					continue;
-				setf(f, 5 + s, "%" PRIu64, d->s.count);
-				setf(f, 7 + s, "%" PRId64, d->s.total);
+				if (df->per_run) {
+					/* a mean per run need not be whole */
+					setf(f, 5 + s, "%.10g", d->count);
+					setf(f, 7 + s, "%lld", cmd_ns_int(d->total));
+				} else {
+					setf(f, 5 + s, "%" PRIu64, d->s.count);
+					setf(f, 7 + s, "%" PRId64, d->s.total);
+				}
 				setf(f, 10 + s, "%lld", cmd_ns_int(d->s.mean));
 				setf(f, 12 + s, "%lld", cmd_ns_int(d->s.std));
 				setf(f, 14 + s, "%" PRId64, d->s.min);
@@ -161,9 +200,10 @@ csv_groups(struct diff *df, struct fields *f)
 				setf(f, 20 + s, "%lld", cmd_ns_int(d->s.p99));
 				setf(f, 22 + s, "%" PRId64, d->s.max);
 				if (r->table == AGG_MEMOPS)
-					setf(f, 30 + s, "%" PRIu64, d->bytes);
+					setf(f, 30 + s, "%lld", cmd_ns_int(diff_per_run(df, (int)s,
+					                                               (double)d->bytes)));
 			}
-			setf(f, 9, "%" PRId64, r->delta);
+			setf(f, 9, "%lld", cmd_ns_int(r->delta));
 			set_real(f, 24, r->ratio);
 			set_real(f, 25, 1 / r->ratio);
 			set_real(f, 26, (r->ratio - 1) * 100);
@@ -175,7 +215,7 @@ csv_groups(struct diff *df, struct fields *f)
 			f->fld[34] = r->calls > 0 ? "more" : r->calls < 0 ? "fewer" : NULL;
 			f->fld[35] = r->why;
 			set_p(f, 36, &r->count_test);
-			csv_record(stdout, f->fld, NGROUP);
+			csv_record(stdout, f->fld, NGROUP + set_per_run(df, f, NGROUP));
 		}
 		free(v);
 	}

@@ -9,7 +9,9 @@
  * decides the exit status), common.c (units, names, order), and
  * one file per output format.  Both traces are aggregated by
  * analysis/aggregate.h exactly as trace-stats does, so every figure agrees with
- * trace-stats to the nanosecond; the statistics are in analysis/stattest.h.
+ * trace-stats to the nanosecond (or is its mean per run, when the sides
+ * have different numbers of runs); the statistics are in
+ * analysis/stattest.h.
  *
  * The files share no state: each part takes the one context, struct
  * diff, which holds the options (read-only once parsed) and the results
@@ -77,6 +79,9 @@ struct diff_side {
 	struct dist own;
 	int owned;
 	uint64_t bytes;          /* memory operations */
+	double count, total;     /* what is compared: s.count and s.total,
+	                            or their means per run (struct diff,
+	                            per_run) */
 	double *runs;            /* time per run (several runs on both
 	                            sides), nruns of them */
 	double *run_counts;      /* instances per run, as many */
@@ -90,7 +95,8 @@ struct diff_row {
 	unsigned kind;
 	char *domain, *name;     /* name normalized with --normalize */
 	struct diff_side side[2];
-	int64_t delta;           /* total after - total before, ns */
+	double delta;            /* ns, after - before: of the totals, or of
+	                            the means per run (struct diff, per_run) */
 	double ratio;            /* median after / median before */
 	struct diff_test_result test;      /* over the instances */
 	struct diff_test_result runs_test; /* over the runs' totals */
@@ -116,7 +122,9 @@ struct diff_summary_row {
 	int time;                /* a time (else bytes) */
 	int has[2];
 	double v[2];             /* value, or the mean over the runs */
-	double sd[2];            /* standard deviation over the runs */
+	double sd[2];            /* standard deviation over the runs; NAN
+	                            for a mean of a figure not kept per run
+	                            (struct diff, per_run) */
 	size_t nruns[2];         /* per run: how many; 0 = whole trace */
 	struct diff_test_result test;
 	int has_verdict;
@@ -167,6 +175,15 @@ struct diff {
 	int from_summary[2];     /* the side is a summary (baseline.c): no
 	                            instances to test */
 	int runs;                /* both traces have several runs */
+	int per_run;             /* ... and not as many: every figure that
+	                            adds up over a side's runs (a count, a
+	                            time in all, bytes, the wall) is its
+	                            mean per run, so that 5 runs compare
+	                            with 3.  With as many runs on each side
+	                            they stay totals over the runs, which
+	                            compare alike. */
+	double divisor[2];       /* what each side's totals are divided by:
+	                            its number of runs when per_run, else 1 */
 	int64_t resolution;      /* ns: the coarser clock quantum of the two
 	                            traces (1000 for whole microseconds) */
 	size_t family;           /* operations tested: Holm's m */
@@ -185,6 +202,15 @@ struct diff {
 	double wall_delta;       /* ns, after - before */
 	int regression;          /* the exit status is 1 */
 };
+
+/* match.c: a total of side s (over its runs) as it is compared: its
+ * mean per run when df->per_run, else itself. */
+double diff_per_run(const struct diff *df, int side, double total);
+/* The wall time of side s: the trace's, or with df->per_run the mean of
+ * its runs' walls. */
+double diff_wall(const struct diff *df, int side);
+/* The ratio of the counts, after / before (per run when df->per_run). */
+double diff_row_calls(const struct diff_row *r);
 
 /* baseline.c: is the file a summary (by its content)?  Then the
  * aggregation restored from it, or NULL after a message. */
@@ -226,6 +252,8 @@ void diff_free(struct diff *df);
 
 /* "1.234 ms", signed with `sign` ("+1.234 ms"). */
 char *diff_fmt_time(char *buf, size_t n, double ns, int sign);
+/* A count: "12", or "12.33" for a mean per run that is not whole. */
+char *diff_fmt_count(char *buf, size_t n, double count);
 /* "3.00x faster", "1.30x slower", "same" (ratio = after / before). */
 char *diff_fmt_change(char *buf, size_t n, double ratio);
 /* A row's change: its median's, or its count's when that changed

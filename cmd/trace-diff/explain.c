@@ -7,7 +7,8 @@
  * GPU that did work); each part's before, after and change, largest
  * change first, with its share of the wall's change.  The parts
  * overlap (a kernel runs while the CPU waits in an API call), so they
- * explain rather than add up.
+ * explain rather than add up.  With different numbers of runs on the
+ * two sides (struct diff, per_run), each is a mean per run.
  */
 #include <ctype.h>
 #include <math.h>
@@ -35,9 +36,11 @@ communication(const char *name)
 	return 0;
 }
 
+/* The parts of side s (per run with per_run). */
 static void
-measure(struct agg *a, double v[DP_NPARTS], int has[DP_NPARTS])
+measure(const struct diff *df, int side, double v[DP_NPARTS], int has[DP_NPARTS])
 {
+	struct agg *a = df->agg[side];
 	for (size_t i = 0; i < agg_ngroups(a); i++) {
 		const struct agg_group *g = agg_group(a, i);
 		if (!g->s.count)
@@ -49,6 +52,8 @@ measure(struct agg *a, double v[DP_NPARTS], int has[DP_NPARTS])
 		v[p] += (double)g->s.total;
 		has[p] = 1;
 	}
+	for (int p = 0; p < DP_NPARTS; p++)
+		v[p] = diff_per_run(df, side, v[p]);
 	double busy = 0;
 	size_t gpus = 0;
 	for (size_t i = 0; i < agg_ndevices(a); i++) {
@@ -59,7 +64,7 @@ measure(struct agg *a, double v[DP_NPARTS], int has[DP_NPARTS])
 		}
 	}
 	if (gpus) {
-		double idle = (double)agg_wall(a) - busy / (double)gpus;
+		double idle = diff_wall(df, side) - diff_per_run(df, side, busy) / (double)gpus;
 		v[DP_IDLE] = idle > 0 ? idle : 0;
 		has[DP_IDLE] = 1;
 	}
@@ -83,8 +88,8 @@ diff_explain(struct diff *df)
 	memset(v, 0, sizeof(v));
 	memset(has, 0, sizeof(has));
 	for (int s = 0; s < 2; s++)
-		measure(df->agg[s], v[s], has[s]);
-	df->wall_delta = (double)agg_wall(df->agg[1]) - (double)agg_wall(df->agg[0]);
+		measure(df, s, v[s], has[s]);
+	df->wall_delta = diff_wall(df, 1) - diff_wall(df, 0);
 	df->nparts = 0;
 	for (int p = 0; p < DP_NPARTS; p++) {
 		if (!has[0][p] && !has[1][p])

@@ -18,12 +18,12 @@
 #include "support.h"
 
 /* What a check on an operation compares with its limit: the ratio of
- * its counts when the count decided, else of its medians. */
+ * its counts (per run) when the count decided, else of its medians. */
 static double
 diff_row_value(const struct diff_row *r)
 {
 	if (r->calls)
-		return (double)r->side[1].s.count / (double)r->side[0].s.count;
+		return diff_row_calls(r);
 	return r->ratio;
 }
 

@@ -6,7 +6,8 @@
  * moved it most (the rest in one bar); the before and after duration
  * histograms of the operations found faster or slower; the verdict
  * table.  The figures are struct diff's, as the other formats print
- * them; each is also in a data-* attribute (integer ns).
+ * them (means per run with different numbers of runs on the two sides);
+ * each is also in a data-* attribute (integer ns).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -78,31 +79,31 @@ summary_table(struct diff *df, FILE *f)
 static void
 waterfall(FILE *f, struct diff_row **v, size_t n, enum agg_table t)
 {
-	int64_t before = 0, after = 0, rest = 0;
+	double before = 0, after = 0, rest = 0;
 	for (size_t i = 0; i < n; i++) {
-		before += v[i]->side[0].present ? v[i]->side[0].s.total : 0;
-		after += v[i]->side[1].present ? v[i]->side[1].s.total : 0;
+		before += v[i]->side[0].present ? v[i]->side[0].total : 0;
+		after += v[i]->side[1].present ? v[i]->side[1].total : 0;
 		if (i >= WF_STEPS)
 			rest += v[i]->delta;
 	}
 	size_t steps = n < WF_STEPS ? n : WF_STEPS;
 	/* the scale: every running total, with room on both sides */
-	int64_t lo = before < after ? before : after, hi = before > after ? before : after;
-	int64_t run = before;
+	double lo = before < after ? before : after, hi = before > after ? before : after;
+	double run = before;
 	for (size_t i = 0; i <= steps; i++) {
 		run += i < steps ? v[i]->delta : rest;
 		lo = run < lo ? run : lo;
 		hi = run > hi ? run : hi;
 	}
-	double pad = (double)(hi - lo) * 0.1 + 1, x0 = (double)lo - pad;
-	if (x0 < 0 || (double)lo < 3 * (double)(hi - lo))
+	double pad = (hi - lo) * 0.1 + 1, x0 = lo - pad;
+	if (x0 < 0 || lo < 3 * (hi - lo))
 		x0 = 0;  /* from zero when the change is a large part */
-	double scale = BAR_W / ((double)hi + pad - x0);
+	double scale = BAR_W / (hi + pad - x0);
 	char b[64], title[600];
 	size_t rows = steps + 2 + (n > WF_STEPS);
 	fprintf(f, "<figure class=\"waterfall\" data-table=\"%s\"", diff_table_keys[t]);
-	data(f, "before-ns", before);
-	data(f, "after-ns", after);
+	data(f, "before-ns", cmd_ns_int(before));
+	data(f, "after-ns", cmd_ns_int(after));
 	fputs(">\n", f);
 	svg_begin(f, NAME_W + BAR_W + 100, (double)rows * ROW_H + 4, NULL,
 	          "waterfall: the time before, what changed it, the time after");
@@ -110,14 +111,14 @@ waterfall(FILE *f, struct diff_row **v, size_t n, enum agg_table t)
 	for (size_t i = 0; i < rows; i++) {
 		double y = (double)i * ROW_H;
 		const char *label, *cls;
-		int64_t from, to;
+		double from, to;
 		if (i == 0 || i == rows - 1) {
 			label = i ? "after" : "before";
 			from = 0;
 			to = i ? after : before;
 			cls = "total";
 		} else {
-			int64_t d = i - 1 < steps ? v[i - 1]->delta : rest;
+			double d = i - 1 < steps ? v[i - 1]->delta : rest;
 			label = i - 1 < steps ? cmd_short_name(v[i - 1]->name, 36) : "all the others";
 			from = run;
 			to = run + d;
@@ -125,16 +126,16 @@ waterfall(FILE *f, struct diff_row **v, size_t n, enum agg_table t)
 			cls = d > 0 ? "slower" : "faster";
 		}
 		char attrs[96];
-		snprintf(attrs, sizeof(attrs), " data-step=\"%zu\" data-delta-ns=\"%" PRId64 "\"", i,
-		         cls[0] == 't' ? to : to - from);
+		snprintf(attrs, sizeof(attrs), " data-step=\"%zu\" data-delta-ns=\"%lld\"", i,
+		         cmd_ns_int(cls[0] == 't' ? to : to - from));
 		svg_text(f, NAME_W - 6, y + 13, "end", NULL, label);
-		double a = ((double)(from < to ? from : to) - x0) * scale;
-		double w = fabs((double)(to - from)) * scale;
+		double a = ((from < to ? from : to) - x0) * scale;
+		double w = fabs(to - from) * scale;
 		if (cls[0] == 't')
-			a = 0, w = ((double)to - x0) * scale;
+			a = 0, w = (to - x0) * scale;
 		snprintf(title, sizeof(title), "%s: %s", i > 0 && i - 1 < steps && i != rows - 1
 		         ? v[i - 1]->name : label,
-		         diff_fmt_time(b, sizeof(b), (double)(cls[0] == 't' ? to : to - from),
+		         diff_fmt_time(b, sizeof(b), cls[0] == 't' ? to : to - from,
 		                       cls[0] != 't'));
 		svg_rect(f, NAME_W + (a < 0 ? 0 : a), y + 2, w < 1 ? 1 : w, ROW_H - 4, cls,
 		         attrs, title);
@@ -147,9 +148,10 @@ waterfall(FILE *f, struct diff_row **v, size_t n, enum agg_table t)
 	fputs("</figure>\n", f);
 }
 
-/* Before and after on the same log bins, side by side in each bin. */
+/* Before and after on the same log bins, side by side in each bin; the
+ * heights per run with per_run, so that 5 runs do not tower over 3. */
 static void
-distributions(FILE *f, struct diff_row *r, enum agg_table t)
+distributions(const struct diff *df, FILE *f, struct diff_row *r, enum agg_table t)
 {
 	struct hist h[2];
 	for (int s = 0; s < 2; s++) {
@@ -168,10 +170,12 @@ distributions(FILE *f, struct diff_row *r, enum agg_table t)
 		first = first - pad / 2 < 0 ? 0 : first - pad / 2;
 		last = first + 2 * HIST_PER_DECADE > last ? first + 2 * HIST_PER_DECADE : last;
 	}
-	uint64_t top = 1;
+	double top = 1;
 	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < h[s].n; i++)
-			top = h[s].count[i] > top ? h[s].count[i] : top;
+		for (size_t i = 0; i < h[s].n; i++) {
+			double height = diff_per_run(df, s, (double)h[s].count[i]);
+			top = height > top ? height : top;
+		}
 	char b[32], attrs[96];
 	fprintf(f, "<figure class=\"dist\" data-table=\"%s\"", diff_table_keys[t]);
 	svg_attr(f, "data-name", r->name);
@@ -187,7 +191,7 @@ distributions(FILE *f, struct diff_row *r, enum agg_table t)
 			if (!h[s].count[i])
 				continue;
 			int k = h[s].first + (int)i;
-			double bh = HIST_H * (double)h[s].count[i] / (double)top;
+			double bh = HIST_H * diff_per_run(df, s, (double)h[s].count[i]) / top;
 			snprintf(attrs, sizeof(attrs), " data-side=\"%d\" data-bin=\"%d\" data-n=\"%" PRIu64
 			         "\"", s, k, h[s].count[i]);
 			svg_rect(f, 10 + bw * (k - first) + (s ? bw / 2 : 0), HIST_Y + HIST_H - bh, bw / 2, bh,
@@ -210,16 +214,16 @@ static void
 verdict_table(struct diff *df, FILE *f, struct diff_row **v, size_t shown)
 {
 	char b[64];
-	fputs("<table class=\"nums\"><tr><th class=\"l\">Name</th><th>Median before</th>"
-	      "<th>Median after</th><th>Delta</th><th>Change</th><th>p</th>"
-	      "<th class=\"l\">Verdict</th></tr>\n", f);
+	fprintf(f, "<table class=\"nums\"><tr><th class=\"l\">Name</th><th>Median before</th>"
+	        "<th>Median after</th><th>%s</th><th>Change</th><th>p</th>"
+	        "<th class=\"l\">Verdict</th></tr>\n", df->per_run ? "Delta per run" : "Delta");
 	for (size_t i = 0; i < shown; i++) {
 		const struct diff_row *r = v[i];
 		fprintf(f, "<tr class=\"%s\" data-report=\"%s\"", diff_verdict_names[r->verdict],
 		        diff_table_keys[r->table]);
 		svg_attr(f, "data-name", r->name);
 		svg_attr(f, "data-verdict", diff_verdict_names[r->verdict]);
-		data(f, "delta-ns", r->delta);
+		data(f, "delta-ns", cmd_ns_int(r->delta));
 		fputs("><td class=\"l\"", f);
 		svg_attr(f, "title", r->name);
 		fputs(">", f);
@@ -231,7 +235,7 @@ verdict_table(struct diff *df, FILE *f, struct diff_row **v, size_t shown)
 				svg_escape(f, diff_fmt_time(b, sizeof(b), r->side[s].s.p50, 0));
 			fputs("</td>", f);
 		}
-		fprintf(f, "<td>%s</td>", diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
+		fprintf(f, "<td>%s</td>", diff_fmt_time(b, sizeof(b), r->delta, 1));
 		fputs("<td class=\"v\">", f);
 		if (r->side[0].present && r->side[1].present)
 			svg_escape(f, diff_fmt_change(b, sizeof(b), r->ratio));
@@ -259,7 +263,7 @@ table_section(struct diff *df, FILE *f, enum agg_table t)
 	size_t nd = 0;
 	for (size_t i = 0; i < all && nd < NDIST; i++)
 		if (v[i]->verdict == V_FASTER || v[i]->verdict == V_SLOWER) {
-			distributions(f, v[i], t);
+			distributions(df, f, v[i], t);
 			nd++;
 		}
 	fputs("</div></section>\n", f);
@@ -285,7 +289,11 @@ diff_html(struct diff *df, const char *path)
 	fputs("; after: ", f);
 	svg_escape(f, cmd_display_path(df->opt->paths[1]));
 	fputs(". Waterfalls go from the time before to the time after through the "
-	      "operations that moved it most (red: slower, green: faster).</p></header>\n", f);
+	      "operations that moved it most (red: slower, green: faster).", f);
+	if (df->per_run)
+		fprintf(f, " %.0f runs before, %.0f after: times, counts and deltas are means per "
+		        "run, and so are the histograms' heights.", df->divisor[0], df->divisor[1]);
+	fputs("</p></header>\n", f);
 	summary_table(df, f);
 	static const enum agg_table order[] = { AGG_KERNELS, AGG_MEMOPS, AGG_API, AGG_RANGES };
 	for (size_t i = 0; i < 4; i++)

@@ -91,8 +91,11 @@ json_summary(struct diff *df)
 		cmd_jset(o, "per_run", json_boolean(r->nruns[0] > 0));
 		cmd_jset(o, "runs_before", json_integer((json_int_t)r->nruns[0]));
 		cmd_jset(o, "runs_after", json_integer((json_int_t)r->nruns[1]));
-		cmd_jset(o, "sd_before", r->nruns[0] ? jns(r->sd[0]) : json_null());
-		cmd_jset(o, "sd_after", r->nruns[1] ? jns(r->sd[1]) : json_null());
+		/* a mean per run of a figure not kept run by run has no sd */
+		cmd_jset(o, "sd_before", r->nruns[0] && !isnan(r->sd[0]) ? jns(r->sd[0])
+		                                                        : json_null());
+		cmd_jset(o, "sd_after", r->nruns[1] && !isnan(r->sd[1]) ? jns(r->sd[1])
+		                                                       : json_null());
 		cmd_jset(o, "test", json_test(&r->test));
 		cmd_jset(o, "p_value", json_p(&r->test));
 		cmd_jset(o, "verdict", r->has_verdict ? json_string(diff_verdict_names[r->verdict])
@@ -126,8 +129,10 @@ json_side(const struct diff *df, const struct diff_row *r, int side)
 	if (!d->present)
 		return json_null();
 	json_t *o = json_object();
-	cmd_jset(o, "count", json_integer((json_int_t)d->s.count));
-	cmd_jset(o, "total_ns", json_integer(d->s.total));
+	/* per run (the root's "per_run"): a count need not be whole */
+	cmd_jset(o, "count", df->per_run ? json_real(d->count)
+	                                 : json_integer((json_int_t)d->s.count));
+	cmd_jset(o, "total_ns", df->per_run ? jns(d->total) : json_integer(d->s.total));
 	cmd_jset(o, "mean_ns", jns(d->s.mean));
 	cmd_jset(o, "std_ns", jns(d->s.std));
 	cmd_jset(o, "min_ns", json_integer(d->s.min));
@@ -136,7 +141,8 @@ json_side(const struct diff *df, const struct diff_row *r, int side)
 	cmd_jset(o, "p99_ns", jns(d->s.p99));
 	cmd_jset(o, "max_ns", json_integer(d->s.max));
 	if (r->table == AGG_MEMOPS)
-		cmd_jset(o, "bytes", json_integer((json_int_t)d->bytes));
+		cmd_jset(o, "bytes", df->per_run ? jns(diff_per_run(df, side, (double)d->bytes))
+		                                 : json_integer((json_int_t)d->bytes));
 	if (d->nruns) {
 		json_t *runs = json_array();
 		for (size_t i = 0; i < d->nruns; i++)
@@ -169,7 +175,7 @@ json_groups(struct diff *df)
 			cmd_jset(o, "verdict", json_string(diff_verdict_names[r->verdict]));
 			cmd_jset(o, "before", json_side(df, r, 0));
 			cmd_jset(o, "after", json_side(df, r, 1));
-			cmd_jset(o, "delta_ns", json_integer(r->delta));
+			cmd_jset(o, "delta_ns", jns(r->delta));
 			cmd_jset(o, "ratio", jreal(r->ratio));
 			cmd_jset(o, "speedup", jreal(1 / r->ratio));
 			cmd_jset(o, "change_pct", jreal((r->ratio - 1) * 100));
@@ -227,6 +233,13 @@ diff_json(struct diff *df)
 	cmd_jset(root, "normalize", json_boolean(opt->normalize));
 	cmd_jset(root, "metric", json_string(diff_metric_keys[opt->metric]));
 	cmd_jset(root, "runs", json_boolean(df->runs));
+	if (df->per_run) {
+		/* only then, so that the output of as many runs on each side
+		 * stays as it was */
+		cmd_jset(root, "per_run", json_true());
+		cmd_jset(root, "runs_before", json_integer((json_int_t)df->divisor[0]));
+		cmd_jset(root, "runs_after", json_integer((json_int_t)df->divisor[1]));
+	}
 	cmd_jset(root, "resolution_ns", json_integer(df->resolution));
 	cmd_jset(root, "tested", json_integer((json_int_t)df->family));
 	json_t *warnings = json_array();

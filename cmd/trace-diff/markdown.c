@@ -102,7 +102,7 @@ md_summary(struct diff *df)
 				printf(" - |");
 			else if (!r->time)
 				printf(" %s |", cmd_fmt_bytes(v, sizeof(v), r->v[s]));
-			else if (r->nruns[s] > 1)
+			else if (r->nruns[s] > 1 && !isnan(r->sd[s]))
 				printf(" %s ± %s |", diff_fmt_time(v, sizeof(v), r->v[s], 0),
 				       diff_fmt_time(sd, sizeof(sd), r->sd[s], 0));
 			else
@@ -127,7 +127,8 @@ static void
 md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 {
 	char b[64], c[64];
-	printf("| Verdict | Change | Δ total | Count | Median before | Median after | p | Why | Name |\n");
+	printf("| Verdict | Change | %s | %s | Median before | Median after | p | Why | Name |\n",
+	       df->per_run ? "Δ per run" : "Δ total", df->per_run ? "Count per run" : "Count");
 	printf("|:--|--:|--:|--:|--:|--:|--:|:--|:--|\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct diff_row *r = v[i];
@@ -140,12 +141,13 @@ md_rows(const struct diff *df, struct diff_row **v, size_t n, int changed)
 		else
 			printf("| %s |", diff_verdict_names[r->verdict]);
 		printf(" %s | %s |", diff_fmt_row_change(b, sizeof(b), r),
-		       diff_fmt_time(c, sizeof(c), (double)r->delta, 1));
-		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
+		       diff_fmt_time(c, sizeof(c), r->delta, 1));
+		double c0 = s0->present ? s0->count : 0, c1 = s1->present ? s1->count : 0;
 		if (c0 == c1)
-			printf(" %" PRIu64 " |", c0);
+			printf(" %s |", diff_fmt_count(b, sizeof(b), c0));
 		else
-			printf(" %" PRIu64 " → %" PRIu64 " |", c0, c1);
+			printf(" %s → %s |", diff_fmt_count(b, sizeof(b), c0),
+			       diff_fmt_count(c, sizeof(c), c1));
 		printf(" %s |", s0->present ? diff_fmt_time(b, sizeof(b), s0->s.p50, 0) : "-");
 		printf(" %s |", s1->present ? diff_fmt_time(b, sizeof(b), s1->s.p50, 0) : "-");
 		printf(" %s | %s | ", diff_fmt_p(b, sizeof(b), &r->test), r->why ? r->why : "");
@@ -164,8 +166,8 @@ md_explain(struct diff *df)
 	char b[64];
 	if (!df->nparts)
 		return;
-	printf("What explains the wall's change (%s; the parts overlap):\n\n",
-	       diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	printf("What explains the wall's change (%s%s; the parts overlap):\n\n",
+	       diff_fmt_time(b, sizeof(b), df->wall_delta, 1), df->per_run ? " per run" : "");
 	printf("| Part | Before | After | Δ | Of wall Δ |\n");
 	printf("|:--|--:|--:|--:|--:|\n");
 	for (size_t i = 0; i < df->nparts; i++) {
@@ -231,6 +233,9 @@ diff_markdown(struct diff *df)
 	code(cmd_display_path(df->opt->paths[1]));
 	printf("\n\n");
 	md_result(df);
+	if (df->per_run)
+		printf("%.0f runs before, %.0f after: counts, times and Δ are means per run.\n\n",
+		       df->divisor[0], df->divisor[1]);
 	for (size_t i = 0; i < df->nwarnings; i++) {
 		const struct diff_warning *w = &df->warnings[i];
 		printf("> **Warning:** the traces differ in %s: ", w->what);

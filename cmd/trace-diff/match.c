@@ -5,7 +5,10 @@
  * merging into one row), compared instance by instance with the
  * Mann-Whitney U test and, with several runs on both sides, run by run
  * with Welch's t-test, the p-values adjusted by Holm over all of them,
- * and given a verdict (the rule is in trace-diff(1), VERDICTS).
+ * and given a verdict (the rule is in trace-diff(1), VERDICTS).  With
+ * different numbers of runs on the two sides, the counts and times in
+ * all that the rule weighs are means per run (diff_per_run()); the
+ * instances' percentiles pool every run as they are.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -99,19 +102,52 @@ median_ratio(const struct summary *b, const struct summary *a)
 	return a->p50 > 0 ? INFINITY : 1;
 }
 
+double
+diff_per_run(const struct diff *df, int side, double total)
+{
+	/* a divisor of 1 leaves the totals exactly as they are */
+	return total / df->divisor[side];
+}
+
+double
+diff_wall(const struct diff *df, int side)
+{
+	struct agg *a = df->agg[side];
+	if (!df->per_run)
+		return (double)agg_wall(a);
+	/* not the trace's wall over the number of runs: a repeated
+	 * recording's wall holds its start-up and the gaps between runs */
+	const struct agg_run *run = agg_run(a);
+	double sum = 0;
+	for (uint32_t i = 0; i < run->runs_seen; i++)
+		sum += (double)run->run_wall[i];
+	return sum / df->divisor[side];
+}
+
+double
+diff_row_calls(const struct diff_row *r)
+{
+	return r->side[1].count / r->side[0].count;
+}
+
 /* The tests of a row; its verdict comes once every row is tested. */
 static void
 compare(struct diff *df, struct diff_row *r, int64_t *scratch)
 {
 	struct diff_side *b = &r->side[0], *a = &r->side[1];
-	r->delta = (a->present ? a->s.total : 0) - (b->present ? b->s.total : 0);
+	for (int s = 0; s < 2; s++)
+		if (r->side[s].present) {
+			r->side[s].count = diff_per_run(df, s, (double)r->side[s].s.count);
+			r->side[s].total = diff_per_run(df, s, (double)r->side[s].s.total);
+		}
+	r->delta = (a->present ? a->total : 0) - (b->present ? b->total : 0);
 	r->ratio = NAN;
 	r->p_holm = NAN;
 	r->test.p = r->runs_test.p = r->count_test.p = 1;
 	if (!a->present || !b->present)
 		return;
 	r->ratio = median_ratio(&b->s, &a->s);
-	double calls = (double)a->s.count / (double)b->s.count;
+	double calls = diff_row_calls(r);
 	r->calls = calls - 1 > df->opt->threshold ? 1 : 1 - calls > df->opt->threshold ? -1 : 0;
 	/* the summaries are taken: the values may be reordered */
 	if (diff_mwu_any(b->d->v, b->d->count, a->d->v, a->d->count, scratch,
@@ -182,8 +218,12 @@ adjust(struct diff *df)
 		 * called faster or slower, so it is no hypothesis of the
 		 * family.  (The pooled time is fixed under any rearrangement
 		 * of the pooled values, so choosing by it keeps each test's
-		 * null distribution as it was.) */
-		double pooled = (double)r->side[0].s.total + (double)r->side[1].s.total;
+		 * null distribution as it was.  With per_run, that time is
+		 * twice the mean over the runs of both sides together, which
+		 * is as fixed: the sum of the two sides' means would not be,
+		 * as a run weighs 1/3 on one side and 1/5 on the other.) */
+		double runs = (df->divisor[0] + df->divisor[1]) / 2;
+		double pooled = ((double)r->side[0].s.total + (double)r->side[1].s.total) / runs;
 		if (pooled < df->opt->min_share * df->reference[r->table])
 			continue;
 		p[m] = deciding_test(df, r)->p;
@@ -201,7 +241,8 @@ adjust(struct diff *df)
 /* What a row's change is measured against, per table: the time of its
  * kind on the larger side, or the wall time when that is smaller, so
  * that a kernel's change counts among kernels even in a run that
- * spends most of its time on the CPU. */
+ * spends most of its time on the CPU (per run, as the rows' changes,
+ * with per_run). */
 static void
 references(struct diff *df)
 {
@@ -210,8 +251,8 @@ references(struct diff *df)
 	for (size_t i = 0; i < df->nrows; i++)
 		for (int s = 0; s < 2; s++)
 			if (df->rows[i].side[s].present)
-				side[df->rows[i].table][s] += (double)df->rows[i].side[s].s.total;
-	double w0 = (double)agg_wall(df->agg[0]), w1 = (double)agg_wall(df->agg[1]);
+				side[df->rows[i].table][s] += df->rows[i].side[s].total;
+	double w0 = diff_wall(df, 0), w1 = diff_wall(df, 1);
 	double wall = w0 > w1 ? w0 : w1;
 	for (int t = 0; t < AGG_NTABLES; t++) {
 		double kind = side[t][0] > side[t][1] ? side[t][0] : side[t][1];
@@ -228,7 +269,7 @@ direction(const struct diff *df, const struct diff_row *r, double threshold,
 {
 	const struct diff_side *b = &r->side[0], *a = &r->side[1];
 	int sign = r->delta > 0 ? 1 : r->delta < 0 ? -1 : 0;
-	double calls = (double)a->s.count / (double)b->s.count;
+	double calls = diff_row_calls(r);
 	if (calls - 1 > threshold || 1 - calls > threshold) {
 		if (!sign)
 			*why = "more or fewer calls, same time";
@@ -268,7 +309,7 @@ diff_row_verdict(const struct diff *df, const struct diff_row *r, double thresho
 	int dir = direction(df, r, threshold, why, &conflict);
 	if (!dir)
 		return conflict ? V_UNSURE : V_SAME;
-	if (fabs((double)r->delta) < df->opt->min_share * df->reference[r->table]) {
+	if (fabs(r->delta) < df->opt->min_share * df->reference[r->table]) {
 		*why = "immaterial";
 		return V_SAME;
 	}

@@ -5,7 +5,11 @@
  * copies and API calls, bytes copied, peaks of RSS and device memory.
  * When both traces hold several runs (trace-record --repeat), the times
  * that split by run (wall, kernels, copies, API) are compared per run:
- * the mean over the runs, tested with Welch's t-test over them.
+ * the mean over the runs, tested with Welch's t-test over them.  When
+ * the two have different numbers of runs, the figures that add up over
+ * the runs but are not kept run by run (CPU time, GPU busy time, bytes
+ * copied) are compared by their means per run too, untested; the peaks
+ * of memory are the highest of any run, as they are.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -177,6 +181,14 @@ add_row(struct diff *df, enum diff_metric m, int64_t device)
 		diff_welch_values(v[0], r.nruns[0], v[1], r.nruns[1], &r.test);
 		free(v[0]);
 		free(v[1]);
+	} else if (df->per_run && m != DM_RSS && m != DM_DEVMEM) {
+		/* a total over 5 runs against one over 3: their means per run
+		 * compare, with no spread known to test them */
+		for (int s = 0; s < 2; s++) {
+			r.v[s] = diff_per_run(df, s, r.v[s]);
+			r.nruns[s] = (size_t)df->divisor[s];
+			r.sd[s] = NAN;
+		}
 	}
 	if (r.time && r.has[0] && r.has[1]) {
 		r.has_verdict = 1;

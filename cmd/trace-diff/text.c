@@ -72,6 +72,10 @@ text_header(struct diff *df)
 	else
 		printf("Mann-Whitney U over the instances gives p < %g", df->opt->alpha);
 	printf(", Holm-adjusted over the %zu operations tested\n", df->family);
+	if (df->per_run)
+		printf("%-8s%.0f before, %.0f after: counts, times in all and deltas are means per "
+		       "run; medians and percentiles pool the instances of every run\n", "Per run",
+		       df->divisor[0], df->divisor[1]);
 	if (df->resolution > 1)
 		printf("%-8sdurations in whole %s: a median must move by more than one tick\n",
 		       "Clock", df->resolution == 1000 ? "microseconds" : df->resolution == 100
@@ -109,7 +113,7 @@ fmt_value(char *buf, size_t n, const struct diff_summary_row *r, int side)
 		return;
 	}
 	diff_fmt_time(v, sizeof(v), r->v[side], 0);
-	if (r->nruns[side] > 1)
+	if (r->nruns[side] > 1 && !isnan(r->sd[side]))
 		snprintf(buf, n, "%s +- %s", v, diff_fmt_time(sd, sizeof(sd), r->sd[side], 0));
 	else
 		snprintf(buf, n, "%s", v);
@@ -181,9 +185,9 @@ text_explain(struct diff *df)
 			table_set(&t, 4, "%+.1f%%", share);
 	}
 	char title[160];
-	snprintf(title, sizeof(title), "Explanation: wall %s, largest part first (parts overlap: "
+	snprintf(title, sizeof(title), "Explanation: wall %s%s, largest part first (parts overlap: "
 	         "they explain the change, they need not add up to it)",
-	         diff_fmt_time(b, sizeof(b), df->wall_delta, 1));
+	         diff_fmt_time(b, sizeof(b), df->wall_delta, 1), df->per_run ? " per run" : "");
 	section(title);
 	table_print(&t, stdout, "  ");
 	table_free(&t);
@@ -209,12 +213,18 @@ cell_time(struct table *t, size_t col, const struct diff_side *s, double v)
 static void
 text_table(struct diff *df, enum agg_table tb)
 {
-	static const struct table_col cols[C_NCOLS] = {
+	struct table_col cols[C_NCOLS] = {
 		{ "Verdict", 1 }, { "Change", 0 }, { "Delta", 0 }, { "Count", 0 },
 		{ "Total before", 0 }, { "Total after", 0 }, { "Median before", 0 },
 		{ "Median after", 0 }, { "P95 before", 0 }, { "P95 after", 0 },
 		{ "p", 0 }, { "Why", 1 }, { "Kind", 1 }, { "Domain", 1 }, { "Name", 1 },
 	};
+	if (df->per_run) {
+		cols[C_DELTA].title = "Delta per run";
+		cols[C_COUNT].title = "Count per run";
+		cols[C_TOTAL0].title = "Per run before";
+		cols[C_TOTAL1].title = "Per run after";
+	}
 	size_t shown, all;
 	struct diff_row **v = diff_table_rows(df, tb, &shown, &all);
 	if (!all) {
@@ -223,8 +233,8 @@ text_table(struct diff *df, enum agg_table tb)
 	}
 	size_t counts[V_NVERDICTS];
 	diff_table_counts(df, tb, counts);
-	char title[256], b[64];
-	int64_t total = 0;
+	char title[256], b[64], c[64];
+	double total = 0;
 	for (size_t i = 0; i < all; i++)
 		total += v[i]->delta;
 	int o = snprintf(title, sizeof(title), "%s:", diff_table_titles[tb]);
@@ -236,8 +246,8 @@ text_table(struct diff *df, enum agg_table tb)
 			              n++ ? "," : "", counts[order[k]],
 			              diff_verdict_names[order[k]]);
 	if (o < (int)sizeof(title))
-		snprintf(title + o, sizeof(title) - (size_t)o, " (%zu groups, %s in all)",
-		         all, diff_fmt_time(b, sizeof(b), (double)total, 1));
+		snprintf(title + o, sizeof(title) - (size_t)o, " (%zu groups, %s%s in all)",
+		         all, diff_fmt_time(b, sizeof(b), total, 1), df->per_run ? " per run" : "");
 	section(title);
 
 	struct table t;
@@ -249,14 +259,15 @@ text_table(struct diff *df, enum agg_table tb)
 		table_row(&t);
 		table_set(&t, C_VERDICT, "%s", diff_verdict_names[r->verdict]);
 		table_set(&t, C_CHANGE, "%s", diff_fmt_row_change(b, sizeof(b), r));
-		table_set(&t, C_DELTA, "%s", diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
-		uint64_t c0 = s0->present ? s0->s.count : 0, c1 = s1->present ? s1->s.count : 0;
+		table_set(&t, C_DELTA, "%s", diff_fmt_time(b, sizeof(b), r->delta, 1));
+		double c0 = s0->present ? s0->count : 0, c1 = s1->present ? s1->count : 0;
 		if (c0 == c1)
-			table_set(&t, C_COUNT, "%" PRIu64, c0);
+			table_set(&t, C_COUNT, "%s", diff_fmt_count(b, sizeof(b), c0));
 		else
-			table_set(&t, C_COUNT, "%" PRIu64 " -> %" PRIu64, c0, c1);
-		cell_time(&t, C_TOTAL0, s0, (double)s0->s.total);
-		cell_time(&t, C_TOTAL1, s1, (double)s1->s.total);
+			table_set(&t, C_COUNT, "%s -> %s", diff_fmt_count(b, sizeof(b), c0),
+			          diff_fmt_count(c, sizeof(c), c1));
+		cell_time(&t, C_TOTAL0, s0, s0->total);
+		cell_time(&t, C_TOTAL1, s1, s1->total);
 		cell_time(&t, C_MED0, s0, s0->s.p50);
 		cell_time(&t, C_MED1, s1, s1->s.p50);
 		cell_time(&t, C_P950, s0, s0->s.p95);
@@ -285,7 +296,7 @@ static void
 text_result(struct diff *df)
 {
 	const struct diff_options *o = df->opt;
-	char b[64];
+	char b[64], c0[32], c1[32];
 	section("Result");
 	if (!df->nchecks) {
 		printf("  no significant regression beyond %g%% (p < %g)\n",
@@ -316,9 +327,11 @@ text_result(struct diff *df)
 			       diff_fmt_change(b, sizeof(b), c->value));
 		} else if (c->row && c->row->calls) {
 			const struct diff_row *r = c->row;
-			printf("  FAIL  %s calls: %s %s %" PRIu64 " -> %" PRIu64 " (%s)\n",
-			       r->calls > 0 ? "more" : "fewer", c->kind, what, r->side[0].s.count,
-			       r->side[1].s.count, diff_fmt_time(b, sizeof(b), (double)r->delta, 1));
+			printf("  FAIL  %s calls: %s %s %s -> %s%s (%s)\n",
+			       r->calls > 0 ? "more" : "fewer", c->kind, what,
+			       diff_fmt_count(c0, sizeof(c0), r->side[0].count),
+			       diff_fmt_count(c1, sizeof(c1), r->side[1].count),
+			       df->per_run ? " per run" : "", diff_fmt_time(b, sizeof(b), r->delta, 1));
 		} else {
 			char p[32] = "";
 			if (c->tested)

@@ -28,7 +28,8 @@ usage(void)
 	       "Compare two tracekit traces: what got faster or slower, by how much, and\n"
 	       "how sure that is (- reads one of them from stdin; either may be a summary\n"
 	       "written by trace-stats --baseline instead).  With several files on a\n"
-	       "side, each is one run: the verdicts rest on the run-to-run spread.\n"
+	       "side, each is one run: the verdicts rest on the run-to-run spread\n"
+	       "(with more runs on one side, on the means per run).\n"
 	       "\n"
 	       "Output:\n"
 	       "  -c, --csv              CSV; times in integer ns\n"
@@ -342,25 +343,31 @@ read_both(struct diff *df)
 	df->agg[1] = jobs[1].agg;
 	if (!df->agg[0] || !df->agg[1])
 		return -1;
-	df->runs = agg_run(df->agg[0])->runs_seen >= 2 &&
-	           agg_run(df->agg[1])->runs_seen >= 2;
 	uint32_t n0 = agg_run(df->agg[0])->runs_seen, n1 = agg_run(df->agg[1])->runs_seen;
-	if ((df->opt->nfiles[0] > 1 || df->opt->nfiles[1] > 1) && (n0 < 2 || n1 < 2)) {
-		/* the counts and times of one side would be those of several
-		 * runs, the other's of one */
-		cmd_warn("several files on one side are runs: the other side needs "
-		         "several runs too (files, or a trace-record --repeat recording)");
-		return -1;
-	}
-	if (df->runs && n0 != n1) {
-		/* each operation's count and time are its totals over the runs:
-		 * compared with as many runs on each side, or not at all */
-		cmd_warn("BEFORE has %u runs and AFTER %u: compare as many runs on each side",
-		         n0, n1);
+	df->runs = n0 >= 2 && n1 >= 2;
+	df->divisor[0] = df->divisor[1] = 1;
+	if ((n0 >= 2) != (n1 >= 2)) {
+		/* runs on one side only: the verdicts would rest on the spread
+		 * of one side, and nothing says what one run of the other is
+		 * worth against it */
+		if (df->opt->nfiles[0] > 1 || df->opt->nfiles[1] > 1)
+			cmd_warn("several files on one side are runs: the other side needs "
+			         "several runs too (files, or a trace-record --repeat recording)");
+		else
+			cmd_warn("BEFORE has %u run%s and AFTER %u: comparing run by run needs "
+			         "several runs on each side (trace-record --repeat N)",
+			         n0 > 1 ? n0 : 1, n0 > 1 ? "s" : "", n1 > 1 ? n1 : 1);
 		return -1;
 	}
 	if (!df->runs)
 		return 0;
+	if (n0 != n1) {
+		/* each operation's count and time add up over the runs: 5 runs
+		 * compare with 3 by their means per run */
+		df->per_run = 1;
+		df->divisor[0] = n0;
+		df->divisor[1] = n1;
+	}
 	/* repeated recordings on both sides: read again what was not split
 	 * by run (only then, as that costs a second pass) */
 	struct read_job again[2];

@@ -467,17 +467,22 @@ struct rthread {             /* a thread's committed position */
 	uint64_t dropped_seen;
 };
 
-static size_t
-read_snapshot(struct rec_recovery *r, struct rthread **out)
+/* The committed snapshot's threads into *out, their count in *n; -1
+ * when there is one but it cannot be read (offsets scribbled on): then
+ * where each thread's reading stood is unknown, and reading from the
+ * start would write again what the spool already has. */
+static int
+read_snapshot(struct rec_recovery *r, struct rthread **out, size_t *count)
 {
 	const struct tki_buf_head *h = r->h;
 	*out = NULL;
+	*count = 0;
 	uint32_t cur = __atomic_load_n(&h->snap_cur, __ATOMIC_ACQUIRE);
 	if (cur > 1)
-		return 0;
+		return 0;        /* none committed yet: the spool has nothing */
 	uint64_t len = h->snap_len[cur];
 	if (len > h->snap_cap || !in_file(r, h->snap_off[cur], len))
-		return 0;
+		return -1;
 	const uint8_t *p = r->map + h->snap_off[cur];
 	struct rthread *ts = NULL;
 	size_t n = 0, cap = 0;
@@ -515,7 +520,8 @@ read_snapshot(struct rec_recovery *r, struct rthread **out)
 		at = next;
 	}
 	*out = ts;
-	return n;
+	*count = n;
+	return 0;
 }
 
 /* ---- the process -------------------------------------------------------------------- */
@@ -637,12 +643,16 @@ rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from,
 	    r.h->unit == TKI_BUF_UNIT && r.h->nthreads == TKI_BUF_THREADS) {
 		read_names(&r);
 		struct rthread *ts;
-		size_t n = read_snapshot(&r, &ts);
-		read_threads(&r, ts, n, from);
+		size_t n;
+		/* without its snapshot, nothing of the threads: the caller
+		 * counts what the spool lacks as lost */
+		int snapshot = read_snapshot(&r, &ts, &n);
+		if (snapshot == 0)
+			read_threads(&r, ts, n, from);
 		free(ts);
 		cuda_undelivered(&r, from);
 		/* what is still open ended with the process */
-		for (size_t i = 0; i < r.nopen; i++)
+		for (size_t i = 0; snapshot == 0 && i < r.nopen; i++)
 			if (!r.open[i].pending_end)
 				emit(&r, &r.open[i], end, 0, 1, r.open[i].id != 0);
 	}

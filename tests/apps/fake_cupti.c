@@ -18,7 +18,9 @@
  * Environment:
  *   FAKE_CUPTI_SUBSCRIBE=N  cuptiSubscribe_v2 returns CUptiResult N
  *                           (39: another subscriber, "CUPTI for fake-profiler")
- *   FAKE_CUPTI_GPU_LAG=NS   kernels begin NS nanoseconds after their launch
+ *   FAKE_CUPTI_GPU_LAG=NS   kernels (and the copies, memsets, allocations
+ *                           and syncs of FAKE_CUPTI_ALL_KINDS) begin NS
+ *                           nanoseconds after their launch
  *                           (default 1000), and each kernel's record comes
  *                           before its launch's, as a busy GPU's do
  *   FAKE_CUPTI_PENDING=K    the records of the last K launches stay in
@@ -33,6 +35,26 @@
  *                           enable KIND, disable KIND, flush FLAG, ...,
  *                           and one per kernel and launch record written,
  *                           with its fields (kernel corr=N start=NS ...)
+ *   FAKE_CUPTI_ALL_KINDS=1  each launch also does the rest of a training
+ *                           step's GPU work, each record of a kind enabled
+ *                           and logged with its fields: a copy to the
+ *                           device (memcpy), one between two devices
+ *                           (memcpy2), a memset, an allocation and its
+ *                           release (memory2), a stream synchronisation
+ *                           and a CUPTI overhead on the calling thread;
+ *                           the first launch also a STREAM record and one
+ *                           record of a kind nobody enabled (MARKER), as
+ *                           CUPTI delivers some unasked
+ *   FAKE_CUPTI_NO_CONTEXT_RECORD=1  no CONTEXT record: the context is
+ *                           known only from the resource callback
+ *                           (context created) before the first launch, when
+ *                           the subscriber enabled it
+ *   FAKE_CUPTI_STATE=CBID:N:MESSAGE  before the first launch, a state
+ *                           callback (1 fatal error, 2 error) with
+ *                           CUptiResult N and MESSAGE (empty: none)
+ *
+ * Each launch's runtime callback is made as the call begins and as it
+ * ends (CUPTI_API_ENTER, CUPTI_API_EXIT).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -52,6 +74,7 @@ static CUpti_BuffersCallbackRequestFunc requested;
 static CUpti_BuffersCallbackCompleteFunc completed;
 static CUpti_TimestampCallbackFunc clock_cb;
 static int subscribed, system_tids, enabled[64], devices_sent, runtime_callbacks;
+static int state_callbacks, context_callbacks, first_launch_done;
 static CUpti_CallbackFunc subscriber_cb;
 static void *subscriber_data;
 static uint32_t corr;
@@ -97,6 +120,14 @@ record_size(uint32_t kind)
 	case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
 	case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
 	case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+	case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+	case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+	case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+	case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
+	case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
 	default: return 0;
 	}
 }
@@ -188,7 +219,8 @@ send_devices(void)
 		d->globalMemorySize = 1u << 30;
 		d->computeCapabilityMajor = 9;
 	}
-	CUpti_ActivityContext3 *x = room(sizeof(*x));
+	CUpti_ActivityContext3 *x =
+		getenv("FAKE_CUPTI_NO_CONTEXT_RECORD") ? NULL : room(sizeof(*x));
 	if (x) {
 		memset(x, 0, sizeof(*x));
 		x->kind = CUPTI_ACTIVITY_KIND_CONTEXT;
@@ -196,6 +228,43 @@ send_devices(void)
 		x->deviceId = 0;
 		x->nullStreamId = 7;
 	}
+}
+
+static uint32_t
+calling_tid(void)
+{
+	return system_tids ? (uint32_t)syscall(SYS_gettid) : (uint32_t)(uintptr_t)pthread_self();
+}
+
+/* Before the first launch (lock held): the context created, and the
+ * state callback of FAKE_CUPTI_STATE. */
+static void
+first_launch_callbacks(void)
+{
+	CUpti_CallbackFunc cb = subscriber_cb;
+	void *data = subscriber_data;
+	if (!cb)
+		return;
+	pthread_mutex_unlock(&lock);
+	if (context_callbacks) {
+		CUpti_ResourceData r;
+		memset(&r, 0, sizeof(r));
+		r.context = (CUcontext)(uintptr_t)0x1000;
+		note("context-created");
+		cb(data, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &r);
+	}
+	const char *e = getenv("FAKE_CUPTI_STATE");
+	char *end;
+	unsigned long cbid = e ? strtoul(e, &end, 10) : 0;
+	if (state_callbacks && cbid && *end == ':') {
+		CUpti_StateData st;
+		memset(&st, 0, sizeof(st));
+		st.notification.result = (CUptiResult)strtol(end + 1, &end, 10);
+		st.notification.message = *end == ':' && end[1] ? end + 1 : NULL;
+		note("state %lu", cbid);
+		cb(data, CUPTI_CB_DOMAIN_STATE, (CUpti_CallbackId)cbid, &st);
+	}
+	pthread_mutex_lock(&lock);
 }
 
 static void
@@ -211,12 +280,174 @@ launch_call(uint32_t c, uint64_t t)
 		a->start = t;
 		a->end = now();
 		a->processId = (uint32_t)getpid();
-		a->threadId = system_tids ? (uint32_t)syscall(SYS_gettid)
-		                          : (uint32_t)(uintptr_t)pthread_self();
+		a->threadId = calling_tid();
 		a->correlationId = c;
 		note("runtime corr=%u start=%llu end=%llu tid=%u cbid=%u", c,
 		     (unsigned long long)a->start, (unsigned long long)a->end,
 		     (unsigned)a->threadId, (unsigned)a->cbid);
+	}
+}
+
+/* The rest of launch c's step (FAKE_CUPTI_ALL_KINDS), from `t` on, the
+ * GPU's part `lag` later (FAKE_CUPTI_GPU_LAG): every field its own
+ * value, changing with c, so that one converted wrong or swapped with
+ * another cannot pass. */
+static void
+more_work(uint32_t c, uint64_t t, uint64_t lag)
+{
+	uint64_t cpu = t;
+	t += lag;
+	if (c == 1 && enabled[CUPTI_ACTIVITY_KIND_STREAM]) {
+		CUpti_ActivityStream *s = room(sizeof(*s));
+		if (s) {
+			memset(s, 0, sizeof(*s));
+			s->kind = CUPTI_ACTIVITY_KIND_STREAM;
+			s->contextId = 1;
+			s->streamId = 9;
+			s->priority = -1;
+			s->flag = CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING;
+			note("stream context=1 stream=9");
+		}
+	}
+	if (c == 1) {
+		/* a kind nobody enabled: skipped and counted */
+		CUpti_ActivityMarker2 *m = room(sizeof(*m));
+		if (m) {
+			memset(m, 0, sizeof(*m));
+			m->kind = CUPTI_ACTIVITY_KIND_MARKER;
+			m->timestamp = t;
+			note("marker");
+		}
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_MEMCPY]) {
+		CUpti_ActivityMemcpy6 *m = room(sizeof(*m));
+		if (m) {
+			memset(m, 0, sizeof(*m));
+			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+			/* odd launches from pinned memory, asynchronously; even
+			 * ones from pageable memory, synchronously */
+			m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+			m->srcKind = c % 2 ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+			                   : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+			m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+			m->flags = c % 2 ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+			m->bytes = 4096ull * c + 3;
+			m->start = t + 100;
+			m->end = m->start + 300 + c;
+			m->deviceId = 0;
+			m->contextId = 1;
+			m->streamId = 9;
+			m->correlationId = 1000 + c; /* the driver's call */
+			m->runtimeCorrelationId = c; /* the program's: it wins */
+			note("memcpy corr=%u start=%llu end=%llu stream=%u copy=%u src=%u dst=%u "
+			     "bytes=%llu async=%d", c, (unsigned long long)m->start,
+			     (unsigned long long)m->end, (unsigned)m->streamId,
+			     (unsigned)m->copyKind, (unsigned)m->srcKind, (unsigned)m->dstKind,
+			     (unsigned long long)m->bytes, c % 2);
+		}
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_MEMCPY2]) {
+		CUpti_ActivityMemcpyPtoP4 *m = room(sizeof(*m));
+		if (m) {
+			memset(m, 0, sizeof(*m));
+			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+			m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+			m->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+			m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+			m->flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+			m->bytes = (1ull << 20) + c;
+			m->start = t + 500;
+			m->end = m->start + 2000 + c;
+			m->deviceId = 0;
+			m->contextId = 1;
+			m->streamId = 7;
+			m->srcDeviceId = 0;
+			m->dstDeviceId = 1;
+			m->correlationId = c;
+			note("memcpy2 corr=%u start=%llu end=%llu stream=%u copy=%u src=%u dst=%u "
+			     "bytes=%llu async=1 src_device=0 dst_device=1", c,
+			     (unsigned long long)m->start, (unsigned long long)m->end,
+			     (unsigned)m->streamId, (unsigned)m->copyKind, (unsigned)m->srcKind,
+			     (unsigned)m->dstKind, (unsigned long long)m->bytes);
+		}
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_MEMSET]) {
+		CUpti_ActivityMemset4 *m = room(sizeof(*m));
+		if (m) {
+			memset(m, 0, sizeof(*m));
+			m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+			m->value = (uint32_t)(0xa0 + c);
+			m->bytes = 256ull * c;
+			m->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+			m->flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
+			m->start = t + 2600;
+			m->end = m->start + 40 + c;
+			m->deviceId = 0;
+			m->contextId = 1;
+			m->streamId = 7;
+			m->correlationId = c;
+			note("memset corr=%u start=%llu end=%llu stream=%u value=%u bytes=%llu "
+			     "memkind=%u async=1", c, (unsigned long long)m->start,
+			     (unsigned long long)m->end, (unsigned)m->streamId, (unsigned)m->value,
+			     (unsigned long long)m->bytes, (unsigned)m->memoryKind);
+		}
+	}
+	for (int op = 0; op < 2 && enabled[CUPTI_ACTIVITY_KIND_MEMORY2]; op++) {
+		CUpti_ActivityMemory4 *m = room(sizeof(*m));
+		if (!m)
+			break;
+		memset(m, 0, sizeof(*m));
+		m->kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+		m->memoryOperationType = op ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+		                            : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+		m->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		m->address = 0x7f0000000000ull + (uint64_t)c * 0x200000;
+		/* a release only every other launch: memory in use grows */
+		m->bytes = (1ull << 20) * c;
+		m->timestamp = t + 50 + 3000 * (uint64_t)op;
+		m->processId = (uint32_t)getpid();
+		m->deviceId = 0;
+		m->contextId = 1;
+		m->streamId = 7;
+		m->correlationId = c;
+		note("memory corr=%u ts=%llu op=%s address=%llu bytes=%llu memkind=%u", c,
+		     (unsigned long long)m->timestamp, op ? "free" : "alloc",
+		     (unsigned long long)m->address, (unsigned long long)m->bytes,
+		     (unsigned)m->memoryKind);
+		if (c % 2)
+			break;
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION]) {
+		CUpti_ActivitySynchronization2 *s = room(sizeof(*s));
+		if (s) {
+			memset(s, 0, sizeof(*s));
+			s->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+			s->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+			s->start = t + 2700;
+			s->end = s->start + 900 + c;
+			s->contextId = 1;
+			s->streamId = 7;
+			s->correlationId = c;
+			note("sync corr=%u start=%llu end=%llu type=%u tid=%u", c,
+			     (unsigned long long)s->start, (unsigned long long)s->end,
+			     (unsigned)s->type, calling_tid());
+		}
+	}
+	if (enabled[CUPTI_ACTIVITY_KIND_OVERHEAD]) {
+		CUpti_ActivityOverhead3 *o = room(sizeof(*o));
+		if (o) {
+			memset(o, 0, sizeof(*o));
+			o->kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+			o->overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+			o->objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+			o->objectId.pt.processId = (uint32_t)getpid();
+			o->objectId.pt.threadId = calling_tid();
+			o->start = cpu + 10; /* on the CPU: no lag */
+			o->end = o->start + 20 + c;
+			note("overhead start=%llu end=%llu type=%u tid=%u",
+			     (unsigned long long)o->start, (unsigned long long)o->end,
+			     (unsigned)o->overheadKind, calling_tid());
+		}
 	}
 }
 
@@ -229,6 +460,10 @@ fake_launch(const char *name)
 	if (!subscribed) {
 		pthread_mutex_unlock(&lock);
 		return;
+	}
+	if (!first_launch_done) {
+		first_launch_done = 1;
+		first_launch_callbacks();
 	}
 	send_devices();
 	uint32_t c = ++corr;
@@ -284,6 +519,18 @@ fake_launch(const char *name)
 	}
 	if (e)
 		launch_call(c, t);
+	if (getenv("FAKE_CUPTI_ALL_KINDS"))
+		more_work(c, now(), e ? lag : 0);
+	if (runtime_callbacks && subscriber_cb) {
+		CUpti_CallbackData cd;
+		memset(&cd, 0, sizeof(cd));
+		cd.callbackSite = CUPTI_API_EXIT;
+		cd.functionName = "cudaLaunchKernel";
+		cd.correlationId = c;
+		pthread_mutex_unlock(&lock);
+		subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, 211, &cd);
+		pthread_mutex_lock(&lock);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -397,6 +644,8 @@ cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
 	pthread_mutex_lock(&lock);
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) /* cudaLaunchKernel */
 		runtime_callbacks = enable != 0;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+		context_callbacks = enable != 0;
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
@@ -411,6 +660,8 @@ cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
 	pthread_mutex_lock(&lock);
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		runtime_callbacks = enable != 0;
+	if (domain == CUPTI_CB_DOMAIN_STATE)
+		state_callbacks = enable != 0;
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }

@@ -34,6 +34,11 @@
  *             and, after each pop, the ranges done into FILE (two
  *             int64, shared), for a test that kills it from outside
  *
+ * --scribble OFF=VALUE: before it ends, the 64-bit VALUE written at byte
+ *             OFF of its durable buffer (TRACEKIT_SPOOL/<pid>-*.buf), as a
+ *             program that writes through a stray pointer would
+ *             (repeatable, up to 8); prints "scribbled: N" (files written)
+ *
  * Then it exits with --exit CODE (with _exit with --quick-exit), kills
  * itself with --signal SIG, crashes with --crash abort|segv (a real
  * fault), takes memory until the OOM killer ends it with --crash oom,
@@ -84,6 +89,9 @@ static int steps = 3, layers = 2, threads = 2, work_us = 200, sleep_ms;
 static int do_fork, do_domain, do_async, do_wide, close_fds, hold_open, late_mark;
 static const char *chdir_to, *crash, *wait_kill, *count_file;
 static int fork_first, end_with_exit, flood, async_open;
+static const char *scribbles[8];
+static int nscribbles;
+static void scribble(void);
 static nvtxRangeId_t prefetch;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
@@ -263,6 +271,21 @@ fork_deep(int depth)
 	}
 }
 
+/* A range's attributes: an ASCII message and a 64-bit payload, which
+ * the loops set to the range's index. */
+static nvtxEventAttributes_t
+counted_attrs(const char *message)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = message;
+	return a;
+}
+
 static void
 flood_ranges(void)
 {
@@ -280,13 +303,7 @@ flood_ranges(void)
 		c = m;
 		c[0] = getpid();
 	}
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-	a.message.ascii = "flood";
+	nvtxEventAttributes_t a = counted_attrs("flood");
 	for (int i = 0; i < flood; i++) {
 		a.payload.ullValue = (uint64_t)i;
 		nvtxRangePushEx(&a);
@@ -307,13 +324,7 @@ open_async_ranges(void)
 	nvtxRangeId_t *ids = calloc((size_t)async_open, sizeof(*ids));
 	if (!ids)
 		exit(1);
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-	a.message.ascii = "open";
+	nvtxEventAttributes_t a = counted_attrs("open");
 	for (int i = 0; i < async_open; i++) {
 		a.payload.ullValue = (uint64_t)i;
 		ids[i] = nvtxRangeStartEx(&a);
@@ -360,11 +371,52 @@ end_as_told(int code, int sig)
 		kill(getpid(), sig);
 		nap(1000);
 	}
+	if (nscribbles)
+		scribble();
 	if (end_with_exit) {
 		coverage_dump(); /* the injection library's counters */
 		_exit(code);
 	}
 	return code;
+}
+
+/* --scribble: write each OFF=VALUE into our durable buffer file. */
+static void
+scribble(void)
+{
+	const char *dir = getenv("TRACEKIT_SPOOL");
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+	char prefix[32];
+	int files = 0;
+	snprintf(prefix, sizeof(prefix), "%d-", (int)getpid());
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || n < 4 ||
+		    strcmp(de->d_name + n - 4, ".buf") != 0)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		int fd = open(path, O_WRONLY);
+		for (int i = 0; fd >= 0 && i < nscribbles; i++) {
+			unsigned long long off = 0, v = 0;
+			if (sscanf(scribbles[i], "%llu=%llu", &off, &v) != 2)
+				continue;
+			uint8_t b[8];
+			for (int k = 0; k < 8; k++)
+				b[k] = (uint8_t)(v >> (8 * k)); /* the file is little-endian */
+			if (pwrite(fd, b, 8, (off_t)off) != 8)
+				perror(path);
+		}
+		if (fd >= 0) {
+			close(fd);
+			files++;
+		}
+	}
+	if (d)
+		closedir(d);
+	printf("scribbled: %d\n", files);
+	fflush(stdout);
 }
 
 static int
@@ -374,7 +426,8 @@ usage(void)
 	        "[--work US] [--sleep MS] [--fork] [--domain] [--async] [--wide] "
 	        "[--close-fds] [--chdir DIR] [--hold-open] [--mark-until-exit] [--exit CODE] "
 	        "[--signal SIG] [--fork-first N] [--quick-exit] [--crash abort|segv|oom] "
-	        "[--wait-kill FILE] [--flood N] [--count-file FILE] [--async-open N]\n");
+	        "[--wait-kill FILE] [--flood N] [--count-file FILE] [--async-open N] "
+	        "[--scribble OFF=VALUE]\n");
 	return 2;
 }
 
@@ -398,6 +451,7 @@ main(int argc, char **argv)
 		else if (!strcmp(a, "--flood") && v) flood = atoi(argv[++i]);
 		else if (!strcmp(a, "--async-open") && v) async_open = atoi(argv[++i]);
 		else if (!strcmp(a, "--count-file") && v) count_file = argv[++i];
+		else if (!strcmp(a, "--scribble") && v && nscribbles < 8) scribbles[nscribbles++] = argv[++i];
 		else if (!strcmp(a, "--quick-exit")) end_with_exit = 1;
 		else if (!strcmp(a, "--fork")) do_fork = 1;
 		else if (!strcmp(a, "--domain")) do_domain = 1;

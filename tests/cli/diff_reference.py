@@ -5,7 +5,8 @@
   diff_reference.py BEFORE.jsonl AFTER.jsonl [--threshold F] [--alpha A] [--min-share F] > ref.json
   diff_reference.py --compare ref.json ours.json
 
-BEFORE.jsonl and AFTER.jsonl are `trace-dump --json` of the two traces.
+BEFORE.jsonl and AFTER.jsonl are `trace-dump --json` of the two traces;
+a side of several files, each one run, is their paths joined by commas.
 The first form computes, from the events alone and with nothing from
 tracekit's C code, what trace-diff --json reports: per operation
 (grouped as stats_reference.py groups them) the count, total and
@@ -16,7 +17,11 @@ f(u; m, n - 1) without ties, by a knapsack over the pooled values with
 ties, else the normal approximation with tie and continuity
 corrections), Welch's t-test over the runs by numerical integration of
 the t density, Holm's adjustment over the operations, the verdict (the
-rule of trace-diff(1), VERDICTS); and the run-wide figures.  The second form
+rule of trace-diff(1), VERDICTS); and the run-wide figures.  When the
+two sides hold different numbers of runs, every figure that adds up over
+the runs (counts, totals, deltas, the kinds' and the wall's times the
+rule weighs, GPU busy time, bytes) is its mean per run, as
+trace-diff(1) says; the instances are pooled as they are.  The second form
 checks trace-diff's JSON against it and exits 1 listing the differences.
 Pure Python: no numpy or scipy needed.
 """
@@ -50,26 +55,45 @@ def run_at(windows, ts):
     return best[2] if best and ts <= best[1] else 0
 
 
-def trace_figures(events):
-    groups, runs = {}, {}
-    windows = runs_of(events)
-    nruns = max([w[2] for w in windows], default=0)
-    for e in events:
+def span(events):
+    timed = [e for e in events if e["kind"] != "dropped"]
+    return (max(e["ts"] + e["dur"] for e in timed) - min(e["ts"] for e in timed)) if timed else 0
+
+
+def trace_figures(inputs):
+    """The figures of one side: `inputs` holds the events of each of its
+    files; several files are one run each (their wall the sum of their
+    spans), else the TK_RUN events of the one file part it."""
+    groups, runs, counts = {}, {}, {}
+    if len(inputs) > 1:
+        nruns = len(inputs)
+        tagged = [(i + 1, e) for i, evs in enumerate(inputs) for e in evs]
+        run_wall = [span(evs) for evs in inputs]
+        wall = sum(run_wall)
+    else:
+        events = inputs[0]
+        windows = runs_of(events)
+        nruns = max([w[2] for w in windows], default=0)
+        tagged = [(run_at(windows, e["ts"]) if nruns >= 2 else 0, e) for e in events]
+        wall = span(events)
+        run_wall = [0] * nruns
+        for w in windows:
+            run_wall[w[2] - 1] += w[1] - w[0]
+    for r, e in tagged:
         if e["kind"] in TABLE_OF:
             k = group_key(e)
             groups.setdefault(k, []).append(e["dur"])
-            r = run_at(windows, e["ts"]) if nruns >= 2 else 0
             if r:
                 runs.setdefault(k, [0] * nruns)[r - 1] += e["dur"]
-    timed = [e for e in events if e["kind"] != "dropped"]
-    wall = (max(e["ts"] + e["dur"] for e in timed) - min(e["ts"] for e in timed)) if timed else 0
-    run_wall = [0] * nruns
-    for w in windows:
-        run_wall[w[2] - 1] += w[1] - w[0]
+                counts.setdefault(k, [0] * nruns)[r - 1] += 1
+    events = [e for _, e in tagged]
     gpu = {}
-    for e in events:
+    for r, e in tagged:
         if e["kind"] in ("kernel", "memcpy", "memset"):
-            gpu.setdefault(e.get("device", -1), []).append((e["ts"], e["ts"] + e["dur"]))
+            # the files of a side ran at different times: their busy
+            # intervals never merge
+            gpu.setdefault((r, e.get("device", -1)), []).append((e["ts"], e["ts"] + e["dur"]))
+    devices = {d for _, d in gpu}
     summary = {
         "wall": wall,
         "gpu": sum(union_length(v) for v in gpu.values()),
@@ -77,13 +101,24 @@ def trace_figures(events):
         "copy": sum(sum(v) for k, v in groups.items() if k[0] in ("memcpy", "memset")),
         "api": sum(sum(v) for k, v in groups.items() if k[0] == "api"),
         "bytes": sum(e["bytes"] for e in events if e["kind"] == "memcpy"),
+        # every process's user and system time: a pid that ends in
+        # several files is a process of each
+        "cpu": sum(e.get("utime", 0) + e.get("stime", 0) for e in events if e["kind"] == "process"),
     }
     per_run = {}
     if nruns >= 2:
         per_run["wall"] = run_wall
         for m, kinds in (("kernel", ("kernel",)), ("copy", ("memcpy", "memset")), ("api", ("api",))):
             per_run[m] = [sum(v[i] for k, v in runs.items() if k[0] in kinds) for i in range(nruns)]
-    return groups, runs, nruns, summary, per_run
+    # the explanation's parts: kernels split by NCCL/RCCL in the name
+    comm = lambda name: "nccl" in name.lower() or "rccl" in name.lower()  # noqa: E731
+    parts = {
+        "kernels": sum(sum(v) for k, v in groups.items() if k[0] == "kernel" and not comm(k[2])),
+        "communication": sum(sum(v) for k, v in groups.items() if k[0] == "kernel" and comm(k[2])),
+        "copies": summary["copy"], "api": summary["api"],
+        "_ngpus": len(devices),
+    }
+    return groups, runs, nruns, summary, per_run, counts, run_wall, parts
 
 
 # ---- Mann-Whitney U ----------------------------------------------------------------
@@ -203,19 +238,23 @@ def tick(groups):
     return 1
 
 
-def decide(rows, b, a, args, both_runs):
+def decide(rows, b, a, args, both_runs, per):
     """The verdict of every row present on both sides, as trace-diff(1)
     VERDICTS says: direction by the count when it changed beyond the
     threshold, else by the median (beyond the threshold and beyond one
     clock tick, agreeing with the change in total); material when the
     change in total is at least --min-share of the kind's time (or of
     the wall when smaller); sure when the Holm-adjusted p of the runs'
-    test (several runs) or of the instances' test (one run; a count
-    change needs no test) is below alpha."""
-    wall = max(b[3]["wall"], a[3]["wall"])
+    test (several runs: of their counts when the count changed) or of
+    the instances' test (one run; a count change needs no test) is below
+    alpha.  `per` holds what each side's totals are divided by: its runs
+    when the sides have different numbers of runs, else 1."""
+    walls = [fig[3]["wall"] if d == 1 else sum(fig[6]) / d for fig, d in zip((b, a), per)]
+    wall = max(walls)
     ref = {}
     for t in set(TABLE_OF.values()):
-        tot = [sum(sum(v) for k, v in fig[0].items() if TABLE_OF[k[0]] == t) for fig in (b, a)]
+        tot = [sum(sum(v) for k, v in fig[0].items() if TABLE_OF[k[0]] == t) / d
+               for fig, d in zip((b, a), per)]
         ref[t] = min(max(tot), wall)
     res = max(tick(b[0]), tick(a[0]))
     fam = []
@@ -223,13 +262,19 @@ def decide(rows, b, a, args, both_runs):
         sb, sa = r["before"], r["after"]
         r["_calls"] = sa["count"] / sb["count"]
         counted = abs(r["_calls"] - 1) > args.threshold
-        if both_runs:
+        if both_runs and counted:
+            # the count's test decides, and points the way of the count
+            r["_ev"], r["_p"], r["_dir"] = "runs", r["runs_count_p_value"], r["_count_dir"]
+            r["_want"] = 1 if r["_calls"] > 1 else -1
+        elif both_runs:
             r["_ev"], r["_p"], r["_dir"] = "runs", r["runs_p_value"], r["_runs_dir"]
         elif counted:
             r["_ev"], r["_p"], r["_dir"] = "count", None, 0
         else:
             r["_ev"], r["_p"], r["_dir"] = "instances", r["p_value"], r["_inst_dir"]
-        pooled = sb["total_ns"] + sa["total_ns"]
+        # twice the mean per run over both sides' runs together (with
+        # as many runs, the two totals added)
+        pooled = (sb["total_ns"] * per[0] + sa["total_ns"] * per[1]) / ((per[0] + per[1]) / 2)
         if r["_p"] is not None and pooled >= args.min_share * ref[TABLE_OF[r["kind"]]]:
             fam.append(r)
     for r, q in zip(fam, holm([r["_p"] for r in fam])):
@@ -255,19 +300,23 @@ def decide(rows, b, a, args, both_runs):
             r["verdict"] = "same"
         elif r["_ev"] == "count":
             r["verdict"] = "slower" if d > 0 else "faster"
-        elif r.get("p_holm", 1) < args.alpha and r["_dir"] == d:
+        elif r.get("p_holm", 1) < args.alpha and r["_dir"] == r.get("_want", d):
             r["verdict"] = "slower" if d > 0 else "faster"
         else:
             r["verdict"] = "unsure"
     for r in rows:
-        for k in ("_calls", "_ev", "_p", "_dir", "_ratio", "_inst_dir", "_runs_dir"):
+        for k in ("_calls", "_ev", "_p", "_dir", "_ratio", "_inst_dir", "_runs_dir",
+                  "_count_dir", "_want"):
             r.pop(k, None)
 
 
 def reference(args):
-    b = trace_figures(load(args.before))
-    a = trace_figures(load(args.after))
+    b = trace_figures([load(p) for p in args.before.split(",")])
+    a = trace_figures([load(p) for p in args.after.split(",")])
     both_runs = b[2] >= 2 and a[2] >= 2
+    # 5 runs against 3: what adds up over the runs, per run
+    per_run = both_runs and b[2] != a[2]
+    per = (b[2], a[2]) if per_run else (1, 1)
     groups = []
     for key in sorted(set(b[0]) | set(a[0])):
         row = {"kind": key[0], "domain": key[1], "name": key[2]}
@@ -275,6 +324,10 @@ def reference(args):
         for fig in (b, a):
             v = fig[0].get(key)
             sides.append(stats(v) if v else None)
+        for side, d in zip(sides, per):
+            if side:
+                side["count"] /= d
+                side["total_ns"] /= d
         row["before"], row["after"] = sides
         tb = sides[0]["total_ns"] if sides[0] else 0
         ta = sides[1]["total_ns"] if sides[1] else 0
@@ -298,17 +351,34 @@ def reference(args):
             if both_runs:
                 zero = lambda fig: fig[1].get(key, [0] * fig[2])  # noqa: E731
                 row["runs_p_value"], row["_runs_dir"] = welch(zero(b), zero(a))
+                zero = lambda fig: fig[5].get(key, [0] * fig[2])  # noqa: E731
+                row["runs_count_p_value"], row["_count_dir"] = welch(zero(b), zero(a))
         groups.append(row)
-    decide([r for r in groups if r["before"] and r["after"]], b, a, args, both_runs)
+    decide([r for r in groups if r["before"] and r["after"]], b, a, args, both_runs, per)
     summary = {}
-    for m in ("wall", "gpu", "kernel", "copy", "api", "bytes"):
+    for m in ("wall", "gpu", "kernel", "copy", "api", "bytes", "cpu"):
         if both_runs and m in b[4]:
             vb, va = b[4][m], a[4][m]
             summary[m] = {"before": sum(vb) / len(vb), "after": sum(va) / len(va),
                           "p_value": welch(vb, va)[0]}
         else:
-            summary[m] = {"before": b[3][m], "after": a[3][m]}
-    json.dump({"runs": both_runs, "groups": groups, "summary": summary}, sys.stdout, indent=1)
+            summary[m] = {"before": b[3][m] / per[0], "after": a[3][m] / per[1]}
+    # the explanation: each part per run when per_run; GPU idle is the
+    # wall less the busy time averaged over the GPUs
+    explain = {}
+    for fig, d, side in ((b, per[0], "before"), (a, per[1], "after")):
+        wall = fig[3]["wall"] if d == 1 else sum(fig[6]) / d
+        for k in ("kernels", "communication", "copies", "api"):
+            explain.setdefault(k, {})[side] = fig[7][k] / d
+        if fig[7]["_ngpus"]:
+            idle = wall - fig[3]["gpu"] / d / fig[7]["_ngpus"]
+            explain.setdefault("gpu_idle", {})[side] = max(idle, 0)
+        explain.setdefault("_wall", {})[side] = wall
+    out = {"runs": both_runs, "per_run": per_run, "groups": groups, "summary": summary,
+           "explain": explain}
+    if per_run:
+        out["runs_before"], out["runs_after"] = per
+    json.dump(out, sys.stdout, indent=1)
     print()
 
 
@@ -324,6 +394,11 @@ def compare(args):
 
     if ours.get("runs") != ref["runs"]:
         bad.append("runs: %s, want %s" % (ours.get("runs"), ref["runs"]))
+    # per run only when the numbers of runs differ: said only then
+    per_run = ref.get("per_run", False)
+    for k in ("per_run", "runs_before", "runs_after"):
+        if ours.get(k) != (ref.get(k) or None):
+            bad.append("%s: %s, want %s" % (k, ours.get(k), ref.get(k)))
     got = {(g["kind"], g["domain"], g["name"]): g for g in ours["groups"]}
     if len(got) != len(ref["groups"]):
         bad.append("%d groups, want %d" % (len(got), len(ref["groups"])))
@@ -341,12 +416,18 @@ def compare(args):
             if r[side] is None:
                 continue
             for k in ("count", "total_ns", "min_ns", "max_ns"):
+                if per_run and k in ("count", "total_ns"):
+                    # means per run: a count to 1e-9, a time to the ns
+                    if not close(g[side][k], r[side][k], 1e-9, 0.5 + 1e-6 if k == "total_ns" else 0):
+                        bad.append("%s %s.%s per run: %s, want %s" % (what, side, k, g[side][k],
+                                                                      r[side][k]))
+                    continue
                 if g[side][k] != r[side][k]:
                     bad.append("%s %s.%s: %s, want %s" % (what, side, k, g[side][k], r[side][k]))
             for k in ("mean_ns", "median_ns", "p95_ns", "std_ns"):
                 if abs(g[side][k] - r[side][k]) > 0.5 + 1e-6:
                     bad.append("%s %s.%s: %s, want %s" % (what, side, k, g[side][k], r[side][k]))
-        if g["delta_ns"] != r["delta_ns"]:
+        if g["delta_ns"] != r["delta_ns"] and not (per_run and abs(g["delta_ns"] - r["delta_ns"]) <= 0.5 + 1e-6):
             bad.append("%s delta_ns: %s, want %s" % (what, g["delta_ns"], r["delta_ns"]))
         if g["verdict"] != r["verdict"]:
             bad.append("%s verdict: %s, want %s" % (what, g["verdict"], r["verdict"]))
@@ -359,8 +440,9 @@ def compare(args):
                 bad.append("%s p_value: %s, want %s" % (what, g["p_value"], r["p_value"]))
             if not close(g.get("p_holm"), r.get("p_holm"), 1e-5, 1e-12):
                 bad.append("%s p_holm: %s, want %s" % (what, g.get("p_holm"), r.get("p_holm")))
-        if "runs_p_value" in r and not close(g["runs_p_value"], r["runs_p_value"], 1e-5, 1e-9):
-            bad.append("%s runs_p_value: %s, want %s" % (what, g["runs_p_value"], r["runs_p_value"]))
+        for k in ("runs_p_value", "runs_count_p_value"):
+            if k in r and not close(g[k], r[k], 1e-5, 1e-9):
+                bad.append("%s %s: %s, want %s" % (what, k, g[k], r[k]))
     summary = {s["metric"]: s for s in ours.get("summary", []) if s["device"] is None}
     for m, r in ref["summary"].items():
         s = summary.get(m if m != "bytes" else "bytes")
@@ -372,6 +454,26 @@ def compare(args):
                 bad.append("summary %s.%s: %s, want %s" % (m, side, s[side], r[side]))
         if "p_value" in r and not close(s["p_value"], r["p_value"], 1e-5, 1e-9):
             bad.append("summary %s.p_value: %s, want %s" % (m, s["p_value"], r["p_value"]))
+    if "explain" in ours:
+        parts = {p["part"]: p for p in ours["explain"]}
+        for part, r in ref["explain"].items():
+            if part.startswith("_") or not any(r.values()) and part not in parts:
+                continue
+            p = parts.get(part)
+            if p is None:
+                bad.append("explain %s missing" % part)
+                continue
+            for side in ("before", "after"):
+                if abs(p[side + "_ns"] - r.get(side, 0)) > 0.5 + 1e-6:
+                    bad.append("explain %s.%s: %s, want %s" % (part, side, p[side + "_ns"],
+                                                               r.get(side, 0)))
+        w = ref["explain"]["_wall"]
+        for p in ours["explain"]:
+            r = ref["explain"].get(p["part"], {})
+            want = ((r.get("after", 0) - r.get("before", 0)) / (w["after"] - w["before"]) * 100
+                    if w["after"] != w["before"] else None)
+            if not close(p["share_pct"], want, 1e-4, 1e-6):
+                bad.append("explain %s.share_pct: %s, want %s" % (p["part"], p["share_pct"], want))
     for line in bad[:40]:
         print(line)
     sys.exit(1 if bad else 0)

@@ -82,8 +82,12 @@ PY
 	run -2 trace-diff "${B[@]}" -- "${A[0]}"
 	[[ "$output" == *"several files on one side are runs: the other side needs several runs too"* ]]
 	assert_eq "${#lines[@]}" 1
-	run -2 trace-diff "${B[@]}" -- "${A[@]}"
-	[[ "$output" == *"BEFORE has 2 runs and AFTER 3: compare as many runs on each side" ]]
+	# a repeated recording against one run: no spread on one side
+	synth --steps 2 --layers 1 --runs 3 -o "$d/r3.tkt"
+	run -2 trace-diff "$d/r3.tkt" "${A[0]}"
+	assert_eq "$output" "trace-diff: BEFORE has 3 runs and AFTER 1: comparing run by run needs several runs on each side (trace-record --repeat N)"
+	run -2 trace-diff "${A[0]}" "$d/r3.tkt"
+	[[ "$output" == *"BEFORE has 1 run and AFTER 3: "* ]]
 	run -2 trace-diff "${B[@]}" --
 	[[ "$output" == *"needs files on both sides of --"* ]]
 	run -2 trace-diff "${B[@]}" "${A[0]}"

@@ -17,7 +17,8 @@ FAKE=$APPS/libfake_cupti.so
 
 setup() {
 	record_setup
-	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG FAKE_CUPTI_GPU_LAG
+	unset CUDA_INJECTION64_PATH TRACEKIT_CUPTI FAKE_CUPTI_SUBSCRIBE FAKE_CUPTI_LOG FAKE_CUPTI_GPU_LAG \
+		FAKE_CUPTI_ALL_KINDS FAKE_CUPTI_NO_CONTEXT_RECORD FAKE_CUPTI_STATE
 }
 
 cuda_built() {
@@ -330,6 +331,153 @@ buffer-callbacks"
 	assert_eq "$(sed -n 's/^enable //p' "$log" | sort -n | paste -sd,)" "1,2,4,5,8,9,10,17,22,37,38,48,49"
 	assert_eq "$(tail -1 "$log")" "flush 1"
 	assert_eq "$(grep -c '^flush 1' "$log")" 1
+}
+
+@test "every kind of GPU activity end to end: copies, memsets, allocations, syncs, overheads, field by field" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log FAKE_CUPTI_ALL_KINDS=1
+	run -0 --separate-stderr trace-record -o "$T" -- "$APPS/fake_driver" 4
+	assert_eq "$stderr" ""
+	# every record the stand-in logged against its event; the names and
+	# labels from CUPTI's documented numbers (cupti_activity.h), not from
+	# tracekit's tables
+	trace-dump --json "$T" | python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin]
+pid = next(e["pid"] for e in evs if e["kind"] == "process")
+copy = {1: "HtoD", 10: "PtoP"}
+mem = {1: "Pageable", 2: "Pinned", 3: "Device"}
+sync = {3: ("Stream Synchronize", "StreamSynchronize")}
+overhead = {1 << 16: "CUPTI buffer flush"}
+recs = [dict(f.split("=", 1) for f in l.split()[1:]) | {"rec": l.split()[0]}
+        for l in open(sys.argv[1])
+        if l.startswith(("memcpy ", "memcpy2 ", "memset ", "memory ", "sync ", "overhead "))]
+left = [e for e in evs if e["kind"] in ("memcpy", "memset", "memory", "sync", "overhead")]
+bad = []
+for r in recs:
+    if r["rec"] == "memory":
+        want = {"kind": "memory", "ts": int(r["ts"]), "dur": 0, "op": r["op"],
+                "address": int(r["address"]), "bytes": int(r["bytes"]),
+                "mem_kind": mem[int(r["memkind"])], "correlation": int(r["corr"]),
+                "device": 0, "stream": 7,
+                "name": ("Free" if r["op"] == "free" else "Alloc") + " (" + mem[int(r["memkind"])] + ")"}
+    elif r["rec"] == "overhead":
+        want = {"kind": "overhead", "ts": int(r["start"]), "dur": int(r["end"]) - int(r["start"]),
+                "overhead": int(r["type"]), "name": overhead[int(r["type"])],
+                "tid": int(r["tid"]), "pid": pid}
+    elif r["rec"] == "sync":
+        want = {"kind": "sync", "ts": int(r["start"]), "dur": int(r["end"]) - int(r["start"]),
+                "correlation": int(r["corr"]), "name": sync[int(r["type"])][0],
+                "sync": sync[int(r["type"])][1], "tid": int(r["tid"])}
+    else:
+        want = {"ts": int(r["start"]), "dur": int(r["end"]) - int(r["start"]),
+                "correlation": int(r["corr"]), "bytes": int(r["bytes"]),
+                "device": 0, "stream": int(r["stream"])}
+        if r["rec"] == "memset":
+            # (trace-dump --json does not show a memset'"'"'s async flag)
+            want |= {"kind": "memset", "value": int(r["value"]),
+                     "mem_kind": mem[int(r["memkind"])],
+                     "name": "Memset (" + mem[int(r["memkind"])] + ")"}
+        else:
+            c, s, d = copy[int(r["copy"])], mem[int(r["src"])], mem[int(r["dst"])]
+            want |= {"kind": "memcpy", "async": r["async"] == "1", "copy_kind": c, "src_kind": s, "dst_kind": d,
+                     "name": "Memcpy %s (%s -> %s)" % (c, s, d)}
+            if r["rec"] == "memcpy2":
+                want |= {"src_device": int(r["src_device"]), "dst_device": int(r["dst_device"])}
+    match = [e for e in left if e["kind"] == want["kind"] and e["ts"] == want["ts"]]
+    if len(match) != 1:
+        bad.append("%d events for %s" % (len(match), r))
+        continue
+    e = match[0]
+    left.remove(e)
+    for k, v in want.items():
+        if e.get(k) != v:
+            bad.append("%s %s: %s, expected %s" % (r["rec"], k, e.get(k), v))
+    if r["rec"] == "memcpy" and "src_device" in e:
+        bad.append("a copy that is not peer-to-peer has devices")
+# device memory in use: the allocations less the releases, in time order
+counters = sorted((e["ts"], e["value"]) for e in evs if e["kind"] == "counter")
+mems = sorted((int(r["ts"]), int(r["bytes"]) * (-1 if r["op"] == "free" else 1))
+              for r in recs if r["rec"] == "memory")
+in_use, want = 0, []
+for ts, delta in mems:
+    in_use += delta
+    want.append((ts, float(in_use)))
+if counters != want:
+    bad.append("device memory %s, expected %s" % (counters, want))
+for b in bad:
+    print(b)
+print(len(recs), "records,", len(left), "events not from one")' "$BATS_TEST_TMPDIR/log" > "$BATS_TEST_TMPDIR/fields"
+	# 4 launches: 2 copies, a memset, a sync, an overhead and 1 or 2
+	# memory records each (a release on even launches)
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/fields")" "26 records, 0 events not from one"
+	# the counter's track, and the stream the STREAM record made (its
+	# copies go there)
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: counter device memory'
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 9'
+	# the MARKER record nobody asked for: skipped, and counted by kind
+	assert_eq "$(meta cupti.ignored)" "12:1"
+	assert_eq "$(grep -c '^marker$' "$BATS_TEST_TMPDIR/log")" 1
+}
+
+@test "the capture schedule keeps every kind of GPU work by its call's correlation, and overheads by their time" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# the GPU's work 50 ms after its call, past the schedule's end: only
+	# the call's correlation can keep it
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log FAKE_CUPTI_ALL_KINDS=1 \
+		FAKE_CUPTI_GPU_LAG=50000000
+	run -0 trace-record -o "$T" --capture-range=nvtx:step --skip 2 --warmup 1 --active 2 -- "$APPS/fake_driver" 8
+	for kind in kernel api memcpy memset memory sync; do
+		# memcpy: one copy to the device, one between devices per
+		# call; memory: an allocation, and its release on even calls
+		want=4,5
+		[ $kind = memcpy ] && want=4,4,5,5
+		[ $kind = memory ] && want=4,4,5
+		assert_eq "$kind $(ev "select(.kind==\"$kind\") | .correlation" | sort -n | paste -sd,)" "$kind $want"
+	done
+	# an overhead has no call: kept when it falls in an active step
+	steps=$(ev 'select(.kind=="range") | "\(.ts) \(.ts + .dur)"')
+	n=0
+	while read -r ts; do
+		inside=0
+		while read -r b e; do
+			if [ "$ts" -ge "$b" ] && [ "$ts" -lt "$e" ]; then inside=1; fi
+		done <<< "$steps"
+		assert_eq "overhead at $ts in a step: $inside" "overhead at $ts in a step: 1"
+		n=$((n + 1))
+	done < <(trace-dump --json "$T" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    e = json.loads(l)
+    if e["kind"] == "overhead":
+        print(e["ts"])')
+	assert_eq "$n" 2
+}
+
+@test "CUPTI's state callbacks go to cuda.errors; a context known from its creation names its NULL stream" {
+	need_cuda
+	[ -f "$FAKE" ] || skip "no stand-in CUPTI"
+	# a fatal error with a message; no CONTEXT record ever: the
+	# resource callback alone says which stream is the NULL one
+	export TRACEKIT_CUPTI=$FAKE FAKE_CUPTI_LOG=$BATS_TEST_TMPDIR/log FAKE_CUPTI_NO_CONTEXT_RECORD=1
+	FAKE_CUPTI_STATE="1:999:the GPU fell off the bus" run -0 --separate-stderr \
+		trace-record -o "$T" -- "$APPS/fake_driver" 2
+	assert_eq "$(meta cuda.errors)" "fatal: CUPTI_ERROR_UNKNOWN (999): the GPU fell off the bus"
+	grep -qx 'context-created' "$BATS_TEST_TMPDIR/log"
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 7 (default)'
+	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | paste -sd,)" "7,7"
+	# an error without a message; no callbacks at all (cuptiEnableCallback
+	# fails): the stream stays unnamed, its kernels are there all the same
+	rm -f "$BATS_TEST_TMPDIR/log"
+	FAKE_CUPTI_STATE="2:5:" FAKE_CUPTI_FAIL=cuptiEnableCallback:1 run -0 \
+		trace-record -o "$T" -- "$APPS/fake_driver" 2
+	assert_eq "$(meta cuda.errors)" "error: CUPTI_ERROR_FAKE (5)"
+	run grep -c 'context-created' "$BATS_TEST_TMPDIR/log"
+	assert_eq "$output" 0
+	trace-dump --info "$T" | grep -qx '  track [0-9]*: GPU 0 stream 7'
+	assert_eq "$(ev 'select(.kind=="kernel") | .stream' | paste -sd,)" "7,7"
 }
 
 @test "--cuda=kernel: only kernels; the rest of CUPTI stays off" {

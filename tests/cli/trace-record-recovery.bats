@@ -165,3 +165,88 @@ content() {
 	assert_eq "$(jq -r 'select(.kind == "dropped") | .reason' "$BATS_TEST_TMPDIR/events" |
 		grep -vc 'could not write its spool in .* (No space left on device)')" 0
 }
+
+@test "a spool damaged after its first chunk: that chunk's events kept, the damage said once, by the spool's pid" {
+	# a spool of two chunks (tests/tools/mktrace): the first five ranges,
+	# flushed, then three more; the command writes the file header and
+	# the first chunk into the spool directory under its own pid, then
+	# in place of the second chunk one of three kinds of damage
+	python3 -c '
+import json
+print(json.dumps({"def": "process", "ref": "p", "pid": 4100, "host": "h", "argv": ["w"], "start": 1000}))
+print(json.dumps({"def": "thread", "ref": "t", "process": "p", "tid": 4101, "name": "main"}))
+for i in range(5):
+    print(json.dumps({"kind": "range", "track": "t", "ts": 2000 + 100 * i, "dur": 50, "name": "kept-%d" % i}))
+print(json.dumps({"flush": True}))
+for i in range(3):
+    print(json.dumps({"kind": "range", "track": "t", "ts": 9000 + 100 * i, "dur": 50, "name": "lost-%d" % i}))
+' | "$TK_BUILD/tests/tools/mktrace" > "$BATS_TEST_TMPDIR/two.tkt"
+	cat > "$BATS_TEST_TMPDIR/damage.py" <<'PY'
+import os, struct, sys
+# tracekit-format(5): the file header's size at byte 12; a chunk's
+# header size at 4, its payload's stored size at 12
+case, good = sys.argv[1], open(sys.argv[2], "rb").read()
+hs = struct.unpack_from("<I", good, 12)[0]
+first = good[:hs + struct.unpack_from("<I", good, hs + 4)[0] + struct.unpack_from("<I", good, hs + 12)[0]]
+damage = {"chunk-header": b"\x89TKC" + struct.pack("<I", 20) + bytes(48),
+          "not-a-chunk": b"not a chunk at all, just some text",
+          "new-scope": good[:12] + struct.pack("<I", 5000) + bytes(48)}[case]
+# as the injection library does: written under a dot name, then renamed
+# (a spool is never seen empty)
+spool = os.environ["TRACEKIT_SPOOL"]
+open("%s/.%d-1.tkt" % (spool, os.getpid()), "wb").write(first + damage)
+os.rename("%s/.%d-1.tkt" % (spool, os.getpid()), "%s/%d-1.tkt" % (spool, os.getpid()))
+print(os.getpid(), len(first))
+PY
+	for case in chunk-header not-a-chunk new-scope; do
+		run -0 --separate-stderr trace-record -o "$T" -- python3 "$BATS_TEST_TMPDIR/damage.py" $case "$BATS_TEST_TMPDIR/two.tkt"
+		read -r pid at <<< "$output"
+		case $case in
+		chunk-header) why="corrupt chunk at byte $at (bad header size)" ;;
+		not-a-chunk) why="bad chunk magic at byte $at" ;;
+		new-scope) why="truncated at byte $at (a new trace starts there before the end of the previous one)" ;;
+		esac
+		assert_eq "$stderr" "trace-record: spool of pid $pid: $why"
+		assert_eq "$case $(ev 'select(.kind == "range") | .name' | paste -sd,)" \
+			"$case kept-0,kept-1,kept-2,kept-3,kept-4"
+		assert_eq "$(ev 'select(.kind == "range") | "\(.pid)/\(.tid)"' | sort -u)" "4100/4101"
+	done
+}
+
+@test "a durable buffer the program scribbled on: nothing recovered twice, what is left out counted as dropped" {
+	need_nvtx
+	app=("$APPS/nvtx_sample" --steps 3 --layers 2 --threads 2 --domain --async)
+	run -0 trace-record -o "$BATS_TEST_TMPDIR/normal.tkt" -- "${app[@]}"
+	trace-dump --json "$BATS_TEST_TMPDIR/normal.tkt" > "$BATS_TEST_TMPDIR/normal.json"
+	# tki_buf_head (lib/inject/protocol.h): magic at byte 0, nunits 8,
+	# thread_off 24, names_off 32, snap_off[2] 56 and 64, blocks_off 120;
+	# an offset of 2^40 is far past the end of the file
+	far=1099511627776
+	for damage in "0=0" "8=1" "24=$far" "32=$far" "56=$far 64=$far" "120=$far"; do
+		args=()
+		for d in $damage; do args+=(--scribble "$d"); done
+		run --separate-stderr trace-record --flush-interval 60s -o "$T" -- \
+			"${app[@]}" --quick-exit --exit 3 "${args[@]}"
+		# its exit status; or, when its flusher wrote through the
+		# offsets it scribbled before it could _exit, its SIGSEGV
+		# (128 + 11): what trace-record keeps must hold either way
+		if [ "$status" = 3 ]; then
+			assert_eq "$output" "scribbled: 1"
+		else
+			assert_eq "$damage $status" "$damage 139"
+		fi
+		trace-dump --json "$T" | python3 -c '
+import collections, json, sys
+def events(f):
+    return [json.loads(l) for l in f if json.loads(l)["kind"] in ("range", "async_range", "mark", "dropped")]
+normal = events(open(sys.argv[1]))
+got = events(sys.stdin)
+keys = collections.Counter((e["kind"], e["name"], e.get("tid"), e["ts"]) for e in got if e["kind"] != "dropped")
+twice = [k for k, n in keys.items() if n > 1]
+kept = sum(keys.values())
+dropped = sum(e["count"] for e in got if e["kind"] == "dropped")
+print("%s: %d twice, %d kept + %d dropped of %d" % (sys.argv[2], len(twice), kept, dropped, len(normal)),
+      "(ok)" if not twice and kept + dropped == len(normal) else "(wrong)")' "$BATS_TEST_TMPDIR/normal.json" "$damage" > "$BATS_TEST_TMPDIR/sum"
+		[[ "$(cat "$BATS_TEST_TMPDIR/sum")" == *"(ok)" ]] || { cat "$BATS_TEST_TMPDIR/sum"; false; }
+	done
+}

@@ -28,6 +28,8 @@ main(void)
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <cupti_driver_cbid.h>
@@ -44,6 +46,71 @@ static int
 have_libcupti(void)
 {
 	return cuptiActivityGetNextRecord != NULL;
+}
+
+
+/* ---- allocations failing ---------------------------------------------------
+ * This program is linked with -Wl,--wrap for malloc, calloc, realloc,
+ * strdup and strndup (Makefile): the converter's calls, and the
+ * writer's, go through the functions below, which can make the Nth
+ * one made on the armed thread fail (the writer's own threads are not
+ * counted, so that a run is the same every time). */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
+
+static int alloc_armed;
+static pthread_t alloc_thread;
+static long alloc_calls, alloc_fail_at;
+static int alloc_failed; /* the failing call was reached */
+
+static int
+alloc_fails(void)
+{
+	if (!alloc_armed || !pthread_equal(pthread_self(), alloc_thread))
+		return 0;
+	if (++alloc_calls != alloc_fail_at)
+		return 0;
+	alloc_failed = 1;
+	return 1;
+}
+
+void *__wrap_malloc(size_t n) { return alloc_fails() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { return alloc_fails() ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n) { return alloc_fails() ? NULL : __real_realloc(p, n); }
+
+/* (made here: a sanitizer's build has no __real_strndup to link) */
+char *
+__wrap_strndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *d = alloc_fails() ? NULL : __real_malloc(len + 1);
+	if (d) {
+		memcpy(d, s, len);
+		d[len] = 0;
+	}
+	return d;
+}
+
+char *
+__wrap_strdup(const char *s)
+{
+	return __wrap_strndup(s, SIZE_MAX);
+}
+
+static void
+alloc_arm(long n)
+{
+	alloc_calls = 0;
+	alloc_fail_at = n;
+	alloc_failed = 0;
+	alloc_thread = pthread_self();
+	alloc_armed = 1;
 }
 
 /* ---- a host: one process, threads defined on demand ------------------ */
@@ -1708,6 +1775,446 @@ TEST(libcupti_link_state)
 	teardown(&f, &rb);
 }
 
+/* API names as CUPTI spells them: a runtime name loses the "_vNNNN" of
+ * the CUDA version that introduced it (four digits or more after "_v"),
+ * nothing else; a driver name keeps its suffix (cuMemAlloc_v2 is the
+ * symbol).  Expected names written out by hand. */
+static const char *const odd_names[] = {
+	"cudaMalloc_v3020", "cudaFoo_v12", "cudaBar3020", "cudaBaz_x3020",
+	"x_v3020", "cudaQux_v", "cudaMemcpy_v123456", "",
+};
+
+static CUptiResult
+odd_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	(void)d;
+	if (cbid >= sizeof(odd_names) / sizeof(odd_names[0]))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = odd_names[cbid];
+	return CUPTI_SUCCESS;
+}
+
+TEST(api_name_suffixes)
+{
+	static const char *const runtime_want[] = {
+		"cudaMalloc", "cudaFoo_v12", "cudaBar3020", "cudaBaz_x3020",
+		"x", "cudaQux_v", "cudaMemcpy", "runtime cbid 7",
+	};
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.callback_name = odd_name;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	for (uint32_t i = 0; i < 8; i++) {
+		CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, i, 4243, i + 1,
+		                              10 * i + 10, 10 * i + 15);
+		CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	}
+	CUpti_ActivityAPI drv = api_rec(CUPTI_ACTIVITY_KIND_DRIVER, 0, 4243, 99, 200, 210);
+	CHECK_EQ_INT(convert(&f, &drv), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 9);
+	for (size_t i = 0; i < 8; i++) {
+		const struct got *g = nth(&rb, TK_API, i);
+		CHECK(g && !strcmp(g->name, runtime_want[i]));
+		if (g && strcmp(g->name, runtime_want[i]))
+			printf("# cbid %zu: %s, expected %s\n", i, g->name, runtime_want[i]);
+	}
+	const struct got *g = nth(&rb, TK_API, 8);
+	CHECK(g && !strcmp(g->name, "cudaMalloc_v3020")); /* a driver name: kept whole */
+	teardown(&f, &rb);
+}
+
+/* Device memory whose sum passes INT64_MAX (a scribbled or absurd byte
+ * count): held at INT64_MAX, not wrapped to a negative sum. */
+TEST(device_memory_saturates)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const CUpti_ActivityMemoryOperationType A =
+		CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	const CUpti_ActivityMemoryKind D = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	CUpti_ActivityMemory4 big = memory2_rec(A, D, 0x1000, UINT64_MAX, 100, 7);
+	CUpti_ActivityMemory4 more = memory2_rec(A, D, 0x2000, 4096, 200, 7);
+	CHECK_EQ_INT(convert(&f, &big), TK_OK);
+	CHECK_EQ_INT(convert(&f, &more), TK_OK);
+	int64_t in_use = 0, peak = 0;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == INT64_MAX);
+	CHECK(peak == INT64_MAX);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_COUNTER), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct got *g = nth(&rb, TK_COUNTER, i);
+		CHECK(g && g->e.u.counter.value == (double)INT64_MAX);
+	}
+	const struct got *g = nth(&rb, TK_MEMORY, 0);
+	CHECK(g && g->e.u.memory.bytes == UINT64_MAX); /* the record as it came */
+	teardown(&f, &rb);
+}
+
+/* More syncs waiting for their calls than the converter keeps (1024):
+ * the oldest goes to the process track to make room; none is lost, and
+ * the call that then comes still takes the ones that waited. */
+TEST(syncs_waiting_past_the_table)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const uint32_t n = 1025;
+	for (uint32_t i = 0; i < n; i++) {
+		CUpti_ActivitySynchronization2 s = sync_rec(
+			CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5000 + i,
+			1000 + 10 * (uint64_t)i, 1005 + 10 * (uint64_t)i);
+		CHECK_EQ_INT(convert(&f, &s), TK_OK);
+	}
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME,
+	                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+	                              4250, 5000 + n - 1, 1000 + 10 * (uint64_t)n, 1000 + 10 * (uint64_t)n + 50);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_SYNC), n);
+	size_t on_process = 0, on_thread = 0;
+	const struct got *g;
+	for (size_t i = 0; (g = nth(&rb, TK_SYNC, i)); i++) {
+		if (g->e.u.sync.correlation == 5000 + n - 1)
+			on_thread += g->trk.id == thread_of(&f, 4250);
+		else
+			on_process += g->trk.id == f.h.process;
+	}
+	CHECK_EQ_INT(on_thread, 1);
+	CHECK_EQ_INT(on_process, n - 1);
+	teardown(&f, &rb);
+}
+
+/* More streams waiting for a context than the converter keeps (1024):
+ * the newest are kept; when the context comes they are defined, the
+ * oldest not. */
+TEST(streams_waiting_past_the_table)
+{
+	struct fixture f;
+	setup(&f);
+	const uint32_t n = 1030;
+	for (uint32_t i = 0; i < n; i++) {
+		CUpti_ActivityStream s;
+		memset(&s, 0, sizeof(s));
+		s.kind = CUPTI_ACTIVITY_KIND_STREAM;
+		s.contextId = 3;
+		s.streamId = 100 + i;
+		CHECK_EQ_INT(convert(&f, &s), TK_OK);
+	}
+	CUpti_ActivityContext3 x = context_rec(3, 0, 7);
+	CHECK_EQ_INT(convert(&f, &x), TK_OK);
+	cupti_convert_finish(f.c);
+	mem_finish(&f.m, 1);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	uint32_t streams = 0, lowest = UINT32_MAX;
+	int rc = tk_reader_open_mem(r, f.m.buf, f.m.len, "m");
+	while (rc == TK_OK && (rc = tk_reader_next(r, &rec)) == TK_OK)
+		if (rec.type == TK_REC_TRACK && rec.u.track->type == TK_TRACK_STREAM) {
+			streams++;
+			if (rec.u.track->u.stream.stream < lowest)
+				lowest = rec.u.track->u.stream.stream;
+		}
+	CHECK_EQ_INT(rc, TK_EOF);
+	CHECK_EQ_INT(streams, 1024);
+	CHECK_EQ_INT(lowest, 100 + n - 1024);
+	tk_reader_free(r);
+	cupti_convert_free(f.c);
+	mem_free(&f.m);
+}
+
+/* A walk that fails after one record says where that record ends: the
+ * size of each kind's CUPTI 13.0 record (cupti_activity.h), or 0 for a
+ * kind whose size the converter does not know. */
+static int first_then_error_calls;
+
+static CUptiResult
+first_then_error(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	(void)valid;
+	if (first_then_error_calls++ == 0) {
+		*rec = (CUpti_Activity *)(void *)buf;
+		return CUPTI_SUCCESS;
+	}
+	return CUPTI_ERROR_INVALID_KIND;
+}
+
+TEST(unreadable_after_each_kind)
+{
+	static const struct {
+		CUpti_ActivityKind kind;
+		size_t size;
+	} kinds[] = {
+		{ CUPTI_ACTIVITY_KIND_KERNEL, sizeof(CUpti_ActivityKernel10) },
+		{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10) },
+		{ CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6) },
+		{ CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(CUpti_ActivityMemcpyPtoP4) },
+		{ CUPTI_ACTIVITY_KIND_MEMSET, sizeof(CUpti_ActivityMemset4) },
+		{ CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(CUpti_ActivityMemory4) },
+		{ CUPTI_ACTIVITY_KIND_MEMORY, sizeof(CUpti_ActivityMemory) },
+		{ CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, sizeof(CUpti_ActivityAPI) },
+		{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2) },
+		{ CUPTI_ACTIVITY_KIND_OVERHEAD, sizeof(CUpti_ActivityOverhead3) },
+		{ CUPTI_ACTIVITY_KIND_DEVICE, sizeof(CUpti_ActivityDevice5) },
+		{ CUPTI_ACTIVITY_KIND_CONTEXT, sizeof(CUpti_ActivityContext3) },
+		{ CUPTI_ACTIVITY_KIND_STREAM, sizeof(CUpti_ActivityStream) },
+		{ CUPTI_ACTIVITY_KIND_MARKER, 0 },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		struct fixture f;
+		struct readback rb;
+		setup(&f);
+		cupti_convert_free(f.c);
+		f.ch.next_record = first_then_error;
+		f.ch.flags |= CUPTI_CONVERT_KEEP_RECORD_MEMORY;
+		f.c = cupti_convert_new(f.h.w, &f.ch);
+		_Alignas(8) uint8_t buf[1024];
+		memset(buf, 0, sizeof(buf));
+		((CUpti_Activity *)(void *)buf)->kind = kinds[i].kind;
+		first_then_error_calls = 0;
+		CHECK_EQ_INT(cupti_convert_buffer(f.c, buf, sizeof(buf), 0), TK_OK);
+		char want[64];
+		snprintf(want, sizeof(want), "after byte %zu of 1024:", kinds[i].size);
+		if (!strstr(cupti_convert_error(f.c), want)) {
+			printf("# kind %d: '%s', expected '%s'\n", (int)kinds[i].kind,
+			       cupti_convert_error(f.c), want);
+			CHECK(0);
+		}
+		CHECK_EQ_INT(cupti_convert_stats(f.c)->unreadable, 1);
+		finish(&f, &rb);
+		teardown(&f, &rb);
+	}
+}
+
+/* One of every kind the converter writes, with enough streams, names,
+ * threads and devices that its tables grow: the converter is made and
+ * finished inside the run, so that its own allocations count too.
+ * Returns the first code that is not TK_OK (the rest is not fed) and
+ * leaves the converter in *out (NULL when it could not be made). */
+static int
+every_kind(struct fixture *f, struct cupti_convert **out)
+{
+	int rc = TK_OK;
+	*out = f->c = cupti_convert_new(f->h.w, &f->ch);
+	if (!f->c)
+		return TK_ENOMEM;
+#define FEED(rec)                                                              \
+	do {                                                                   \
+		if ((rc = convert(f, &(rec))) != TK_OK)                        \
+			return rc;                                             \
+	} while (0)
+	CUpti_ActivityStream st;
+	memset(&st, 0, sizeof(st));
+	st.kind = CUPTI_ACTIVITY_KIND_STREAM;
+	st.contextId = 1;
+	st.streamId = 30; /* before its context: waits for it */
+	FEED(st);
+	for (uint32_t dev = 0; dev < 3; dev++) {
+		CUpti_ActivityDevice5 d;
+		memset(&d, 0, sizeof(d));
+		d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+		d.id = dev;
+		d.name = dev ? "GPU one or two" : "GPU zero";
+		d.numMultiprocessors = 132;
+		FEED(d);
+		CUpti_ActivityContext3 x = context_rec(dev + 1, dev, 7);
+		FEED(x);
+	}
+	static const char *const names[] = {
+		"_Z6kernelPfi", "_Z4gemmIfEvPKT_S2_PS0_i", "plain_kernel", "_Z3addv",
+		"_Z3subv", "_Z3mulv", "_Z3divv", "_Z3negv", "_Z3absv",
+	};
+	uint64_t t = 1000;
+	for (uint32_t i = 0; i < 12; i++, t += 1000) {
+		CUpti_ActivityAPI a = api_rec(i % 2 ? CUPTI_ACTIVITY_KIND_DRIVER
+		                                    : CUPTI_ACTIVITY_KIND_RUNTIME,
+		                              i % 2 ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+		                                    : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+		                              4300 + i % 5, 100 + i, t, t + 50);
+		CUpti_ActivitySynchronization2 sy =
+			sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 100 + i,
+			         t + 60, t + 90);
+		if (i % 3 == 0) /* before its call: waits for it */
+			FEED(sy);
+		FEED(a);
+		if (i % 3 != 0)
+			FEED(sy);
+		CUpti_ActivityKernel10 k = kernel_rec(names[i % 9], 7 + i, t + 100, t + 200);
+		k.deviceId = i % 3;
+		k.contextId = i % 3 + 1;
+		k.correlationId = 100 + i;
+		FEED(k);
+		CUpti_ActivityMemcpy6 m;
+		memset(&m, 0, sizeof(m));
+		m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+		m.copyKind = 1 + i % 4;
+		m.srcKind = 1 + i % 3;
+		m.dstKind = 3;
+		m.bytes = 1000 + i;
+		m.start = t + 200;
+		m.end = t + 300;
+		m.contextId = 1;
+		m.streamId = 30;
+		m.correlationId = 100 + i;
+		FEED(m);
+		CUpti_ActivityMemcpyPtoP4 p;
+		memset(&p, 0, sizeof(p));
+		p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+		p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+		p.srcKind = p.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		p.start = t + 300;
+		p.end = t + 400;
+		p.deviceId = p.srcDeviceId = 1;
+		p.dstDeviceId = 2;
+		p.contextId = 2;
+		p.streamId = 7;
+		FEED(p);
+		CUpti_ActivityMemset4 ms;
+		memset(&ms, 0, sizeof(ms));
+		ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+		ms.memoryKind = 1 + i % 3;
+		ms.value = i;
+		ms.bytes = 64;
+		ms.start = t + 400;
+		ms.end = t + 410;
+		ms.contextId = 1;
+		ms.streamId = 7;
+		FEED(ms);
+		CUpti_ActivityMemory4 al = memory2_rec(
+			CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+			CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x1000 * (i + 1), 4096, t + 420, 7);
+		al.deviceId = i % 3;
+		al.contextId = i % 3 + 1;
+		FEED(al);
+		CUpti_ActivityMemory old;
+		memset(&old, 0, sizeof(old));
+		old.kind = CUPTI_ACTIVITY_KIND_MEMORY;
+		old.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
+		old.address = 0x900000 + i;
+		old.bytes = 512;
+		old.start = t + 430;
+		old.end = t + 440;
+		old.deviceId = 0;
+		old.contextId = 0; /* static memory: the device's context */
+		FEED(old);
+		CUpti_ActivityOverhead3 o;
+		memset(&o, 0, sizeof(o));
+		o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+		o.overheadKind = i % 2 ? CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH
+		                       : CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER;
+		o.objectKind = i % 2 ? CUPTI_ACTIVITY_OBJECT_THREAD : CUPTI_ACTIVITY_OBJECT_PROCESS;
+		o.objectId.pt.processId = PID;
+		o.objectId.pt.threadId = 4300 + i % 5;
+		o.start = t + 450;
+		o.end = t + 460;
+		FEED(o);
+	}
+	/* a sync whose call never comes, a kind not converted, a loss */
+	CUpti_ActivitySynchronization2 lone =
+		sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 999, t, t + 5);
+	FEED(lone);
+	CUpti_ActivityMarker2 mk;
+	memset(&mk, 0, sizeof(mk));
+	mk.kind = CUPTI_ACTIVITY_KIND_MARKER;
+	FEED(mk);
+#undef FEED
+	if ((rc = cupti_convert_dropped(f->c, 3, "CUPTI had no buffer space")) != TK_OK)
+		return rc;
+	return cupti_convert_finish(f->c);
+}
+
+/* What a run wrote, in a form two runs can be compared in. */
+static char *
+summary(const struct readback *rb)
+{
+	size_t cap = 256 + rb->n * 128, at = 0;
+	char *s = malloc(cap);
+	if (!s)
+		abort();
+	at += (size_t)snprintf(s + at, cap - at, "%zu devices, ignored %s\n", rb->ndev,
+	                       rb->meta_ignored ? rb->meta_ignored : "-");
+	for (size_t i = 0; i < rb->n && at < cap; i++) {
+		const struct got *g = &rb->ev[i];
+		at += (size_t)snprintf(s + at, cap - at, "%u %s %lld %lld track %u/%u %s\n",
+		                       g->e.kind, g->name, (long long)g->e.ts,
+		                       (long long)g->e.dur, g->trk.type, g->dev_index,
+		                       g->stream_name ? g->stream_name : "");
+	}
+	return s;
+}
+
+/* Each allocation of the converter (and of the writer under it) failing
+ * in turn, over a run of every kind: the run stops with TK_ENOMEM, or,
+ * where the converter can do without (a name table), writes what a run
+ * without failures writes; either way it frees everything (ASan). */
+TEST(every_allocation_failing)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	struct cupti_convert *c;
+	CHECK_EQ_INT(every_kind(&f, &c), TK_OK);
+	finish(&f, &rb);
+	char *want = summary(&rb);
+	/* the run has every kind: 12 calls, each with its kernel, two
+	 * copies, a memset, an allocation, a static allocation and its
+	 * release (the old MEMORY kind), a sync and an overhead; a sync
+	 * without its call; a loss */
+	CHECK(count_kind(&rb, TK_KERNEL) == 12 && count_kind(&rb, TK_MEMCPY) == 24 &&
+	      count_kind(&rb, TK_MEMSET) == 12 && count_kind(&rb, TK_MEMORY) == 36 &&
+	      count_kind(&rb, TK_SYNC) == 13 && count_kind(&rb, TK_OVERHEAD) == 12 &&
+	      count_kind(&rb, TK_API) == 12 && count_kind(&rb, TK_DROPPED) == 1);
+	teardown(&f, &rb);
+	int failures = 0, same = 0;
+	for (long n = 1; n < 100000; n++) {
+		setup(&f);
+		cupti_convert_free(f.c);
+		alloc_arm(n);
+		int rc = every_kind(&f, &c);
+		alloc_armed = 0;
+		if (!alloc_failed) {
+			CHECK_EQ_INT(rc, TK_OK);
+			cupti_convert_free(c);
+			tk_writer_free(f.h.w);
+			fclose(f.m.f);
+			printf("# %ld allocations failed in turn: %d runs stopped with "
+			       "TK_ENOMEM, %d did without\n", n - 1, failures, same);
+			break;
+		}
+		if (rc == TK_OK) {
+			/* done without the memory: the same trace */
+			finish(&f, &rb);
+			char *got = summary(&rb);
+			if (strcmp(got, want) != 0) {
+				printf("# allocation %ld failing: a run that says TK_OK "
+				       "wrote another trace\n", n);
+				CHECK(0);
+			}
+			free(got);
+			teardown(&f, &rb);
+			same++;
+			continue;
+		}
+		if (rc != TK_ENOMEM)
+			printf("# allocation %ld failing: %d (%s)\n", n, rc,
+			       c ? cupti_convert_error(c) : "no converter");
+		CHECK_EQ_INT(rc, TK_ENOMEM);
+		failures++;
+		cupti_convert_free(c);
+		tk_writer_free(f.h.w); /* (closing would write a trace it failed) */
+		fclose(f.m.f);
+	}
+	CHECK(failures > 10);
+	free(want);
+}
+
 int
 main(void)
 {
@@ -1747,6 +2254,12 @@ main(void)
 	RUN(buffer_walk);
 	RUN(buffer_unreadable_and_empty);
 	RUN(libcupti_link_state);
+	RUN(api_name_suffixes);
+	RUN(device_memory_saturates);
+	RUN(syncs_waiting_past_the_table);
+	RUN(streams_waiting_past_the_table);
+	RUN(unreadable_after_each_kind);
+	RUN(every_allocation_failing);
 	return tap_done();
 }
 

@@ -614,6 +614,64 @@ TEST(threads_names_and_async)
 	free(s.ev);
 }
 
+/* Many async ranges open at once, ended in a shuffled order: every
+ * range comes out once, matched to its own start: sorted by their
+ * ends, the payloads are the order the test ended them in. */
+TEST(async_ranges_ended_in_any_order)
+{
+	enum { N = 1500 };
+	static nvtxRangeId_t ids[N];
+	static uint32_t order[N];
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "shuffled";
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	for (uint32_t i = 0; i < N; i++) {
+		a.payload.ullValue = i;
+		ids[i] = nvtxRangeStartEx(&a);
+		order[i] = i;
+	}
+	uint64_t x = 88172645463325252ull; /* xorshift: the same order each run */
+	for (uint32_t i = N - 1; i > 0; i--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint32_t j = (uint32_t)(x % (i + 1));
+		uint32_t t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (uint32_t k = 0; k < N; k++)
+		nvtxRangeEnd(ids[order[k]]);
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "shuffled"), N);
+	static int64_t end_of[N];
+	static int seen[N];
+	memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *e = &s.ev[i];
+		if (e->kind != TK_ASYNC_RANGE || strcmp(e->name, "shuffled") != 0 ||
+		    e->payload.u >= N || e->unfinished)
+			continue;
+		seen[e->payload.u]++;
+		end_of[e->payload.u] = e->ts + e->dur;
+	}
+	int once = 1, in_order = 1;
+	for (uint32_t i = 0; i < N; i++)
+		once &= seen[i] == 1;
+	/* the k-th range ended ends no earlier than the one before it */
+	for (uint32_t k = 1; k < N && once; k++)
+		in_order &= end_of[order[k]] >= end_of[order[k - 1]];
+	CHECK(once);
+	CHECK(in_order);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
 TEST(open_ranges_hold_the_watermark)
 {
 	int64_t before = tki_now();
@@ -935,6 +993,7 @@ main(void)
 	RUN(wide_calls_and_attribute_variants);
 	RUN(odd_nvtx_calls);
 	RUN(threads_names_and_async);
+	RUN(async_ranges_ended_in_any_order);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
 	RUN(capture_schedule);
