@@ -454,7 +454,8 @@ check_version(uint32_t *version)
 static int
 subscribe(void)
 {
-	char msg[256];
+	/* room for the fixed words and the other client's whole name */
+	char msg[512];
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
 	CUpti_SubscriberParams sp = { 0 };
 	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
