@@ -109,6 +109,21 @@ drain(struct tk_reader *r, int rc, enum how how, int with_args,
 
 enum input { FROM_MEM, FROM_FD, FROM_RANGE };
 
+/* A descriptor of an unlinked file holding buf, at its start. */
+static int
+file_of(const uint8_t *buf, size_t len)
+{
+	FILE *f = tmpfile();
+	if (!f || (len && fwrite(buf, 1, len, f) != len) || fflush(f))
+		abort();
+	int fd = dup(fileno(f));
+	fclose(f);
+	if (fd < 0)
+		abort();
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
 static struct outcome
 read_with(const uint8_t *buf, size_t len, int threads, enum input in,
           enum how how, int no_args)
@@ -124,12 +139,7 @@ read_with(const uint8_t *buf, size_t len, int threads, enum input in,
 	if (in == FROM_MEM) {
 		rc = tk_reader_open_mem(r, buf, len, "mem");
 	} else {
-		FILE *f = tmpfile();
-		if (!f || (len && fwrite(buf, 1, len, f) != len) || fflush(f))
-			abort();
-		fd = dup(fileno(f));
-		fclose(f);
-		lseek(fd, 0, SEEK_SET);
+		fd = file_of(buf, len);
 		rc = in == FROM_FD ? tk_reader_open_fd(r, fd, "mem")
 		                   : tk_reader_open_range(r, fd, 0, len, "mem");
 	}
@@ -414,12 +424,7 @@ threads_after_reading(const uint8_t *buf, size_t len, int in)
 		fd = p[0];
 		rc = tk_reader_open_fd(r, fd, "pipe");
 	} else {
-		FILE *f = tmpfile();
-		if (!f || fwrite(buf, 1, len, f) != len || fflush(f))
-			abort();
-		fd = dup(fileno(f));
-		fclose(f);
-		lseek(fd, 0, SEEK_SET);
+		fd = file_of(buf, len);
 		rc = in == FROM_FD ? tk_reader_open_fd(r, fd, "file")
 		                   : tk_reader_open_range(r, fd, 0, len, "file");
 	}
