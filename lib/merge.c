@@ -40,7 +40,6 @@
 /* An event waiting in the order queue. */
 struct slot {
 	struct tk_event ev;      /* output ids; pointers cleared */
-	uint64_t seq;            /* arrival order, for ties */
 	uint32_t input;          /* where it came from, for reports */
 	union {
 		uint8_t *args;   /* owned copy of ev.args */
@@ -854,25 +853,22 @@ wait_push(struct tk_merge *m, const struct tk_event *ev, uint32_t input)
 	if (!s)
 		return nomem(m);
 	s->ev = *ev;
-	s->seq = m->seq++;
 	s->input = input;
 	s->u.args = NULL;
+	m->held_bytes += sizeof(*s) + sizeof(struct tkp_okey) + ev->args_len;
 	if (ev->args_len) {
 		if (!(s->u.args = malloc(ev->args_len))) {
-			s->u.next_free = m->free_slots;
-			m->free_slots = s;
+			slot_release(m, s);
 			return nomem(m);
 		}
 		memcpy(s->u.args, ev->args, ev->args_len);
 		s->ev.args = (const char *)s->u.args;
 	}
-	if (tkp_orderq_push(&m->wait, s->ev.ts, s->seq, s) != 0) {
-		free(s->u.args);
-		s->u.next_free = m->free_slots;
-		m->free_slots = s;
+	/* the arrival order breaks ties of ts: the queue keeps it */
+	if (tkp_orderq_push(&m->wait, s->ev.ts, m->seq++, s) != 0) {
+		slot_release(m, s);
 		return nomem(m);
 	}
-	m->held_bytes += sizeof(*s) + sizeof(struct tkp_okey) + ev->args_len;
 	return TK_OK;
 }
 
