@@ -593,6 +593,13 @@ is_held_end(char kind)
 	return kind == 'E' || kind == 'e' || kind == 'F';
 }
 
+/* The begin an end's kind closes: B for E, b for e, S for F. */
+static char
+begin_kind_of(char end_kind)
+{
+	return end_kind == 'E' ? 'B' : end_kind == 'e' ? 'b' : 'S';
+}
+
 /* Time order; at equal times, input order (as Chrome's trace viewer
  * sorts its async events), so an end written before a begin of the same
  * time does not close it. */
@@ -622,7 +629,7 @@ pair_held(struct imp *im, int64_t end, uint64_t *slices, uint64_t *asyncs)
 			if (!held)
 				break;
 			char end_kind = held->kind;
-			char begin_kind = end_kind == 'E' ? 'B' : end_kind == 'e' ? 'b' : 'S';
+			char begin_kind = begin_kind_of(end_kind);
 			/* take the key's entries out of the chain */
 			size_t n = 0;
 			for (struct imp_open **pp = &im->open[i]; *pp;) {
@@ -1141,7 +1148,7 @@ static struct imp_open *
 begin_of_end(struct imp *im, char end_kind, int64_t ts, uint64_t hash,
              uint32_t track, const char *key)
 {
-	char begin_kind = end_kind == 'E' ? 'B' : end_kind == 'e' ? 'b' : 'S';
+	char begin_kind = begin_kind_of(end_kind);
 	if (find_open(im, end_kind, hash, track, key))
 		return NULL;
 	struct imp_open *o = find_open(im, begin_kind, hash, track, key);
