@@ -8,7 +8,12 @@
  *   write  writing the same events, args included (decoded beforehand,
  *          a batch at a time, so only the writer is timed) to /dev/null
  *   deflate  deflating the same uncompressed payloads alone, same level
- * Each is the best of --repeat runs.  Prints "key value" lines.
+ * The five run in turn, REPEAT times, so that a change of load on a
+ * shared machine falls on each side of a ratio alike.  Prints "key value"
+ * lines: each time as the median of its runs, and each ratio (read,
+ * read_columns against inflate; write against deflate) as the median of
+ * the runs' own ratios, so that a ratio pairs the two sides measured
+ * next to each other.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -45,6 +50,21 @@ struct chunk {
 };
 
 static volatile uint64_t sink;
+
+static int
+by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of n values (sorts them in place). */
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), by_value);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 /* Read every event, one by one (tk_reader_next_event) or by columns
  * (tk_reader_next_columns), summing the same fields of each. */
@@ -294,34 +314,45 @@ main(int argc, char **argv)
 	}
 	uint8_t *raw = malloc(max_raw + 1), *out = malloc(max_raw * 2 + 1024);
 
-	double best_read = 1e30, best_columns = 1e30, best_inflate = 1e30, best_write = 1e30,
-	       best_deflate = 1e30;
+	if (repeat < 1)
+		repeat = 1;
+	enum { READ, COLUMNS, INFLATE, WRITE, DEFLATE, READ_X, COLUMNS_X, WRITE_X, NSERIES };
+	double *series[NSERIES];
+	for (int k = 0; k < NSERIES; k++)
+		if (!(series[k] = malloc((size_t)repeat * sizeof(double)))) {
+			perror("bench_format");
+			return 1;
+		}
 	uint64_t events = 0;
 	for (int i = 0; i < repeat; i++) {
-		double t = time_read(buf, len, 0, &events);
-		if (t < best_read) best_read = t;
+		series[READ][i] = time_read(buf, len, 0, &events);
 		uint64_t column_events;
-		t = time_read(buf, len, 1, &column_events);
+		series[COLUMNS][i] = time_read(buf, len, 1, &column_events);
 		if (column_events != events) {
 			fprintf(stderr, "bench_format: %" PRIu64 " events by columns, %" PRIu64 " one by one\n",
 			        column_events, events);
 			exit(1);
 		}
-		if (t < best_columns) best_columns = t;
-		t = time_inflate(ch, nch, raw);
-		if (t < best_inflate) best_inflate = t;
-		t = time_write(buf, len, level);
-		if (t < best_write) best_write = t;
-		t = time_deflate(ch, nch, level, raw, out, max_raw * 2 + 1024);
-		if (t < best_deflate) best_deflate = t;
+		series[INFLATE][i] = time_inflate(ch, nch, raw);
+		series[WRITE][i] = time_write(buf, len, level);
+		series[DEFLATE][i] = time_deflate(ch, nch, level, raw, out, max_raw * 2 + 1024);
+		series[READ_X][i] = series[INFLATE][i] / series[READ][i];
+		series[COLUMNS_X][i] = series[INFLATE][i] / series[COLUMNS][i];
+		series[WRITE_X][i] = series[DEFLATE][i] / series[WRITE][i];
 	}
 	printf("events %" PRIu64 "\n", events);
 	printf("bytes %zu\n", len);
 	printf("raw_bytes %" PRIu64 "\n", raw_total);
 	printf("chunks %zu\n", nch);
-	printf("read_columns_s %.6f\n", best_columns);
+	printf("runs %d\n", repeat);
+	printf("read_columns_s %.6f\n", median(series[COLUMNS], repeat));
 	printf("read_s %.6f\ninflate_s %.6f\nwrite_s %.6f\ndeflate_s %.6f\n",
-	       best_read, best_inflate, best_write, best_deflate);
+	       median(series[READ], repeat), median(series[INFLATE], repeat),
+	       median(series[WRITE], repeat), median(series[DEFLATE], repeat));
+	printf("read_x %.3f\nread_columns_x %.3f\nwrite_x %.3f\n", median(series[READ_X], repeat),
+	       median(series[COLUMNS_X], repeat), median(series[WRITE_X], repeat));
+	for (int k = 0; k < NSERIES; k++)
+		free(series[k]);
 	free(buf);
 	free(ch);
 	free(raw);
