@@ -7,6 +7,9 @@
  *   inflate  inflating the same chunk payloads alone (libdeflate)
  *   write  writing the same events, args included (decoded beforehand,
  *          a batch at a time, so only the writer is timed) to /dev/null
+ *   write_threaded  the same with the writer's sealer thread (deflate
+ *          beside the encoding, as trace-merge and trace-import write
+ *          on a machine of more than one core)
  *   deflate  deflating the same uncompressed payloads alone, same level
  * The five run in turn, REPEAT times, so that a change of load on a
  * shared machine falls on each side of a ratio alike.  Prints "key value"
@@ -153,12 +156,13 @@ time_deflate(const struct chunk *c, size_t n, int level, uint8_t *raw,
  * on memory for the batch itself, a cost of this harness, not of the
  * writer. */
 static double
-time_write(const uint8_t *buf, size_t len, int level)
+time_write(const uint8_t *buf, size_t len, int level, int threads)
 {
 	struct tk_reader *r = tk_reader_new();
 	struct tk_writer *w = tk_writer_new();
 	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
 	o.level = level;
+	o.threads = threads;
 	int fd = open("/dev/null", O_WRONLY);
 	if (tk_reader_open_mem(r, buf, len, "bench") || tk_writer_open_fd(w, fd, "null", &o))
 		exit(2);
@@ -316,7 +320,8 @@ main(int argc, char **argv)
 
 	if (repeat < 1)
 		repeat = 1;
-	enum { READ, COLUMNS, INFLATE, WRITE, DEFLATE, READ_X, COLUMNS_X, WRITE_X, NSERIES };
+	enum { READ, COLUMNS, INFLATE, WRITE, DEFLATE, WRITE_T, READ_X, COLUMNS_X, WRITE_X, WRITE_T_X,
+	       NSERIES };
 	double *series[NSERIES];
 	for (int k = 0; k < NSERIES; k++)
 		if (!(series[k] = malloc((size_t)repeat * sizeof(double)))) {
@@ -334,11 +339,13 @@ main(int argc, char **argv)
 			exit(1);
 		}
 		series[INFLATE][i] = time_inflate(ch, nch, raw);
-		series[WRITE][i] = time_write(buf, len, level);
+		series[WRITE][i] = time_write(buf, len, level, 0);
 		series[DEFLATE][i] = time_deflate(ch, nch, level, raw, out, max_raw * 2 + 1024);
 		series[READ_X][i] = series[INFLATE][i] / series[READ][i];
 		series[COLUMNS_X][i] = series[INFLATE][i] / series[COLUMNS][i];
 		series[WRITE_X][i] = series[DEFLATE][i] / series[WRITE][i];
+		series[WRITE_T][i] = time_write(buf, len, level, 1);
+		series[WRITE_T_X][i] = series[DEFLATE][i] / series[WRITE_T][i];
 	}
 	printf("events %" PRIu64 "\n", events);
 	printf("bytes %zu\n", len);
@@ -349,8 +356,10 @@ main(int argc, char **argv)
 	printf("read_s %.6f\ninflate_s %.6f\nwrite_s %.6f\ndeflate_s %.6f\n",
 	       median(series[READ], repeat), median(series[INFLATE], repeat),
 	       median(series[WRITE], repeat), median(series[DEFLATE], repeat));
-	printf("read_x %.3f\nread_columns_x %.3f\nwrite_x %.3f\n", median(series[READ_X], repeat),
-	       median(series[COLUMNS_X], repeat), median(series[WRITE_X], repeat));
+	printf("write_threaded_s %.6f\n", median(series[WRITE_T], repeat));
+	printf("read_x %.3f\nread_columns_x %.3f\nwrite_x %.3f\nwrite_threaded_x %.3f\n",
+	       median(series[READ_X], repeat), median(series[COLUMNS_X], repeat),
+	       median(series[WRITE_X], repeat), median(series[WRITE_T_X], repeat));
 	for (int k = 0; k < NSERIES; k++)
 		free(series[k]);
 	free(buf);
