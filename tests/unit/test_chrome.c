@@ -195,6 +195,96 @@ TEST(flows)
 	chrome_flows_free(&f);
 }
 
+/* The matcher against a model that searches the whole ring: random calls
+ * and GPU work over a few correlation ids and two scopes, a ring of 8, so
+ * that entries give way all the time, work often comes before its call,
+ * and chains cross reused slots (the matcher reads chains lazily). */
+struct flow_log {
+	uint64_t (*v)[5];
+	size_t n, cap;
+};
+
+static void
+log_flow(void *ctx, uint64_t id, uint32_t at, int64_t ats, uint32_t gt, int64_t gts)
+{
+	struct flow_log *l = ctx;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 1024;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v)
+			abort();
+	}
+	uint64_t *e = l->v[l->n++];
+	e[0] = id;
+	e[1] = at;
+	e[2] = (uint64_t)ats;
+	e[3] = gt;
+	e[4] = (uint64_t)gts;
+}
+
+struct model_end {
+	int role;
+	uint32_t scope, ctrack;
+	uint64_t corr, serial;
+	int64_t ts;
+};
+
+TEST(flows_against_a_model)
+{
+	enum { CAP = 8, OPS = 200000 };
+	struct chrome_flows f;
+	struct flow_log got = { 0 }, want = { 0 };
+	chrome_flows_init(&f, CAP, log_flow, &got);
+	struct model_end ring[CAP] = { { 0 } };
+	unsigned head = 0;
+	uint64_t serial = 1, next_id = UINT64_C(1) << 52, unmatched = 0;
+	uint32_t seed = 12345;
+	for (int op = 0; op < OPS; op++) {
+		seed = seed * 1103515245u + 12345u;
+		uint32_t r = seed >> 8;
+		int role = (r & 1) ? CF_GPU : CF_API;
+		uint32_t scope = 1 + (r >> 1 & 1);
+		uint64_t corr = (r >> 2) % 12;
+		uint32_t ctrack = r >> 6 & 7;
+		int64_t ts = op;
+		chrome_flows_add(&f, role, scope, corr, ctrack, ts);
+		/* the model: newest first, by serial */
+		int inserted = 1;
+		for (;;) {
+			int best = -1;
+			for (int i = 0; i < CAP; i++)
+				if (ring[i].role && ring[i].role != role && ring[i].scope == scope &&
+				    ring[i].corr == corr && (best < 0 || ring[i].serial > ring[best].serial))
+					best = i;
+			if (best < 0)
+				break;
+			if (role == CF_GPU) {
+				log_flow(&want, next_id++, ring[best].ctrack, ring[best].ts, ctrack, ts);
+				inserted = 0;
+				break;
+			}
+			log_flow(&want, next_id++, ctrack, ts, ring[best].ctrack, ring[best].ts);
+			ring[best].role = 0;
+		}
+		if (inserted) {
+			if (ring[head].role == CF_GPU)
+				unmatched++;
+			ring[head] = (struct model_end){ role, scope, ctrack, corr, serial++, ts };
+			head = (head + 1) % CAP;
+		}
+	}
+	chrome_flows_finish(&f);
+	for (int i = 0; i < CAP; i++)
+		unmatched += ring[i].role == CF_GPU;
+	CHECK(want.n > OPS / 10);  /* the mix matches often */
+	CHECK_EQ_INT(got.n, want.n);
+	CHECK(got.n == want.n && memcmp(got.v, want.v, got.n * sizeof(*got.v)) == 0);
+	CHECK_EQ_INT(f.unmatched_gpu, unmatched);
+	chrome_flows_free(&f);
+	free(got.v);
+	free(want.v);
+}
+
 int
 main(void)
 {
@@ -202,5 +292,6 @@ main(void)
 	RUN(reorder);
 	RUN(placement);
 	RUN(flows);
+	RUN(flows_against_a_model);
 	return tap_done();
 }
