@@ -339,6 +339,8 @@ text_attrs(FILE *f, const struct tk_event *e)
 		text_value(f, e, "mem_kind");
 		text_field(f, e, "bytes", NULL);
 		text_field(f, e, "value", NULL);
+		if (e->u.memset.flags & TK_FLAG_ASYNC)
+			fputs(" async", f);
 		break;
 	case TK_SYNC:
 		text_value(f, e, "type");
@@ -703,6 +705,7 @@ json_attrs(json_t *o, const struct where *w, const struct tk_event *e)
 		json_field(o, e, "bytes", NULL);
 		json_field(o, e, "mem_kind", NULL);
 		json_field(o, e, "value", NULL);
+		json_object_set_new(o, "async", json_boolean(e->u.memset.flags & TK_FLAG_ASYNC));
 		break;
 	case TK_SYNC:
 		json_field(o, e, "type", "sync");

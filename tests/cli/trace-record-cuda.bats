@@ -375,8 +375,7 @@ for r in recs:
                 "correlation": int(r["corr"]), "bytes": int(r["bytes"]),
                 "device": 0, "stream": int(r["stream"])}
         if r["rec"] == "memset":
-            # (trace-dump --json does not show a memset'"'"'s async flag)
-            want |= {"kind": "memset", "value": int(r["value"]),
+            want |= {"kind": "memset", "async": r["async"] == "1", "value": int(r["value"]),
                      "mem_kind": mem[int(r["memkind"])],
                      "name": "Memset (" + mem[int(r["memkind"])] + ")"}
         else:
