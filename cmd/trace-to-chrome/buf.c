@@ -117,6 +117,99 @@ sb_dbl(struct sbuf *b, double v)
 	sb_mem(b, tmp, (size_t)n);
 }
 
+/* p significant digits r, the first at decimal exponent x, as %.{p}g
+ * writes them in fixed notation (trailing zeros and a bare point
+ * dropped), into out: its length, or 0 where %g would write an exponent
+ * instead. */
+static size_t
+put_fixed(const char *r, int p, int x, int neg, char out[40])
+{
+	if (x < -4 || x >= p)
+		return 0;
+	int k = p; /* the digits left once trailing zeros go */
+	while (k > 1 && r[k - 1] == '0')
+		k--;
+	size_t n = 0;
+	if (neg)
+		out[n++] = '-';
+	if (x >= 0) {
+		memcpy(out + n, r, (size_t)x + 1);
+		n += (size_t)x + 1;
+		if (k > x + 1) {
+			out[n++] = '.';
+			memcpy(out + n, r + x + 1, (size_t)(k - x - 1));
+			n += (size_t)(k - x - 1);
+		}
+	} else {
+		out[n++] = '0';
+		out[n++] = '.';
+		for (int z = 0; z < -x - 1; z++)
+			out[n++] = '0';
+		memcpy(out + n, r, (size_t)k);
+		n += (size_t)k;
+	}
+	out[n] = 0;
+	return n;
+}
+
+/* The 17 digits dig (the first at exponent x) of a value rounded to p
+ * digits and written as %.{p}g would (put_fixed), or 0 where only
+ * printf can tell: the digits dropped are exactly half a unit (the
+ * value's own further digits decide), or %g would write an exponent. */
+static size_t
+round_digits(const char dig[17], int x, int p, int neg, char out[40])
+{
+	int cmp = 0; /* the dropped digits against 5000... */
+	for (int i = p; i < 17 && !cmp; i++)
+		cmp = dig[i] - (i == p ? '5' : '0');
+	if (cmp == 0)
+		return 0;
+	char r[17];
+	memcpy(r, dig, (size_t)p);
+	if (cmp > 0) {
+		int i = p - 1;
+		while (i >= 0 && r[i] == '9')
+			r[i--] = '0';
+		if (i < 0) {
+			r[0] = '1';
+			x++;
+		} else {
+			r[i]++;
+		}
+	}
+	return put_fixed(r, p, x, neg, out);
+}
+
+void
+sb_dbl_exact(struct sbuf *b, double v)
+{
+	if (!isfinite(v) || v == 0) {
+		sb_dbl(b, v);
+		return;
+	}
+	/* one printf of 17 digits instead of one per precision tried: the
+	 * 15- and 16-digit texts are those digits rounded (unless that
+	 * rounding is a tie, which only the value's further digits decide) */
+	char e[40], num[40];
+	int neg = v < 0;
+	snprintf(e, sizeof(e), "%.16e", v); /* [-]d.dddddddddddddddde[+-]xx */
+	const char *m = e + neg;
+	char dig[17];
+	dig[0] = m[0];
+	memcpy(dig + 1, m + 2, 16);
+	int x = atoi(m + 19);
+	for (int p = 15; p <= 17; p++) {
+		size_t n = p < 17 ? round_digits(dig, x, p, neg, num)
+		                  : put_fixed(dig, 17, x, neg, num);
+		if (!n)
+			n = (size_t)snprintf(num, sizeof(num), "%.*g", p, v);
+		if (p == 17 || strtod(num, NULL) == v) {
+			sb_mem(b, num, n);
+			return;
+		}
+	}
+}
+
 void
 sb_printf(struct sbuf *b, const char *fmt, ...)
 {

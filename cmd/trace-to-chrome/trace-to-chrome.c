@@ -425,13 +425,7 @@ write_dur(struct sbuf *o, int64_t rel_ts, int64_t dur)
 		sb_us(o, dur);
 		return;
 	}
-	char num[32];
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(num, sizeof(num), "%.*g", prec, d);
-		if (strtod(num, NULL) == d)
-			break;
-	}
-	sb_mem(o, num, strlen(num));
+	sb_dbl_exact(o, d);
 }
 
 static void

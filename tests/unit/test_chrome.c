@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The parts of trace-to-chrome: number formats, the reorder buffer, the
  * nesting placement and the flow matcher, checked against brute force. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,10 +287,86 @@ TEST(flows_against_a_model)
 	free(want.v);
 }
 
+/* sb_dbl_exact() against what it replaces: printf at 15, 16, then 17
+ * digits until the text reads back.  Random doubles of every magnitude,
+ * the durations trace-to-chrome writes with it (whole nanoseconds / 1000,
+ * a few units in the last place off), short decimals and their
+ * neighbours, powers of ten, and ties at the 16th and 17th digit. */
+static void
+dbl_reference(char *out, size_t size, double v)
+{
+	for (int p = 15; p <= 17; p++) {
+		snprintf(out, size, "%.*g", p, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
+static int
+dbl_same(double v)
+{
+	char want[64];
+	struct sbuf b = { 0 };
+	dbl_reference(want, sizeof(want), v);
+	sb_dbl_exact(&b, v);
+	int same = strcmp(text(&b), want) == 0;
+	if (!same)
+		fprintf(stderr, "# %.17g: %s, printf %s\n", v, text(&b), want);
+	sb_free(&b);
+	return same;
+}
+
+TEST(exact_doubles)
+{
+	uint64_t seed = 88172645463325252ull;
+	long bad = 0, n = 0;
+	double powers[] = { 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 1e3, 1e9, 1e14, 1e15, 1e16, 1e17 };
+	for (size_t i = 0; i < sizeof(powers) / sizeof(powers[0]); i++)
+		for (int side = -1; side <= 1; side += 2) {
+			double v = powers[i];
+			for (int k = 0; k < 40; k++, n++) {
+				bad += !dbl_same(v) + !dbl_same(-v);
+				v = nextafter(v, side * INFINITY);
+			}
+		}
+	for (int i = 0; i < 300000; i++, n++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		double v;
+		switch (i % 5) {
+		case 0: /* any finite double */
+			memcpy(&v, &seed, sizeof(v));
+			if (!isfinite(v))
+				continue;
+			break;
+		case 1: { /* a duration: ns / 1000, nudged a few ulps */
+			v = (double)(seed >> 24) / 1000;
+			for (int k = (int)(seed & 7); k > 0; k--)
+				v = nextafter(v, (seed & 8) ? INFINITY : 0);
+			break;
+		}
+		case 2: /* short decimals and their neighbours */
+			v = (double)(seed % 1000000) / 1000 + (double)(seed >> 40 & 0xffff);
+			if (seed & 1)
+				v = nextafter(v, INFINITY);
+			break;
+		case 3: /* 16 and 17 digits ending in 5: ties after rounding */
+			v = (double)(seed % 1000000000000000ull) + 0.5;
+			break;
+		default: /* a value in the range of a trace, any bits below */
+			v = ldexp((double)(seed >> 11), -(int)(seed % 70));
+			break;
+		}
+		bad += !dbl_same(v) + !dbl_same(-v);
+	}
+	CHECK(n > 300000);
+	CHECK_EQ_INT(bad, 0);
+}
+
 int
 main(void)
 {
 	RUN(numbers);
+	RUN(exact_doubles);
 	RUN(reorder);
 	RUN(placement);
 	RUN(flows);
