@@ -38,6 +38,7 @@ main(void)
 #include "helpers.h"
 #include "tap.h"
 #include "inject.h"
+#include "support.h"
 #include "tbuf.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
@@ -672,6 +673,289 @@ TEST(async_ranges_ended_in_any_order)
 	free(s.ev);
 }
 
+/* ---- records made by hand ---------------------------------------------------------
+ * What nvtx.c would write only after losing records to full buffers, or
+ * never: put into this thread's buffer as nvtx.c lays them out, with
+ * the times, levels, ids and domains chosen here, so that what the
+ * flusher makes of them can be checked to the nanosecond. */
+
+struct raw {
+	uint8_t type;
+	uint16_t domain;
+	int64_t ts;
+	uint64_t id;                  /* START and END */
+	uint32_t level;               /* PUSH and POP */
+	const char *text;             /* or a registered string: */
+	uint32_t string;
+	const struct tki_attrs *attrs;
+};
+
+static void
+put_raw(const struct raw *x)
+{
+	struct tki_thread *t = tki_self ? tki_self : tki_thread_attach();
+	int has_id = x->type == TKI_REC_START || x->type == TKI_REC_END;
+	uint32_t len = x->text ? (uint32_t)strlen(x->text) : 0;
+	uint32_t size = (uint32_t)sizeof(struct tki_rec) + (has_id ? 8u : 0u);
+	if (x->type == TKI_REC_POP)
+		size += (uint32_t)sizeof(struct tki_pop);
+	else if (x->type != TKI_REC_END)
+		size += (x->attrs ? (uint32_t)sizeof(*x->attrs) : 0u) +
+		        (uint32_t)sizeof(struct tki_msg) + tki_align8(len);
+	uint8_t *p = tki_reserve(t, size);
+	if (!p)
+		abort();
+	memset(p, 0, size);
+	struct tki_rec *r = (struct tki_rec *)p;
+	r->type = x->type;
+	r->flags = (uint8_t)((x->attrs ? TKI_F_ATTRS : 0) |
+	                     (x->string ? TKI_F_REGISTERED : 0));
+	r->domain = x->domain;
+	r->size = size;
+	r->ts = x->ts;
+	p += sizeof(*r);
+	if (has_id) {
+		memcpy(p, &x->id, 8);
+		p += 8;
+	}
+	if (x->type == TKI_REC_POP) {
+		memcpy(p, &x->level, 4);
+	} else if (x->type != TKI_REC_END) {
+		if (x->attrs) {
+			memcpy(p, x->attrs, sizeof(*x->attrs));
+			p += sizeof(*x->attrs);
+		}
+		struct tki_msg m = { len, x->string, x->level, 0 };
+		memcpy(p, &m, sizeof(m));
+		memcpy(p + sizeof(m), x->text ? x->text : "", len);
+	}
+	tki_commit(t, size);
+	/* what becomes an event is counted, as nvtx.c counts it */
+	if (x->type == TKI_REC_PUSH || x->type == TKI_REC_MARK ||
+	    x->type == TKI_REC_START)
+		tki_count(t);
+}
+
+/* The one event named `name`, NULL unless there is exactly one. */
+static const struct ev *
+only(const struct spool_read *s, const char *name)
+{
+	const struct ev *e = NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->ev[i].name, name)) {
+			if (e)
+				return NULL;
+			e = &s->ev[i];
+		}
+	return e;
+}
+
+/* Push ranges whose pops were lost: a push at a level still open ends
+ * the range there (unfinished), a pop ends every level above its own
+ * (unfinished) and its own; a level never pushed (a gap) is skipped,
+ * also by the watermark's and the snapshot's walks (a flush while the
+ * gap is open); a pop of a domain this thread never pushed, or of a
+ * level not open, is ignored; a pop older than its push gives a
+ * range of no length; a domain id nobody registered, no name. */
+TEST(push_pop_with_lost_records)
+{
+	uint16_t D = (uint16_t)((struct tki_domain *)(void *)nvtxDomainCreateA("raw"))->id;
+	const uint16_t NODOM = 777;
+	nvtxMarkA("raw.attach"); /* this thread's buffer */
+	int64_t b = tki_now();
+	struct raw r[] = {
+		{ TKI_REC_POP, NODOM, b + 1, 0, 0, NULL, 0, NULL },
+		{ TKI_REC_PUSH, D, b + 10, 0, 0, "r.outer", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 20, 0, 1, "r.lostpop", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 30, 0, 1, "r.again", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 40, 0, 3, "r.gap", 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		put_raw(&r[i]);
+	int64_t open_before = b + 10;
+	tki_flusher_round(0); /* level 2 is a gap while this flush runs */
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             open_before);
+	struct raw r2[] = {
+		{ TKI_REC_POP, D, b + 50, 0, 1, NULL, 0, NULL },
+		{ TKI_REC_POP, D, b + 52, 0, 2, NULL, 0, NULL },   /* not open */
+		{ TKI_REC_POP, D, b + 60, 0, 0, NULL, 0, NULL },
+		{ TKI_REC_PUSH, D, b + 62, 0, 1, "r.high", 0, NULL },
+		{ TKI_REC_POP, D, b + 64, 0, 0, NULL, 0, NULL },   /* 0 not open */
+		{ TKI_REC_PUSH, NODOM, b + 70, 0, 0, "r.nodomain", 0, NULL },
+		{ TKI_REC_POP, NODOM, b + 65, 0, 0, NULL, 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r2) / sizeof(r2[0]); i++)
+		put_raw(&r2[i]);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	struct { const char *name; int64_t ts, dur; int unfinished; } want[] = {
+		{ "r.outer", b + 10, 50, 0 },
+		{ "r.lostpop", b + 20, 10, 1 },   /* ended by r.again's push */
+		{ "r.again", b + 30, 20, 0 },
+		{ "r.gap", b + 40, 10, 1 },       /* ended by level 1's pop */
+		{ "r.high", b + 62, 2, 1 },       /* ended by level 0's pop */
+		{ "r.nodomain", b + 70, 0, 0 },   /* popped "before" it began */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct ev *e = only(&s, want[i].name);
+		CHECK(e != NULL);
+		if (!e)
+			continue;
+		CHECK_EQ_INT(e->kind, TK_RANGE);
+		CHECK_EQ_INT(e->ts, want[i].ts);
+		CHECK_EQ_INT(e->dur, want[i].dur);
+		CHECK_EQ_INT(e->unfinished, want[i].unfinished);
+		CHECK_STR(e->domain, i == 5 ? "" : "raw");
+		CHECK_EQ_INT(e->tid, gettid_());
+	}
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+/* Start/end ranges made by hand: ends read before their starts wait
+ * for them (two at once, matched by id, not by order), an end older
+ * than its start gives no length, registered strings (cached after
+ * their first use; an unknown id names nothing), and a record of a
+ * type this library does not write is skipped. */
+TEST(start_end_and_registered_by_hand)
+{
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringA(NULL, "r.registered");
+	uint32_t reg_id = ((const struct tki_string *)(const void *)reg)->id;
+	struct tki_attrs a = { 5, 0xff0000ff, TK_PAYLOAD_UINT, 0, 77 };
+	int64_t b = tki_now();
+	struct raw r[] = {
+		{ TKI_REC_END, 0, b + 90, 1001, 0, NULL, 0, NULL },
+		{ TKI_REC_END, 0, b + 91, 1002, 0, NULL, 0, NULL },
+		{ TKI_REC_START, 0, b + 80, 1002, 0, "r.second", 0, &a },
+		{ TKI_REC_START, 0, b + 81, 1001, 0, "r.first", 0, NULL },
+		{ TKI_REC_START, 0, b + 100, 1003, 0, "r.backwards", 0, NULL },
+		{ TKI_REC_END, 0, b + 95, 1003, 0, NULL, 0, NULL },
+		{ 99, 0, b + 101, 0, 0, "r.unknown.type", 0, NULL },
+		{ TKI_REC_MARK, 0, b + 102, 0, 0, NULL, reg_id, NULL },
+		{ TKI_REC_MARK, 0, b + 103, 0, 0, NULL, reg_id, &a },
+		{ TKI_REC_MARK, 0, b + 104, 0, 0, NULL, 5000, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		put_raw(&r[i]);
+	struct spool_read s;
+	flush_and_read(&s);
+	const struct ev *e = only(&s, "r.second");
+	CHECK(e && e->kind == TK_ASYNC_RANGE && e->ts == b + 80 && e->dur == 11);
+	CHECK(e && e->id == 1002 && !e->unfinished);
+	CHECK(e && e->category == 5 && e->color == 0xff0000ff &&
+	      e->payload_type == TK_PAYLOAD_UINT && e->payload.u == 77);
+	e = only(&s, "r.first");
+	CHECK(e && e->kind == TK_ASYNC_RANGE && e->ts == b + 81 && e->dur == 9);
+	CHECK(e && e->id == 1001 && e->category == 0 && !e->unfinished);
+	e = only(&s, "r.backwards");
+	CHECK(e && e->ts == b + 100 && e->dur == 0 && !e->unfinished);
+	CHECK_EQ_INT(count(&s, TK_MARK, "r.unknown.type") +
+	             count(&s, TK_RANGE, "r.unknown.type"), 0);
+	CHECK_EQ_INT(count(&s, TK_MARK, "r.registered"), 2);
+	e = find(&s, TK_MARK, "r.registered", 1);
+	CHECK(e && e->ts == b + 103 && e->category == 5);
+	int unnamed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		unnamed += s.ev[i].kind == TK_MARK && s.ev[i].ts == b + 104 &&
+		           !s.ev[i].name[0];
+	CHECK_EQ_INT(unnamed, 1);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+/* Ids whose home slot in the flusher's table of open start/end ranges
+ * is given by the low 16 bits of their hash (the table has at most
+ * 65536 slots here, so they are home at slot `low` of any size). */
+static uint64_t
+id_homed_at(uint32_t low, uint64_t *next)
+{
+	for (uint64_t id = *next;; id++)
+		if ((tkp_hash_u64(id) & 0xffff) == low) {
+			*next = id + 1;
+			return id;
+		}
+}
+
+/* Start ranges with chosen ids (t->next_range_id), end them in the
+ * given order; each must come out once, whole, ended in that order. */
+static void
+starts_and_ends(const char *name, const uint64_t *ids, int n, const int *end_order)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = name;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	nvtxRangeId_t got[8];
+	for (int i = 0; i < n; i++) {
+		tki_self->next_range_id = ids[i];
+		a.payload.ullValue = (uint64_t)i;
+		got[i] = nvtxRangeStartEx(&a);
+		CHECK_EQ_INT(got[i], ids[i]);
+	}
+	for (int k = 0; k < n; k++)
+		nvtxRangeEnd(got[end_order[k]]);
+	struct spool_read s;
+	flush_and_read(&s);
+	int64_t end_of[8] = { 0 };
+	int seen[8] = { 0 };
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *e = &s.ev[i];
+		if (e->kind != TK_ASYNC_RANGE || strcmp(e->name, name) != 0 ||
+		    e->payload.u >= (uint64_t)n || e->unfinished)
+			continue;
+		seen[e->payload.u]++;
+		end_of[e->payload.u] = e->ts + e->dur;
+		CHECK_EQ_INT(e->id, ids[e->payload.u]);
+	}
+	int once = 1, in_order = 1;
+	for (int i = 0; i < n; i++)
+		once &= seen[i] == 1;
+	for (int k = 1; k < n && once; k++)
+		in_order &= end_of[end_order[k]] >= end_of[end_order[k - 1]];
+	CHECK(once);
+	CHECK(in_order);
+	/* none left behind, waiting: nothing open */
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+	free(s.ev);
+}
+
+/* The open start/end ranges are a hash table with linear probing and
+ * backward-shift deletion; a chain that runs past the table's last
+ * slot continues at slot 0.  Deleting around that end must move back
+ * exactly the entries whose home is not between the hole and them. */
+TEST(async_table_wraps_around_its_end)
+{
+	uint64_t next = 1;
+	const uint32_t LAST = 0xffff, BEFORE = 0xfffe;
+	uint64_t l1 = id_homed_at(LAST, &next), l2 = id_homed_at(LAST, &next),
+	         l3 = id_homed_at(LAST, &next), z = id_homed_at(0, &next),
+	         o = id_homed_at(1, &next), p = id_homed_at(BEFORE, &next);
+	/* last, last (wraps to 0), 0 (at 1), 1 (at 2); the first ended
+	 * first: each of the others moves back one slot, across the end */
+	uint64_t s1[] = { l1, l2, z, o };
+	int e1[] = { 0, 1, 2, 3 };
+	starts_and_ends("wrap.1", s1, 4, e1);
+	/* last, last (at 0), last (at 1); the one at 0 ended first: the
+	 * one at 1, home past it, moves back to 0 */
+	uint64_t s2[] = { l1, l2, l3 };
+	int e2[] = { 1, 0, 2 };
+	starts_and_ends("wrap.2", s2, 3, e2);
+	/* before-last, last, 0 (at 0), last (at 1): ending the first moves
+	 * nothing (each is at or after its home); ending the second moves
+	 * the one at 1 back to the last slot, not the one at home at 0 */
+	uint64_t s3[] = { p, l1, z, l2 };
+	int e3[] = { 0, 1, 3, 2 };
+	starts_and_ends("wrap.3", s3, 4, e3);
+}
+
 TEST(open_ranges_hold_the_watermark)
 {
 	int64_t before = tki_now();
@@ -994,6 +1278,9 @@ main(void)
 	RUN(odd_nvtx_calls);
 	RUN(threads_names_and_async);
 	RUN(async_ranges_ended_in_any_order);
+	RUN(push_pop_with_lost_records);
+	RUN(start_end_and_registered_by_hand);
+	RUN(async_table_wraps_around_its_end);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
 	RUN(capture_schedule);
