@@ -164,6 +164,20 @@ find(const struct spool_read *s, unsigned kind, const char *name, size_t nth)
 	return NULL;
 }
 
+/* The one event named `name`, NULL unless there is exactly one. */
+static const struct ev *
+only(const struct spool_read *s, const char *name)
+{
+	const struct ev *e = NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->ev[i].name, name)) {
+			if (e)
+				return NULL;
+			e = &s->ev[i];
+		}
+	return e;
+}
+
 static int
 inside(const struct ev *in, const struct ev *out)
 {
@@ -554,6 +568,234 @@ TEST(odd_nvtx_calls)
 	free(s.ev);
 }
 
+/* ---- NVTX instances the loader could hand us ------------------------------------
+ * A stand-in for an NVTX instance's export tables (nvtxDetail/
+ * nvtxTypes.h): none, too small, without the table function, a CORE
+ * module it will not give, a CORE2 module with no table, an older CORE
+ * table with fewer slots and one slot missing, version information
+ * missing, too small or without its setter. */
+static struct {
+	const void *callbacks;            /* what get() answers */
+	const void *version;
+	int refuse_core;
+	unsigned core_size;               /* slots the CORE table has */
+	NvtxFunctionPointer fn[NVTX_CBID_CORE_SIZE];
+	NvtxFunctionPointer *slots[NVTX_CBID_CORE_SIZE];
+	uint32_t version_set;
+	int version_calls;
+} fake_nvtx;
+
+static int NVTX_API
+fake_module_table(NvtxCallbackModule module, NvtxFunctionTable *table,
+                  unsigned *size)
+{
+	if (module == NVTX_CB_MODULE_CORE && !fake_nvtx.refuse_core) {
+		*table = fake_nvtx.slots;
+		*size = fake_nvtx.core_size;
+		return 1;
+	}
+	if (module == NVTX_CB_MODULE_CORE2) { /* says yes, gives nothing */
+		*table = NULL;
+		*size = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void NVTX_API
+fake_set_version(uint32_t v)
+{
+	fake_nvtx.version_set = v;
+	fake_nvtx.version_calls++;
+}
+
+static const void *NVTX_API
+fake_get(uint32_t id)
+{
+	return id == NVTX_ETID_CALLBACKS ? fake_nvtx.callbacks
+	       : id == NVTX_ETID_VERSIONINFO ? fake_nvtx.version : NULL;
+}
+
+/* Reset the stand-in: a full CORE table but for MarkA's slot. */
+static void
+fake_nvtx_reset(const void *callbacks, const void *version)
+{
+	memset(&fake_nvtx, 0, sizeof(fake_nvtx));
+	fake_nvtx.callbacks = callbacks;
+	fake_nvtx.version = version;
+	fake_nvtx.core_size = NVTX_CBID_CORE_SIZE;
+	for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++)
+		fake_nvtx.slots[i] = i == NVTX_CBID_CORE_MarkA ? NULL : &fake_nvtx.fn[i];
+}
+
+static int
+fake_filled(void)
+{
+	int n = 0;
+	for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++)
+		n += fake_nvtx.fn[i] != NULL;
+	return n;
+}
+
+TEST(nvtx_export_tables_of_every_shape)
+{
+	NvtxExportTableCallbacks cb = { sizeof(cb), fake_module_table };
+	NvtxExportTableCallbacks small = { sizeof(cb) - 1, fake_module_table };
+	NvtxExportTableCallbacks no_fn = { sizeof(cb), NULL };
+	NvtxExportTableVersionInfo vi = { sizeof(vi), NVTX_VERSION, 0, fake_set_version };
+	NvtxExportTableVersionInfo vi_small = { sizeof(vi) - 1, NVTX_VERSION, 0,
+	                                        fake_set_version };
+	NvtxExportTableVersionInfo vi_none = { sizeof(vi), NVTX_VERSION, 0, NULL };
+
+	/* refused: nothing installed */
+	CHECK_EQ_INT(InitializeInjectionNvtx2(NULL), 0);
+	const void *bad[] = { NULL, &small, &no_fn };
+	for (int i = 0; i < 3; i++) {
+		fake_nvtx_reset(bad[i], &vi);
+		CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 0);
+		CHECK_EQ_INT(fake_filled(), 0);
+		CHECK_EQ_INT(fake_nvtx.version_calls, 0);
+	}
+	fake_nvtx_reset(&cb, &vi);
+	fake_nvtx.refuse_core = 1;
+	CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 0);
+	CHECK_EQ_INT(fake_filled(), 0);
+
+	/* an older CORE table of 5 slots (MarkEx .. RangeStartW, MarkA's
+	 * missing): what fits is filled, nothing past it */
+	fake_nvtx_reset(&cb, NULL);
+	fake_nvtx.core_size = 5;
+	CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 1);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkEx] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkW] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_RangeStartEx] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkA] == NULL);
+	CHECK_EQ_INT(fake_filled(), 3);
+	/* and what was filled records */
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "through.fake.table";
+	void (*mark_ex)(const nvtxEventAttributes_t *);
+	memcpy(&mark_ex, &fake_nvtx.fn[NVTX_CBID_CORE_MarkEx], sizeof(mark_ex));
+	mark_ex(&a);
+
+	/* version information: set only through a whole table's setter */
+	const void *versions[] = { &vi_small, &vi_none, &vi };
+	for (int i = 0; i < 3; i++) {
+		fake_nvtx_reset(&cb, versions[i]);
+		CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 1);
+		CHECK_EQ_INT(fake_filled(), NVTX_CBID_CORE_SIZE - 2); /* not 0, MarkA */
+		CHECK_EQ_INT(fake_nvtx.version_calls, i == 2);
+	}
+	CHECK_EQ_INT(fake_nvtx.version_set, NVTX_VERSION);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_MARK, "through.fake.table"), 1);
+	free(s.ev);
+}
+
+/* Registered strings are one handle per text and domain; names given
+ * as NULL, an empty domain name, renamed threads and CUDA objects. */
+TEST(registry_handles_and_names)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("reg.dom");
+	nvtxStringHandle_t h1 = nvtxDomainRegisterStringA(d, "same");
+	CHECK(h1 != NULL);
+	CHECK(nvtxDomainRegisterStringA(d, "same") == h1);
+	CHECK(nvtxDomainRegisterStringW(d, L"same") == h1);
+	nvtxStringHandle_t other_domain = nvtxDomainRegisterStringA(NULL, "same");
+	nvtxStringHandle_t shorter = nvtxDomainRegisterStringA(d, "sam");
+	nvtxStringHandle_t other_text = nvtxDomainRegisterStringA(d, "sane");
+	CHECK(other_domain && other_domain != h1);
+	CHECK(shorter && shorter != h1 && other_text && other_text != h1 &&
+	      shorter != other_text);
+	CHECK(tki_string_by_id(0) == NULL);
+	CHECK(tki_string_by_id(1u << 30) == NULL);
+	CHECK(tki_string_by_id(((struct tki_string *)(void *)h1)->id) ==
+	      (struct tki_string *)(void *)h1);
+
+	/* "" is the default domain, as NULL is */
+	CHECK(nvtxDomainCreateA("") == nvtxDomainCreateA(NULL));
+	CHECK(tki_domain_by_id(0) == tki_domain_default());
+	CHECK(tki_domain_by_id(60000) == NULL);
+
+	/* NULL names are ignored: the earlier name stays */
+	int64_t tid = gettid_();
+	nvtxNameOsThreadA((uint32_t)tid, "reg.first");
+	nvtxNameOsThreadA((uint32_t)tid, NULL);
+	char buf[64] = "";
+	CHECK(tki_thread_name_get(tid, buf, sizeof(buf)) && !strcmp(buf, "reg.first"));
+	nvtxMarkA("reg.named.first");
+	tki_flusher_round(0);
+	nvtxNameOsThreadA((uint32_t)tid, "reg.second");
+	CHECK(tki_thread_name_get(tid, buf, sizeof(buf)) && !strcmp(buf, "reg.second"));
+	nvtxNameCategoryA(41, NULL);
+	nvtxNameCategoryA(42, "reg.cat");
+
+	/* CUDA objects: named, renamed, each kind its own */
+	tki_resource_name_set(TKI_RES_CU_STREAM, 0x1234, "stream.a");
+	tki_resource_name_set(TKI_RES_CU_STREAM, 0x1234, "stream.b");
+	tki_resource_name_set(TKI_RES_CU_EVENT, 0x1234, "event.a");
+	tki_resource_name_set(TKI_RES_CU_EVENT, 0x9999, NULL);
+	CHECK(tki_resource_name_get(TKI_RES_CU_STREAM, 0x1234, buf, sizeof(buf)) &&
+	      !strcmp(buf, "stream.b"));
+	CHECK(tki_resource_name_get(TKI_RES_CU_EVENT, 0x1234, buf, sizeof(buf)) &&
+	      !strcmp(buf, "event.a"));
+	CHECK(!tki_resource_name_get(TKI_RES_CU_EVENT, 0x9999, buf, sizeof(buf)));
+	CHECK(!tki_resource_name_get(TKI_RES_CUDA_STREAM, 0x1234, buf, sizeof(buf)));
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 42;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = h1;
+	nvtxDomainMarkEx(d, &a);
+	nvtxDomainMarkEx(d, &a);
+	a.message.registered = shorter;
+	nvtxDomainMarkEx(d, &a);
+	a.message.registered = NULL; /* no string: no name */
+	a.category = 43;
+	nvtxDomainMarkEx(d, &a);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	const struct ev *e = only(&s, "reg.named.first");
+	CHECK(e && !strcmp(e->thread, "reg.first"));
+	CHECK_EQ_INT(count(&s, TK_MARK, "same"), 2);
+	CHECK_EQ_INT(count(&s, TK_MARK, "sam"), 1);
+	e = find(&s, TK_MARK, "same", 1);
+	CHECK(e && !strcmp(e->domain, "reg.dom") && e->category == 42);
+	CHECK(e && !strcmp(e->thread, "reg.second"));
+	int unnamed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		unnamed += s.ev[i].category == 43 && !s.ev[i].name[0];
+	CHECK_EQ_INT(unnamed, 1);
+	free(s.ev);
+
+	/* the categories defined: 42, not 41 */
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	int c41 = 0, c42 = 0;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_CATEGORY && !rec.u.category->domain[0]) {
+				c41 += rec.u.category->category == 41;
+				c42 += rec.u.category->category == 42 &&
+				       !strcmp(rec.u.category->name, "reg.cat");
+			}
+	tk_reader_free(r);
+	CHECK_EQ_INT(c41, 0);
+	CHECK_EQ_INT(c42, 1);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 2000
 
@@ -734,20 +976,6 @@ put_raw(const struct raw *x)
 	if (x->type == TKI_REC_PUSH || x->type == TKI_REC_MARK ||
 	    x->type == TKI_REC_START)
 		tki_count(t);
-}
-
-/* The one event named `name`, NULL unless there is exactly one. */
-static const struct ev *
-only(const struct spool_read *s, const char *name)
-{
-	const struct ev *e = NULL;
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->ev[i].name, name)) {
-			if (e)
-				return NULL;
-			e = &s->ev[i];
-		}
-	return e;
 }
 
 /* Push ranges whose pops were lost: a push at a level still open ends
@@ -1276,6 +1504,8 @@ main(void)
 	RUN(attributes_domains_categories);
 	RUN(wide_calls_and_attribute_variants);
 	RUN(odd_nvtx_calls);
+	RUN(nvtx_export_tables_of_every_shape);
+	RUN(registry_handles_and_names);
 	RUN(threads_names_and_async);
 	RUN(async_ranges_ended_in_any_order);
 	RUN(push_pop_with_lost_records);
