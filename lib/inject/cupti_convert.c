@@ -834,11 +834,12 @@ is_device_memory(unsigned kind)
 	       kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
 }
 
-/* One allocation or release on the stream track it belongs to. */
+/* One allocation or release on the stream track it belongs to; TK_OK
+ * also when it is skipped (a definition refused). */
 static int
-memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
-             uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
-             uint32_t stream, int64_t ts)
+memory_op_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
+                uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
+                uint32_t stream, int64_t ts)
 {
 	struct tk_event *e = &c->ev[TK_MEMORY];
 	int rc = TK_OK;
@@ -874,7 +875,20 @@ memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t addre
 	e->u.memory.mem_kind = kind;
 	e->u.memory.address = address;
 	e->u.memory.bytes = bytes;
-	if ((rc = emit(c, e)) != TK_OK || !is_device_memory(kind))
+	return emit(c, e);
+}
+
+/* The event, and for device memory the device's sample of memory in
+ * use: counted even when the event could not be written, or every
+ * later sample of the device would be off by its bytes. */
+static int
+memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
+             uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
+             uint32_t stream, int64_t ts)
+{
+	int rc = memory_op_event(c, op, kind, address, bytes, corr, device, context,
+	                         stream, ts);
+	if (rc != TK_OK || !is_device_memory(kind))
 		return rc;
 	int64_t delta = bytes > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)bytes;
 	return device_memory(c, device, op == TK_MEM_FREE ? -delta : delta, ts);
