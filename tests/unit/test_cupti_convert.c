@@ -2401,6 +2401,44 @@ TEST(every_definition_refused)
 	free(want);
 }
 
+/* A missing converter, record or writer is refused, not followed. */
+TEST(null_arguments)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	CUpti_ActivityKernel10 k = kernel_rec("k", 7, 100, 200);
+	CHECK_EQ_INT(cupti_convert_record(NULL, (const CUpti_Activity *)&k), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_record(f.c, NULL), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_dropped(NULL, 1, "x"), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_buffer(NULL, NULL, 0, 0), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_finish(NULL), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_context(NULL, 1, 0, 7), TK_EINVAL);
+	CHECK(cupti_convert_new(NULL, &f.ch) == NULL);
+	CHECK(cupti_convert_new(f.h.w, NULL) == NULL);
+	cupti_convert_reset(NULL);
+	cupti_convert_set_writer(NULL, f.h.w);
+	cupti_convert_set_writer(f.c, NULL); /* keeps its writer */
+	cupti_convert_release(NULL);
+	cupti_convert_free(NULL);
+	/* a loss without a reason: an empty one */
+	CHECK_EQ_INT(cupti_convert_dropped(f.c, 2, NULL), TK_OK);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	int64_t in_use = -1, peak = -1;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, NULL, NULL), 0);
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == 0 && peak == 0);
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 5, &in_use, &peak), -1);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 1);
+	const struct got *g = nth(&rb, TK_DROPPED, 0);
+	CHECK(g && g->e.u.dropped.count == 2 && !strcmp(g->reason, ""));
+	teardown(&f, &rb);
+	char msg[8] = "x";
+	CHECK_EQ_INT(cupti_convert_check_api_version(CUPTI_API_VERSION, msg, 0), 0);
+	CHECK_STR(msg, "x"); /* no room: nothing written */
+}
+
 int
 main(void)
 {
@@ -2447,6 +2485,7 @@ main(void)
 	RUN(unreadable_after_each_kind);
 	RUN(every_allocation_failing);
 	RUN(every_definition_refused);
+	RUN(null_arguments);
 	return tap_done();
 }
 
