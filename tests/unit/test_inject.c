@@ -1471,6 +1471,127 @@ TEST(exit_flush_writes_open_ranges_and_ends)
 	free(s.ev);
 }
 
+/* ---- the options trace-record passes ----------------------------------------------
+ * Read once, by a process's first NVTX call: this program again, run
+ * with an environment of the test's making, says what it read. */
+
+static char self_exe[1024];
+
+/* Run `self_exe --config` with `env`; its one line of output in `out`,
+ * its pid in *child. */
+static int
+config_child(char *const env[], char *out, size_t n, pid_t *child)
+{
+	int fd[2];
+	if (pipe(fd) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		char *argv[] = { self_exe, "--config", NULL };
+		execve(self_exe, argv, env);
+		_exit(127);
+	}
+	close(fd[1]);
+	*child = pid;
+	ssize_t k = 0, r;
+	while (k < (ssize_t)n - 1 && (r = read(fd[0], out + k, n - 1 - (size_t)k)) > 0)
+		k += r;
+	out[k > 0 ? k : 0] = 0;
+	close(fd[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The child: one NVTX call, then what it read. */
+static int
+config_main(void)
+{
+	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
+	nvtxMarkA("config");
+	printf("on=%d flush=%lld buffer=%zu window=%lld:%lld schedule=%llu,%llu,%llu,%llu "
+	       "recorder=%ld\n", atomic_load(&tki_on), (long long)tki_cfg.flush_ns,
+	       tki_cfg.buffer_limit, (long long)tki_cfg.win_begin,
+	       (long long)tki_cfg.win_end, (unsigned long long)tki_cfg.skip,
+	       (unsigned long long)tki_cfg.warmup, (unsigned long long)tki_cfg.active,
+	       (unsigned long long)tki_cfg.cycles, tki_cfg.recorder);
+	fflush(stdout);
+	return 0;
+}
+
+/* Values as given are taken; values that are not numbers, out of
+ * range, too small or in the wrong order leave the defaults (1 s,
+ * 64 MiB, no window, the schedule's active phase at least 1); no
+ * recording without an absolute spool directory or with a recorder
+ * that is gone (one it may not signal is there). */
+TEST(options_from_the_environment)
+{
+	char spool_env[300], recorder_env[64], out[512];
+	snprintf(spool_env, sizeof(spool_env), TKI_ENV_SPOOL "=%s", spool);
+	snprintf(recorder_env, sizeof(recorder_env), TKI_ENV_RECORDER "=%ld",
+	         (long)getpid());
+	char buffer_env[64];
+	snprintf(buffer_env, sizeof(buffer_env), TKI_ENV_BUFFER "=%u",
+	         4 * TKI_BLOCK_BYTES);
+	char *given[] = { spool_env, recorder_env, TKI_ENV_FLUSH "=5000000",
+	                  buffer_env, TKI_ENV_WINDOW "=100:200",
+	                  TKI_ENV_SCHEDULE "=1,2,0,3", NULL };
+	char want[512];
+	snprintf(want, sizeof(want), "on=1 flush=5000000 buffer=%u window=100:200 "
+	         "schedule=1,2,1,3 recorder=%ld\n", 4 * TKI_BLOCK_BYTES, (long)getpid());
+	pid_t child;
+	char path[1024];
+	CHECK_EQ_INT(config_child(given, out, sizeof(out), &child), 0);
+	CHECK_STR(out, want);
+	CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
+
+	const char *defaults = "on=1 flush=1000000000 buffer=67108864 "
+	                       "window=-9223372036854775808:9223372036854775807 "
+	                       "schedule=0,0,1,1 recorder=0\n";
+	char *bad1[] = { spool_env, TKI_ENV_RECORDER "=", TKI_ENV_FLUSH "=12x",
+	                 TKI_ENV_BUFFER "=99999999999999999999999", TKI_ENV_WINDOW "=300:200",
+	                 NULL };
+	CHECK_EQ_INT(config_child(bad1, out, sizeof(out), &child), 0);
+	CHECK_STR(out, defaults);
+	char small[64];
+	snprintf(small, sizeof(small), TKI_ENV_BUFFER "=%u", 2 * TKI_BLOCK_BYTES - 1);
+	char *bad2[] = { spool_env, TKI_ENV_FLUSH "=0", small, TKI_ENV_WINDOW "=soon",
+	                 TKI_ENV_RECORDER "=7x", NULL };
+	CHECK_EQ_INT(config_child(bad2, out, sizeof(out), &child), 0);
+	CHECK_STR(out, defaults);
+
+	/* a recorder this process may not signal (init, unless run as
+	 * root) is there */
+	char *init_recorder[] = { spool_env, TKI_ENV_RECORDER "=1", NULL };
+	CHECK_EQ_INT(config_child(init_recorder, out, sizeof(out), &child), 0);
+	CHECK(strncmp(out, "on=1 ", 5) == 0 && strstr(out, " recorder=1\n"));
+
+	/* not recording: no spool, a relative one, a recorder gone */
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	char gone_env[64];
+	snprintf(gone_env, sizeof(gone_env), TKI_ENV_RECORDER "=%ld", (long)gone);
+	char *none[] = { recorder_env, NULL };
+	/* the spool directory itself, relative to any working directory
+	 * less than 16 deep */
+	char relative_env[400];
+	snprintf(relative_env, sizeof(relative_env), TKI_ENV_SPOOL "=%s%s",
+	         "../../../../../../../../../../../../../../../..", spool);
+	char *relative[] = { relative_env, recorder_env, NULL };
+	char *dead[] = { spool_env, gone_env, NULL };
+	char *const *off[] = { none, relative, dead };
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ_INT(config_child((char **)off[i], out, sizeof(out), &child), 0);
+		CHECK(strncmp(out, "on=0 ", 5) == 0);
+		CHECK(latest_spool(spool, child, path, sizeof(path)) < 0);
+	}
+}
+
 static void
 remove_spool(void)
 {
@@ -1485,8 +1606,12 @@ remove_spool(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--config") == 0)
+		return config_main();
+	ssize_t k = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	self_exe[k > 0 ? k : 0] = 0;
 	strcpy(spool, "/tmp/tracekit-test-XXXXXX");
 	if (!mkdtemp(spool))
 		return 1;
@@ -1518,6 +1643,7 @@ main(void)
 	RUN(program_closes_every_descriptor);
 	RUN(fork_child_has_its_own_spool);
 	RUN(fork_waits_for_the_flusher);
+	RUN(options_from_the_environment);
 	RUN(exit_flush_writes_open_ranges_and_ends);
 	remove_spool();
 	return tap_done();
