@@ -796,6 +796,76 @@ TEST(registry_handles_and_names)
 	CHECK_EQ_INT(c42, 1);
 }
 
+/* NVTX calls given no attributes or no text, an attribute struct too
+ * small to hold even a category, an end of no range or of one never
+ * recorded, and push/pop nesting deeper than the levels whose flags
+ * are kept (128): every range still comes out once, nested. */
+TEST(null_attributes_and_deep_nesting)
+{
+	nvtxMarkA(NULL);
+	nvtxMarkEx(NULL);
+	nvtxRangeEnd(nvtxRangeStartEx(NULL));
+	CHECK_EQ_INT(nvtxRangePushEx(NULL), 0);
+	nvtxRangePop();
+	nvtxDomainRangeEnd(NULL, nvtxDomainRangeStartEx(NULL, NULL));
+	CHECK_EQ_INT(nvtxDomainRangePushEx(NULL, NULL), 0);
+	nvtxDomainRangePop(NULL);
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = (uint16_t)offsetof(nvtxEventAttributes_t, category);
+	a.category = 17;
+	nvtxMarkEx(&a);
+	nvtxRangeEnd(0);                 /* no range */
+	atomic_store(&tki_on, 0);
+	nvtxRangeId_t off = nvtxRangeStartA("deep.off"); /* never recorded */
+	atomic_store(&tki_on, 1);
+	nvtxRangeEnd(off);
+	atomic_store(&tki_on, 0);
+	nvtxRangeId_t late = nvtxRangeStartA("deep.late.end");
+	(void)late;
+	atomic_store(&tki_on, 1);
+
+	enum { DEEP = 140 };
+	char name[32];
+	for (int i = 0; i < DEEP; i++) {
+		snprintf(name, sizeof(name), "deep.%d", i);
+		CHECK_EQ_INT(nvtxRangePushA(name), i);
+	}
+	for (int i = DEEP - 1; i >= 0; i--)
+		CHECK_EQ_INT(nvtxRangePop(), i);
+	CHECK(nvtxRangePop() < 0);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	int unnamed_marks = 0, unnamed_ranges = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *e = &s.ev[i];
+		if (e->name[0] || e->category || e->payload_type)
+			continue;
+		unnamed_marks += e->kind == TK_MARK;
+		unnamed_ranges += e->kind == TK_RANGE || e->kind == TK_ASYNC_RANGE;
+	}
+	CHECK_EQ_INT(unnamed_marks, 3);   /* NULL, no attributes, too small */
+	CHECK_EQ_INT(unnamed_ranges, 4);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "deep.off"), 0);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "deep.late.end"), 0);
+	const struct ev *outer = NULL;
+	int nested = 1;
+	for (int i = 0; i < DEEP; i++) {
+		snprintf(name, sizeof(name), "deep.%d", i);
+		const struct ev *e = only(&s, name);
+		CHECK(e != NULL);
+		if (!e)
+			continue;
+		nested &= !e->unfinished && (!outer || inside(e, outer));
+		outer = e;
+	}
+	CHECK(nested);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 2000
 
@@ -1312,6 +1382,89 @@ TEST(capture_schedule)
 	free(s.ev);
 }
 
+static enum tki_phase phases_seen[32];
+static int nphases_seen;
+
+static void
+phase_hook(void *arg, enum tki_phase p)
+{
+	(void)arg;
+	if (nphases_seen < 32)
+		phases_seen[nphases_seen++] = p;
+}
+
+static void
+refused_phase_hook(void *arg, enum tki_phase p)
+{
+	(void)arg;
+	(void)p;
+	nphases_seen = 1000;
+}
+
+/* The capture range as start/end ranges in any domain ("*"), warmup 1,
+ * active 1, cycles without end: every second occurrence is recorded,
+ * and the phase hooks (eight at most) hear each change once, in order,
+ * on the thread that made it. */
+TEST(capture_by_start_end_any_domain)
+{
+	tki_cfg.capture = "iter";
+	tki_cfg.capture_domain = "*";
+	tki_cfg.skip = 0;
+	tki_cfg.warmup = 1;
+	tki_cfg.active = 1;
+	tki_cfg.cycles = 0;
+	tki_capture_init();
+	/* one hook, seven places taken (by hooks not yet set), a ninth refused */
+	for (int i = 0; i < 8; i++)
+		tki_on_phase(i ? NULL : phase_hook, NULL);
+	tki_on_phase(refused_phase_hook, NULL);
+	nvtxDomainHandle_t d = nvtxDomainCreateA("cap.any");
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringA(d, "iter");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	for (uint64_t i = 1; i <= 6; i++) {
+		a.payload.ullValue = i;
+		/* by text in the default domain, then by registered
+		 * string in another */
+		nvtxDomainHandle_t in = i % 2 ? NULL : d;
+		a.messageType = i % 2 ? NVTX_MESSAGE_TYPE_ASCII : NVTX_MESSAGE_TYPE_REGISTERED;
+		if (i % 2)
+			a.message.ascii = "iter";
+		else
+			a.message.registered = reg;
+		nvtxRangeId_t id = nvtxDomainRangeStartEx(in, &a);
+		nvtxMarkA("cap.inside");
+		nvtxDomainRangeEnd(in, id);
+		nvtxMarkA("cap.between");
+	}
+	tki_cfg.capture = NULL;
+	tki_cfg.capture_domain = NULL;
+	tki_capture_init();
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "iter"), 3);
+	for (size_t k = 0; k < 3; k++) {
+		const struct ev *e = find(&s, TK_ASYNC_RANGE, "iter", k);
+		CHECK(e && e->payload.u == 2 * (k + 1) && !strcmp(e->domain, "cap.any"));
+	}
+	CHECK_EQ_INT(count(&s, TK_MARK, "cap.inside"), 3);
+	CHECK_EQ_INT(count(&s, TK_MARK, "cap.between"), 0);
+	enum tki_phase want[] = {
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+	};
+	CHECK_EQ_INT(nphases_seen, 9);
+	int same = nphases_seen == 9;
+	for (int i = 0; i < 9 && same; i++)
+		same &= phases_seen[i] == want[i];
+	CHECK(same);
+	free(s.ev);
+}
+
 TEST(recording_window)
 {
 	nvtxRangePushA("across.end");
@@ -1453,6 +1606,51 @@ TEST(fork_waits_for_the_flusher)
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	atomic_store(&slow_hook_armed, 0);
+}
+
+static int flush_hook_calls[8];
+
+static void
+counting_hook(void *arg, int final)
+{
+	if (!final)
+		flush_hook_calls[(intptr_t)arg]++;
+}
+
+/* Flush hooks: eight at most (two are taken by the tests above), the
+ * rest refused and never run.  Holds: sixteen at most; the watermark
+ * and open_since never pass the earliest; a hold not given out cannot
+ * be set. */
+TEST(flush_hooks_and_holds_past_their_tables)
+{
+	for (intptr_t i = 0; i < 7; i++)
+		tki_on_flush(counting_hook, (void *)i);
+	tki_run_flush_hooks(0);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_INT(flush_hook_calls[i], 1);
+	CHECK_EQ_INT(flush_hook_calls[6], 0);
+
+	int h[17], given = 0;
+	for (int i = 0; i < 17; i++)
+		given += (h[i] = tki_hold_new()) >= 0;
+	CHECK_EQ_INT(given, 16);
+	CHECK_EQ_INT(h[16], -1);
+	CHECK_EQ_INT(tki_holds_min(), INT64_MAX);
+	int64_t t = tki_now() - 1000;
+	tki_hold_set(h[3], t + 500);
+	tki_hold_set(h[9], t);
+	tki_hold_set(h[12], t + 200);
+	tki_hold_set(-1, 5);
+	tki_hold_set(16, 5);
+	CHECK_EQ_INT(tki_holds_min(), t);
+	tki_flusher_round(0);
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE), t);
+	for (int i = 0; i < 16; i++)
+		tki_hold_set(h[i], INT64_MAX);
+	CHECK_EQ_INT(tki_holds_min(), INT64_MAX);
+	tki_flusher_round(0);
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
 }
 
 TEST(exit_flush_writes_open_ranges_and_ends)
@@ -1629,6 +1827,7 @@ main(int argc, char **argv)
 	RUN(attributes_domains_categories);
 	RUN(wide_calls_and_attribute_variants);
 	RUN(odd_nvtx_calls);
+	RUN(null_attributes_and_deep_nesting);
 	RUN(nvtx_export_tables_of_every_shape);
 	RUN(registry_handles_and_names);
 	RUN(threads_names_and_async);
@@ -1639,10 +1838,12 @@ main(int argc, char **argv)
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
 	RUN(capture_schedule);
+	RUN(capture_by_start_end_any_domain);
 	RUN(recording_window);
 	RUN(program_closes_every_descriptor);
 	RUN(fork_child_has_its_own_spool);
 	RUN(fork_waits_for_the_flusher);
+	RUN(flush_hooks_and_holds_past_their_tables);
 	RUN(options_from_the_environment);
 	RUN(exit_flush_writes_open_ranges_and_ends);
 	remove_spool();
