@@ -1897,6 +1897,158 @@ TEST(api_name_suffixes)
 	teardown(&f, &rb);
 }
 
+/* CUPTI without a name for a call: an error, no string, an empty one. */
+static CUptiResult
+no_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	(void)d;
+	if (cbid == 1)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = cbid == 2 ? NULL : "";
+	return CUPTI_SUCCESS;
+}
+
+/* ... then the call is named by its domain and number, also the calls
+ * past the cached table (cbid 100000, asked each time). */
+TEST(api_names_cupti_cannot_give)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.callback_name = no_name;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	uint32_t cbids[] = { 1, 2, 3, 100000, 100000 };
+	for (uint32_t i = 0; i < 5; i++) {
+		CUpti_ActivityAPI a = api_rec(i == 2 ? CUPTI_ACTIVITY_KIND_DRIVER
+		                                     : CUPTI_ACTIVITY_KIND_RUNTIME,
+		                              cbids[i], 4243, i + 1, 10 * i + 10, 10 * i + 15);
+		CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	}
+	finish(&f, &rb);
+	const char *want[] = { "runtime cbid 1", "runtime cbid 2", "driver cbid 3",
+	                       "runtime cbid 100000", "runtime cbid 100000" };
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const struct got *g = nth(&rb, TK_API, i);
+		CHECK(g && !strcmp(g->name, want[i]) && g->e.u.api.cbid == cbids[i]);
+	}
+	teardown(&f, &rb);
+}
+
+/* Names that start like C++ names and are not: kept as they came, with
+ * no mangled name. */
+TEST(kernel_names_not_quite_mangled)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const char *names[] = { "_foo", "_Z", "_Zq!" };
+	for (uint32_t i = 0; i < 3; i++) {
+		CUpti_ActivityKernel10 k = kernel_rec(names[i], 7, 100 + 100 * i, 150 + 100 * i);
+		CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	}
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct got *g = nth(&rb, TK_KERNEL, i);
+		CHECK(g && !strcmp(g->name, names[i]) && !g->mangled[0]);
+	}
+	teardown(&f, &rb);
+}
+
+/* A host that defines no thread tracks: calls and a thread's overhead
+ * go on the process track. */
+TEST(host_without_thread_tracks)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.thread_track = NULL;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 4243, 1, 10, 20);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	CUpti_ActivityOverhead3 o;
+	memset(&o, 0, sizeof(o));
+	o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	o.objectId.pt.processId = PID;
+	o.objectId.pt.threadId = 4246;
+	o.start = 30;
+	o.end = 40;
+	CHECK_EQ_INT(convert(&f, &o), TK_OK);
+	finish(&f, &rb);
+	const struct got *g = nth(&rb, TK_API, 0), *h = nth(&rb, TK_OVERHEAD, 0);
+	CHECK(g && g->trk.id == f.h.process && g->e.ts == T0 + 10 && g->e.dur == 10);
+	CHECK(h && h->trk.id == f.h.process && h->e.ts == T0 + 30);
+	teardown(&f, &rb);
+}
+
+static int64_t
+extreme_clock(void *arg, uint64_t t)
+{
+	(void)arg;
+	return t == 1 ? INT64_MIN : INT64_MAX;
+}
+
+/* A span whose length does not fit in 64 bits is a bad time, not a
+ * wrapped duration; times of 0 are no time, in every kind. */
+TEST(spans_too_long_and_untimed)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.clock = extreme_clock;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	CUpti_ActivityKernel10 k = kernel_rec("k", 7, 1, 2);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->bad_timestamp, 1);
+	CUpti_ActivityMemory m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.bytes = 4096;
+	m.start = 0;
+	m.end = 90;
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	CUpti_ActivityMemory4 m2 = memory2_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+	                                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x10, 64, 0, 7);
+	CHECK_EQ_INT(convert(&f, &m2), TK_OK);
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->no_timestamp, 2);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL) + count_kind(&rb, TK_MEMORY) +
+	             count_kind(&rb, TK_COUNTER), 0);
+	teardown(&f, &rb);
+}
+
+/* Releases past INT64_MIN (a scribbled byte count) hold the sum there;
+ * the counter shows no negative memory. */
+TEST(device_memory_saturates_downwards)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const CUpti_ActivityMemoryOperationType R = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	const CUpti_ActivityMemoryKind D = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	CUpti_ActivityMemory4 a = memory2_rec(R, D, 0x1000, UINT64_MAX, 100, 7);
+	CUpti_ActivityMemory4 b = memory2_rec(R, D, 0x2000, UINT64_MAX, 200, 7);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	CHECK_EQ_INT(convert(&f, &b), TK_OK);
+	int64_t in_use = 0, peak = -1;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == INT64_MIN);
+	CHECK_EQ_INT(peak, 0);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_COUNTER), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct got *g = nth(&rb, TK_COUNTER, i);
+		CHECK(g && g->e.u.counter.value == 0.0);
+	}
+	teardown(&f, &rb);
+}
+
 /* Device memory whose sum passes INT64_MAX (a scribbled or absurd byte
  * count): held at INT64_MAX, not wrapped to a negative sum. */
 TEST(device_memory_saturates)
@@ -2480,6 +2632,11 @@ main(void)
 	RUN(libcupti_link_state);
 	RUN(api_name_suffixes);
 	RUN(device_memory_saturates);
+	RUN(api_names_cupti_cannot_give);
+	RUN(kernel_names_not_quite_mangled);
+	RUN(host_without_thread_tracks);
+	RUN(spans_too_long_and_untimed);
+	RUN(device_memory_saturates_downwards);
 	RUN(syncs_waiting_past_the_table);
 	RUN(streams_waiting_past_the_table);
 	RUN(unreadable_after_each_kind);
