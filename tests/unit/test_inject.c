@@ -1254,6 +1254,117 @@ TEST(async_table_wraps_around_its_end)
 	starts_and_ends("wrap.3", s3, 4, e3);
 }
 
+/* The whole durable buffer file of this process (<pid>-<ns>.buf, the
+ * latest), read as trace-record would read it after a crash. */
+static uint8_t *
+read_durable(size_t *len)
+{
+	char best[512] = "", prefix[32], path[1024];
+	snprintf(prefix, sizeof(prefix), "%ld-", (long)getpid());
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) && n > 4 &&
+		    !strcmp(de->d_name + n - 4, ".buf") && strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	snprintf(path, sizeof(path), "%s/%s", spool, best);
+	int fd = best[0] ? open(path, O_RDONLY) : -1;
+	struct stat st;
+	uint8_t *buf = NULL;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size)) &&
+	    pread(fd, buf, (size_t)st.st_size, 0) == st.st_size) {
+		*len = (size_t)st.st_size;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* The durable file's names log and snapshots are given storage 64 KiB
+ * at a time as they grow: names and open ranges well past the first
+ * 64 KiB are all there, as trace-record's recovery would read them,
+ * none lost for want of room. */
+TEST(durable_logs_past_their_first_pages)
+{
+	enum { NAMES = 1500, OPEN = 800 };
+	static uint32_t ids[NAMES];
+	static nvtxRangeId_t open_ids[OPEN];
+	char text[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(text, sizeof(text), "durable.name.%04d.with.some.forty.bytes", i);
+		nvtxStringHandle_t h = nvtxDomainRegisterStringA(NULL, text);
+		ids[i] = h ? ((struct tki_string *)(void *)h)->id : 0;
+	}
+	for (int i = 0; i < OPEN; i++) {
+		snprintf(text, sizeof(text), "durable.open.%04d.with.a.forty.byte.name", i);
+		open_ids[i] = nvtxRangeStartA(text);
+	}
+	tki_flusher_round(0);
+
+	size_t len = 0;
+	uint8_t *f = read_durable(&len);
+	CHECK(f != NULL);
+	struct tki_buf_head h;
+	if (f)
+		memcpy(&h, f, sizeof(h));
+	if (f && h.magic == TKI_BUF_MAGIC && h.names_off + h.names_len <= len) {
+		int named = 0;
+		for (uint64_t at = 0; at + sizeof(struct tki_buf_name) <= h.names_len;) {
+			struct tki_buf_name n;
+			memcpy(&n, f + h.names_off + at, sizeof(n));
+			const char *t = (const char *)f + h.names_off + at + sizeof(n);
+			int k;
+			if (n.kind == TKI_NAME_STRING && n.len > 13 &&
+			    sscanf(t, "durable.name.%4d", &k) == 1 && k >= 0 && k < NAMES &&
+			    n.a == ids[k] && n.b == 0)
+				named++;
+			at += sizeof(n) + tki_pad8(n.len);
+		}
+		CHECK_EQ_INT(named, NAMES);
+		CHECK(h.names_len > 64 * 1024);
+	} else {
+		CHECK(0);
+	}
+	uint32_t cur = f ? h.snap_cur : 2;
+	if (f && cur < 2 && h.snap_off[cur] + h.snap_len[cur] <= len) {
+		int open = 0;
+		for (uint64_t at = 0; at + sizeof(struct tki_snap) <= h.snap_len[cur];) {
+			struct tki_snap e;
+			memcpy(&e, f + h.snap_off[cur] + at, sizeof(e));
+			const char *t = (const char *)f + h.snap_off[cur] + at + sizeof(e);
+			int k;
+			if (e.kind == TKI_SNAP_ASYNC && e.len > 13 &&
+			    sscanf(t, "durable.open.%4d", &k) == 1 && k >= 0 && k < OPEN &&
+			    e.id == open_ids[k] && e.tid == gettid_())
+				open++;
+			at += sizeof(e) + tki_pad8(e.len);
+		}
+		CHECK_EQ_INT(open, OPEN);
+		CHECK(h.snap_len[cur] > 64 * 1024);
+		CHECK_EQ_INT(h.snap_lost, 0);
+	} else {
+		CHECK(0);
+	}
+	free(f);
+	for (int i = 0; i < OPEN; i++)
+		nvtxRangeEnd(open_ids[i]);
+	struct spool_read s;
+	flush_and_read(&s);
+	int ended = 0;
+	for (size_t i = 0; i < s.n; i++)
+		ended += s.ev[i].kind == TK_ASYNC_RANGE && !s.ev[i].unfinished &&
+		         !strncmp(s.ev[i].name, "durable.open.", 13);
+	CHECK_EQ_INT(ended, OPEN);
+	free(s.ev);
+}
+
 TEST(open_ranges_hold_the_watermark)
 {
 	int64_t before = tki_now();
@@ -1835,6 +1946,7 @@ main(int argc, char **argv)
 	RUN(push_pop_with_lost_records);
 	RUN(start_end_and_registered_by_hand);
 	RUN(async_table_wraps_around_its_end);
+	RUN(durable_logs_past_their_first_pages);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
 	RUN(capture_schedule);
