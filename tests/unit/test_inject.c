@@ -1786,10 +1786,10 @@ TEST(exit_flush_writes_open_ranges_and_ends)
 
 static char self_exe[1024];
 
-/* Run `self_exe --config` with `env`; its one line of output in `out`,
- * its pid in *child. */
+/* Run `self_exe --config [extra]` with `env`; its one line of output
+ * in `out`, its pid in *child. */
 static int
-config_child(char *const env[], char *out, size_t n, pid_t *child)
+config_child_arg(char *const env[], char *extra, char *out, size_t n, pid_t *child)
 {
 	int fd[2];
 	if (pipe(fd) < 0)
@@ -1799,7 +1799,7 @@ config_child(char *const env[], char *out, size_t n, pid_t *child)
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
-		char *argv[] = { self_exe, "--config", NULL };
+		char *argv[] = { self_exe, "--config", extra, NULL };
 		execve(self_exe, argv, env);
 		_exit(127);
 	}
@@ -1813,6 +1813,32 @@ config_child(char *const env[], char *out, size_t n, pid_t *child)
 	int st;
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int
+config_child(char *const env[], char *out, size_t n, pid_t *child)
+{
+	return config_child_arg(env, NULL, out, n, child);
+}
+
+/* The argv of the process the spool at `path` defines ("" if none). */
+static void
+spool_argv(const char *path, char *out, size_t n, uint32_t *argc)
+{
+	out[0] = 0;
+	*argc = 0;
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_TRACK &&
+			    rec.u.track->type == TK_TRACK_PROCESS) {
+				const struct tk_process *p = &rec.u.track->u.process;
+				*argc = p->argc;
+				if (p->argc)
+					snprintf(out, n, "%s", p->argv[p->argc - 1]);
+			}
+	tk_reader_free(r);
 }
 
 /* The child: one NVTX call, then what it read. */
@@ -1831,7 +1857,8 @@ config_main(void)
 	return 0;
 }
 
-/* Values as given are taken; values that are not numbers, out of
+/* Values as given are taken (and a command line of 9 KB is kept
+ * whole); values that are not numbers, out of
  * range, too small or in the wrong order leave the defaults (1 s,
  * 64 MiB, no window, the schedule's active phase at least 1); no
  * recording without an absolute spool directory or with a recorder
@@ -1853,9 +1880,17 @@ TEST(options_from_the_environment)
 	         "schedule=1,2,1,3 recorder=%ld\n", 4 * TKI_BLOCK_BYTES, (long)getpid());
 	pid_t child;
 	char path[1024];
-	CHECK_EQ_INT(config_child(given, out, sizeof(out), &child), 0);
+	/* with an argument longer than the first read of its command line */
+	static char long_arg[9000], got_arg[9100];
+	memset(long_arg, 'a', sizeof(long_arg) - 1);
+	long_arg[sizeof(long_arg) - 2] = 'z';
+	CHECK_EQ_INT(config_child_arg(given, long_arg, out, sizeof(out), &child), 0);
 	CHECK_STR(out, want);
 	CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
+	uint32_t argc = 0;
+	spool_argv(path, got_arg, sizeof(got_arg), &argc);
+	CHECK_EQ_INT(argc, 3);
+	CHECK(strcmp(got_arg, long_arg) == 0);
 
 	const char *defaults = "on=1 flush=1000000000 buffer=67108864 "
 	                       "window=-9223372036854775808:9223372036854775807 "
