@@ -1254,6 +1254,56 @@ TEST(async_table_wraps_around_its_end)
 	starts_and_ends("wrap.3", s3, 4, e3);
 }
 
+/* Messages longer than a block (64 KiB): their records get blocks of
+ * several units of the durable file, and come out whole, in order with
+ * the small ones around them. */
+TEST(records_longer_than_a_block)
+{
+	size_t sizes[] = { 70 * 1024, 200 * 1024 };
+	for (int k = 0; k < 2; k++) {
+		char *big = malloc(sizes[k] + 1);
+		if (!big)
+			abort();
+		for (size_t i = 0; i < sizes[k]; i++)
+			big[i] = (char)('a' + (i * 7 + (size_t)k) % 26);
+		big[sizes[k]] = 0;
+		nvtxMarkA("big.before");
+		nvtxRangePushA(big);
+		nvtxMarkA(big);
+		nvtxRangePop();
+		nvtxMarkA("big.after");
+		struct spool_read s;
+		tki_flusher_round(0);
+		char path[1024];
+		CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+		/* struct ev keeps 64 bytes of a name: compare the whole */
+		struct tk_reader *r = tk_reader_new();
+		const struct tk_event *e;
+		int whole_marks = 0, whole_ranges = 0;
+		int64_t before = -1, mark = -1, after = -1;
+		if (tk_reader_open_path(r, path) == TK_OK)
+			while (tk_reader_next_event(r, &e) == TK_OK) {
+				int same = !strcmp(e->name, big);
+				whole_marks += same && e->kind == TK_MARK;
+				whole_ranges += same && e->kind == TK_RANGE;
+				if (same && e->kind == TK_MARK)
+					mark = e->ts;
+				if (e->kind == TK_MARK && !strcmp(e->name, "big.before"))
+					before = e->ts;
+				if (e->kind == TK_MARK && !strcmp(e->name, "big.after"))
+					after = e->ts;
+			}
+		tk_reader_free(r);
+		CHECK_EQ_INT(whole_marks, 1);
+		CHECK_EQ_INT(whole_ranges, 1);
+		CHECK(before >= 0 && before <= mark && mark <= after);
+		read_spool(getpid(), &s);
+		CHECK_EQ_INT(produced(), s.n);
+		free(s.ev);
+		free(big);
+	}
+}
+
 /* The whole durable buffer file of this process (<pid>-<ns>.buf, the
  * latest), read as trace-record would read it after a crash. */
 static uint8_t *
@@ -1981,6 +2031,7 @@ main(int argc, char **argv)
 	RUN(push_pop_with_lost_records);
 	RUN(start_end_and_registered_by_hand);
 	RUN(async_table_wraps_around_its_end);
+	RUN(records_longer_than_a_block);
 	RUN(durable_logs_past_their_first_pages);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
