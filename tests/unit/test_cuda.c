@@ -1059,6 +1059,39 @@ TEST(issued_counted_by_call_name)
 	child_ok(counted_by_name);
 }
 
+/* The size of CUPTI's buffers: TRACEKIT_CUDA_BUFFER_BYTES when it is a
+ * number from 64 KiB to 1 GiB (rounded down to 8 bytes), else 8 MiB. */
+static size_t buffer_size_want;
+
+static void
+buffer_size_is(void)
+{
+	CHECK_EQ_INT(attach(), 1);
+	struct buf b;
+	CHECK(buf_new(&b));
+	CHECK_EQ_INT(b.size, buffer_size_want);
+	queue(&b); /* given back, empty, at exit */
+}
+
+TEST(buffer_size_from_the_environment)
+{
+	static const struct {
+		const char *value;
+		size_t want;
+	} cases[] = {
+		{ "1048581", 1048576 }, { "65536", 65536 },
+		{ "65535", 8u << 20 }, { "1073741825", 8u << 20 }, { "12x", 8u << 20 },
+		{ "", 8u << 20 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fake_reset();
+		setenv(TKI_ENV_CUDA_BUFFER, cases[i].value, 1);
+		buffer_size_want = cases[i].want;
+		child_ok(buffer_size_is);
+	}
+	unsetenv(TKI_ENV_CUDA_BUFFER);
+}
+
 TEST(pthread_ids_mapped)
 {
 	fake_reset();
@@ -1496,6 +1529,7 @@ main(void)
 	RUN(kinds_refused);
 	RUN(pthread_ids_mapped);
 	RUN(issued_counted_by_call_name);
+	RUN(buffer_size_from_the_environment);
 	RUN(clock_without_timestamp_callback);
 	RUN(buffer_pool_bounded);
 	RUN(capture_schedule);
