@@ -1871,12 +1871,14 @@ config_child(char *const env[], char *out, size_t n, pid_t *child)
 	return config_child_arg(env, NULL, out, n, child);
 }
 
-/* The argv of the process the spool at `path` defines ("" if none). */
+/* The last argument and the start time of the process the spool at
+ * `path` defines ("", 0 if none). */
 static void
-spool_argv(const char *path, char *out, size_t n, uint32_t *argc)
+spool_process(const char *path, char *out, size_t n, uint32_t *argc, int64_t *start)
 {
 	out[0] = 0;
 	*argc = 0;
+	*start = 0;
 	struct tk_reader *r = tk_reader_new();
 	struct tk_record rec;
 	if (tk_reader_open_path(r, path) == TK_OK)
@@ -1885,16 +1887,27 @@ spool_argv(const char *path, char *out, size_t n, uint32_t *argc)
 			    rec.u.track->type == TK_TRACK_PROCESS) {
 				const struct tk_process *p = &rec.u.track->u.process;
 				*argc = p->argc;
+				*start = p->start;
 				if (p->argc)
 					snprintf(out, n, "%s", p->argv[p->argc - 1]);
 			}
 	tk_reader_free(r);
 }
 
-/* The child: one NVTX call, then what it read. */
+/* The child: one NVTX call, then what it read.  With TK_TEST_START,
+ * first the file trace-record leaves with the process's start time
+ * (<spool>/p<pid>), holding that text. */
 static int
 config_main(void)
 {
+	const char *start = getenv("TK_TEST_START"), *dir = getenv(TKI_ENV_SPOOL);
+	if (start && dir) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/p%ld", dir, (long)getpid());
+		FILE *f = fopen(path, "w");
+		if (!f || fputs(start, f) < 0 || fclose(f) != 0)
+			return 2;
+	}
 	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
 	nvtxMarkA("config");
 	printf("on=%d flush=%lld buffer=%zu window=%lld:%lld schedule=%llu,%llu,%llu,%llu "
@@ -1908,7 +1921,8 @@ config_main(void)
 }
 
 /* Values as given are taken (and a command line of 9 KB is kept
- * whole); values that are not numbers, out of
+ * whole, and the start time trace-record gives); values that are not
+ * numbers, out of
  * range, too small or in the wrong order leave the defaults (1 s,
  * 64 MiB, no window, the schedule's active phase at least 1); no
  * recording without an absolute spool directory or with a recorder
@@ -1938,9 +1952,28 @@ TEST(options_from_the_environment)
 	CHECK_STR(out, want);
 	CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
 	uint32_t argc = 0;
-	spool_argv(path, got_arg, sizeof(got_arg), &argc);
+	int64_t start;
+	spool_process(path, got_arg, sizeof(got_arg), &argc, &start);
 	CHECK_EQ_INT(argc, 3);
 	CHECK(strcmp(got_arg, long_arg) == 0);
+
+	/* the process's start: as trace-record wrote it, else from /proc
+	 * (to the clock tick) when its file says nothing usable */
+	const char *starts[] = { "1234567\n", "0", "-5", "soon", "" };
+	for (int i = 0; i < 5; i++) {
+		char start_env[64];
+		snprintf(start_env, sizeof(start_env), "TK_TEST_START=%s", starts[i]);
+		char *with_start[] = { spool_env, recorder_env, start_env, NULL };
+		int64_t before = tki_now();
+		CHECK_EQ_INT(config_child(with_start, out, sizeof(out), &child), 0);
+		int64_t after = tki_now();
+		CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
+		spool_process(path, got_arg, sizeof(got_arg), &argc, &start);
+		if (i == 0)
+			CHECK_EQ_INT(start, 1234567);
+		else
+			CHECK(start >= before - 1000000000 && start <= after + 1000000000);
+	}
 
 	const char *defaults = "on=1 flush=1000000000 buffer=67108864 "
 	                       "window=-9223372036854775808:9223372036854775807 "
