@@ -1133,6 +1133,19 @@ define_context(struct cupti_convert *c, uint32_t context, uint32_t device,
 	return rc;
 }
 
+/* After a record that writes no event of its own (DEVICE, CONTEXT,
+ * STREAM, a context the host names): a definition the writer refused in
+ * it lost no event, and is not reported as a refused event (the
+ * converter's error says why).  What it defined is defined again by the
+ * first event that needs it, or stays as it was (a device's placeholder,
+ * an unnamed NULL stream). */
+static int
+no_event_lost(struct cupti_convert *c, uint64_t refused_before, int rc)
+{
+	c->st.rejected = refused_before;
+	return rc;
+}
+
 static int
 convert_context(struct cupti_convert *c, const context_rec *r)
 {
@@ -1145,7 +1158,10 @@ int
 cupti_convert_context(struct cupti_convert *c, uint32_t context, uint32_t device,
                       uint32_t null_stream)
 {
-	return c ? define_context(c, context, device, null_stream) : TK_EINVAL;
+	if (!c)
+		return TK_EINVAL;
+	uint64_t refused = c->st.rejected;
+	return no_event_lost(c, refused, define_context(c, context, device, null_stream));
 }
 
 /* A created stream: define its track now, so that streams without work
@@ -1180,6 +1196,7 @@ cupti_convert_record(struct cupti_convert *c, const CUpti_Activity *rec)
 	if (!c || !rec)
 		return TK_EINVAL;
 	uint32_t kind = (uint32_t)rec->kind;
+	uint64_t refused = c->st.rejected;
 	c->st.records++;
 	if (c->until_next-- == 0)
 		next_generation(c);
@@ -1207,11 +1224,11 @@ cupti_convert_record(struct cupti_convert *c, const CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		return convert_overhead(c, (const overhead_rec *)rec);
 	case CUPTI_ACTIVITY_KIND_DEVICE:
-		return convert_device(c, (const device_rec *)rec);
+		return no_event_lost(c, refused, convert_device(c, (const device_rec *)rec));
 	case CUPTI_ACTIVITY_KIND_CONTEXT:
-		return convert_context(c, (const context_rec *)rec);
+		return no_event_lost(c, refused, convert_context(c, (const context_rec *)rec));
 	case CUPTI_ACTIVITY_KIND_STREAM:
-		return convert_stream(c, (const stream_rec *)rec);
+		return no_event_lost(c, refused, convert_stream(c, (const stream_rec *)rec));
 	default:
 		c->st.ignored++;
 		return TK_OK;
