@@ -324,6 +324,9 @@ $(CUPTI_CONVERT_OBJ): lib/inject/cupti_convert.c lib/inject/cupti_convert.h \
 # the converter's allocations failing in turn (as test_nomem's)
 $(O)/tests/unit/test_cupti_convert: ALL_LDFLAGS += \
 	$(addprefix -Wl$(comma)--wrap=,malloc calloc realloc strdup strndup)
+# ... and the writer's definitions refused in turn
+$(O)/tests/unit/test_cupti_convert: ALL_LDFLAGS += $(addprefix -Wl$(comma)--wrap=,\
+	tk_writer_string tk_writer_stream tk_writer_device tk_writer_counter)
 $(O)/tests/unit/test_cupti_convert: tests/unit/test_cupti_convert.c \
 		tests/unit/tap.h tests/unit/helpers.h $(CUPTI_CONVERT_OBJ) $(STATIC_LIB)
 	@mkdir -p $(@D)

@@ -834,11 +834,12 @@ is_device_memory(unsigned kind)
 	       kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
 }
 
-/* One allocation or release on the stream track it belongs to. */
+/* One allocation or release on the stream track it belongs to; TK_OK
+ * also when it is skipped (a definition refused). */
 static int
-memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
-             uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
-             uint32_t stream, int64_t ts)
+memory_op_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
+                uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
+                uint32_t stream, int64_t ts)
 {
 	struct tk_event *e = &c->ev[TK_MEMORY];
 	int rc = TK_OK;
@@ -874,7 +875,20 @@ memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t addre
 	e->u.memory.mem_kind = kind;
 	e->u.memory.address = address;
 	e->u.memory.bytes = bytes;
-	if ((rc = emit(c, e)) != TK_OK || !is_device_memory(kind))
+	return emit(c, e);
+}
+
+/* The event, and for device memory the device's sample of memory in
+ * use: counted even when the event could not be written, or every
+ * later sample of the device would be off by its bytes. */
+static int
+memory_event(struct cupti_convert *c, unsigned op, unsigned kind, uint64_t address,
+             uint64_t bytes, uint32_t corr, uint32_t device, uint32_t context,
+             uint32_t stream, int64_t ts)
+{
+	int rc = memory_op_event(c, op, kind, address, bytes, corr, device, context,
+	                         stream, ts);
+	if (rc != TK_OK || !is_device_memory(kind))
 		return rc;
 	int64_t delta = bytes > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)bytes;
 	return device_memory(c, device, op == TK_MEM_FREE ? -delta : delta, ts);
@@ -1119,6 +1133,19 @@ define_context(struct cupti_convert *c, uint32_t context, uint32_t device,
 	return rc;
 }
 
+/* After a record that writes no event of its own (DEVICE, CONTEXT,
+ * STREAM, a context the host names): a definition the writer refused in
+ * it lost no event, and is not reported as a refused event (the
+ * converter's error says why).  What it defined is defined again by the
+ * first event that needs it, or stays as it was (a device's placeholder,
+ * an unnamed NULL stream). */
+static int
+no_event_lost(struct cupti_convert *c, uint64_t refused_before, int rc)
+{
+	c->st.rejected = refused_before;
+	return rc;
+}
+
 static int
 convert_context(struct cupti_convert *c, const context_rec *r)
 {
@@ -1131,7 +1158,10 @@ int
 cupti_convert_context(struct cupti_convert *c, uint32_t context, uint32_t device,
                       uint32_t null_stream)
 {
-	return c ? define_context(c, context, device, null_stream) : TK_EINVAL;
+	if (!c)
+		return TK_EINVAL;
+	uint64_t refused = c->st.rejected;
+	return no_event_lost(c, refused, define_context(c, context, device, null_stream));
 }
 
 /* A created stream: define its track now, so that streams without work
@@ -1166,6 +1196,7 @@ cupti_convert_record(struct cupti_convert *c, const CUpti_Activity *rec)
 	if (!c || !rec)
 		return TK_EINVAL;
 	uint32_t kind = (uint32_t)rec->kind;
+	uint64_t refused = c->st.rejected;
 	c->st.records++;
 	if (c->until_next-- == 0)
 		next_generation(c);
@@ -1193,11 +1224,11 @@ cupti_convert_record(struct cupti_convert *c, const CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		return convert_overhead(c, (const overhead_rec *)rec);
 	case CUPTI_ACTIVITY_KIND_DEVICE:
-		return convert_device(c, (const device_rec *)rec);
+		return no_event_lost(c, refused, convert_device(c, (const device_rec *)rec));
 	case CUPTI_ACTIVITY_KIND_CONTEXT:
-		return convert_context(c, (const context_rec *)rec);
+		return no_event_lost(c, refused, convert_context(c, (const context_rec *)rec));
 	case CUPTI_ACTIVITY_KIND_STREAM:
-		return convert_stream(c, (const stream_rec *)rec);
+		return no_event_lost(c, refused, convert_stream(c, (const stream_rec *)rec));
 	default:
 		c->st.ignored++;
 		return TK_OK;

@@ -41,6 +41,7 @@ main(void)
 #include <nvtx3/nvToolsExt.h>
 
 #include "cuda_record.h"
+#include "tbuf.h"
 #include "helpers.h"
 #include "tap.h"
 
@@ -71,6 +72,8 @@ struct fake {
 	int enabled[64], enables, disables;
 	int domains[8], reset_cb, context_cb;
 	int flush0, forced;
+	int work_names;          /* f_cbname names the calls of work_names[] */
+	int cb_on[2][1024];      /* callbacks enabled: [0] runtime, [1] driver */
 	/* buffers waiting for a flush */
 	struct {
 		uint8_t *buf;
@@ -103,11 +106,35 @@ f_result(CUptiResult r, const char **s)
 	return CUPTI_SUCCESS;
 }
 
+/* Names of calls that issue work and of calls that do not, at cbids
+ * of the fake's choosing (CUPTI's own numbers do not matter here). */
+static const struct {
+	CUpti_CallbackDomain domain;
+	uint32_t cbid;
+	const char *name;
+} work_names[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, 51, "cudaMemset_v3020" },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, 52, "cudaLaunchHostFunc_v10000" },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, 31, "cudaMemcpy_v3020" },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, 60, "cudaDeviceSynchronize_v3020" },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API, 61, "hostLaunchKernel" }, /* not "cuda..." */
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 10, "cuLaunchKernel" },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 11, "cuLaunchHostFunc" },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 12, "cuMemcpyHtoD_v2" },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 13, "cuMemsetD8_v2" },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 14, "cuCtxSynchronize" },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, 15, "cuLaunchKernelEx" },
+};
+
 static CUptiResult
 f_cbname(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
 {
 	*name = d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211 ? "cudaLaunchKernel_v7000"
 	                                                         : NULL;
+	for (size_t i = 0; fk->work_names && i < sizeof(work_names) / sizeof(work_names[0]);
+	     i++)
+		if (work_names[i].domain == d && work_names[i].cbid == cbid)
+			*name = work_names[i].name;
 	return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
@@ -152,6 +179,9 @@ f_enable_callback(uint32_t on, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
 		fk->reset_cb++;
 	if (on && d == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
 		fk->context_cb++;
+	if (on && (d == CUPTI_CB_DOMAIN_RUNTIME_API || d == CUPTI_CB_DOMAIN_DRIVER_API) &&
+	    cbid < 1024)
+		fk->cb_on[d == CUPTI_CB_DOMAIN_DRIVER_API][cbid]++;
 	return CUPTI_SUCCESS;
 }
 
@@ -966,6 +996,102 @@ thread_map(void)
 	free(s.ev);
 }
 
+/* An API call's callback, entering or leaving. */
+static void
+api_call(CUpti_CallbackDomain d, uint32_t cbid, CUpti_ApiCallbackSite site)
+{
+	CUpti_CallbackData cd;
+	memset(&cd, 0, sizeof(cd));
+	cd.callbackSite = site;
+	fk_cb(NULL, d, cbid, &cd);
+}
+
+/* Recording kernels and memsets only (no API records, no filter): only
+ * the callbacks of calls whose names say they launch a kernel (not a
+ * host function) or set memory are enabled, and each such call counts
+ * one record issued, a driver call inside a runtime call not again. */
+static void
+counted_by_name(void)
+{
+	const CUpti_CallbackDomain R = CUPTI_CB_DOMAIN_RUNTIME_API,
+	                           D = CUPTI_CB_DOMAIN_DRIVER_API;
+	CHECK_EQ_INT(tki_cuda_attach(&fake_api, TKI_CUDA_KERNEL | TKI_CUDA_MEMSET), 1);
+	CHECK_EQ_INT(fk->domains[R], 0);
+	CHECK_EQ_INT(fk->domains[D], 0);
+	int on[] = { 211, 51 }, off[] = { 52, 31, 60, 61 };
+	int don[] = { 10, 13, 15 }, doff[] = { 11, 12, 14 };
+	for (size_t i = 0; i < 2; i++)
+		CHECK_EQ_INT(fk->cb_on[0][on[i]], 1);
+	for (size_t i = 0; i < 4; i++)
+		CHECK_EQ_INT(fk->cb_on[0][off[i]], 0);
+	for (size_t i = 0; i < 3; i++)
+		CHECK_EQ_INT(fk->cb_on[1][don[i]], 1);
+	for (size_t i = 0; i < 3; i++)
+		CHECK_EQ_INT(fk->cb_on[1][doff[i]], 0);
+
+	api_call(R, 211, CUPTI_API_ENTER);     /* a runtime launch ... */
+	api_call(D, 10, CUPTI_API_ENTER);      /* ... and its driver call */
+	api_call(D, 10, CUPTI_API_EXIT);
+	api_call(R, 211, CUPTI_API_EXIT);
+	api_call(D, 15, CUPTI_API_ENTER);      /* a driver launch alone */
+	api_call(D, 15, CUPTI_API_EXIT);
+	api_call(D, 13, CUPTI_API_ENTER);      /* a memset */
+	api_call(D, 11, CUPTI_API_ENTER);      /* a host function: no kernel */
+	api_call(R, 52, CUPTI_API_ENTER);
+	api_call(R, 52, CUPTI_API_EXIT);
+	api_call(D, 12, CUPTI_API_ENTER);      /* a copy: not recorded */
+	api_call(R, 600, CUPTI_API_ENTER);     /* past the named calls */
+	api_call(R, 600, CUPTI_API_EXIT);
+	api_call(D, 2000, CUPTI_API_ENTER);
+	uint64_t issued[TKI_CUDA_COUNTED], delivered[TKI_CUDA_COUNTED];
+	CHECK_EQ_INT(tki_buf_cuda_counts(issued, delivered), 0);
+	CHECK_EQ_INT(issued[TKI_CUDA_COUNT_KERNEL], 2);
+	CHECK_EQ_INT(issued[TKI_CUDA_COUNT_MEMSET], 1);
+	CHECK_EQ_INT(issued[TKI_CUDA_COUNT_MEMCPY], 0);
+	CHECK_EQ_INT(issued[TKI_CUDA_COUNT_RUNTIME], 0);
+	CHECK_EQ_INT(issued[TKI_CUDA_COUNT_DRIVER], 0);
+}
+
+TEST(issued_counted_by_call_name)
+{
+	fake_reset();
+	fk->work_names = 1;
+	child_ok(counted_by_name);
+}
+
+/* The size of CUPTI's buffers: TRACEKIT_CUDA_BUFFER_BYTES when it is a
+ * number from 64 KiB to 1 GiB (rounded down to 8 bytes), else 8 MiB. */
+static size_t buffer_size_want;
+
+static void
+buffer_size_is(void)
+{
+	CHECK_EQ_INT(attach(), 1);
+	struct buf b;
+	CHECK(buf_new(&b));
+	CHECK_EQ_INT(b.size, buffer_size_want);
+	queue(&b); /* given back, empty, at exit */
+}
+
+TEST(buffer_size_from_the_environment)
+{
+	static const struct {
+		const char *value;
+		size_t want;
+	} cases[] = {
+		{ "1048581", 1048576 }, { "65536", 65536 },
+		{ "65535", 8u << 20 }, { "1073741825", 8u << 20 }, { "12x", 8u << 20 },
+		{ "", 8u << 20 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fake_reset();
+		setenv(TKI_ENV_CUDA_BUFFER, cases[i].value, 1);
+		buffer_size_want = cases[i].want;
+		child_ok(buffer_size_is);
+	}
+	unsetenv(TKI_ENV_CUDA_BUFFER);
+}
+
 TEST(pthread_ids_mapped)
 {
 	fake_reset();
@@ -1402,6 +1528,8 @@ main(void)
 	RUN(libcupti_of_another_version);
 	RUN(kinds_refused);
 	RUN(pthread_ids_mapped);
+	RUN(issued_counted_by_call_name);
+	RUN(buffer_size_from_the_environment);
 	RUN(clock_without_timestamp_callback);
 	RUN(buffer_pool_bounded);
 	RUN(capture_schedule);

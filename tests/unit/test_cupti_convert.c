@@ -113,6 +113,77 @@ alloc_arm(long n)
 	alloc_armed = 1;
 }
 
+/* ---- definitions refused ----------------------------------------------------
+ * Linked with -Wl,--wrap for the writer's definition calls the converter
+ * makes (strings, streams, devices, counters; Makefile): the Nth one on
+ * the armed thread answers 0, as the writer answers a call it rejects,
+ * and the writer stays usable (tk_writer_cstring, which the converter
+ * asks to tell a refusal from a failure, is not wrapped). */
+uint32_t __real_tk_writer_string(struct tk_writer *w, const char *s, size_t len);
+uint32_t __real_tk_writer_stream(struct tk_writer *w, uint32_t id,
+                                 const struct tk_stream *st);
+uint32_t __real_tk_writer_device(struct tk_writer *w, uint32_t id,
+                                 const struct tk_device *d);
+uint32_t __real_tk_writer_counter(struct tk_writer *w, uint32_t id,
+                                  const struct tk_counter *c);
+uint32_t __wrap_tk_writer_string(struct tk_writer *w, const char *s, size_t len);
+uint32_t __wrap_tk_writer_stream(struct tk_writer *w, uint32_t id,
+                                 const struct tk_stream *st);
+uint32_t __wrap_tk_writer_device(struct tk_writer *w, uint32_t id,
+                                 const struct tk_device *d);
+uint32_t __wrap_tk_writer_counter(struct tk_writer *w, uint32_t id,
+                                  const struct tk_counter *c);
+
+static int def_armed;
+static pthread_t def_thread;
+static long def_calls, def_refuse_at;
+static int def_refused; /* the refused call was reached */
+
+static int
+def_refuses(void)
+{
+	if (!def_armed || !pthread_equal(pthread_self(), def_thread))
+		return 0;
+	if (++def_calls != def_refuse_at)
+		return 0;
+	def_refused = 1;
+	return 1;
+}
+
+uint32_t
+__wrap_tk_writer_string(struct tk_writer *w, const char *s, size_t len)
+{
+	return def_refuses() ? 0 : __real_tk_writer_string(w, s, len);
+}
+
+uint32_t
+__wrap_tk_writer_stream(struct tk_writer *w, uint32_t id, const struct tk_stream *st)
+{
+	return def_refuses() ? 0 : __real_tk_writer_stream(w, id, st);
+}
+
+uint32_t
+__wrap_tk_writer_device(struct tk_writer *w, uint32_t id, const struct tk_device *d)
+{
+	return def_refuses() ? 0 : __real_tk_writer_device(w, id, d);
+}
+
+uint32_t
+__wrap_tk_writer_counter(struct tk_writer *w, uint32_t id, const struct tk_counter *c)
+{
+	return def_refuses() ? 0 : __real_tk_writer_counter(w, id, c);
+}
+
+static void
+def_arm(long n)
+{
+	def_calls = 0;
+	def_refuse_at = n;
+	def_refused = 0;
+	def_thread = pthread_self();
+	def_armed = 1;
+}
+
 /* ---- a host: one process, threads defined on demand ------------------ */
 
 #define PID 4242u
@@ -1826,6 +1897,158 @@ TEST(api_name_suffixes)
 	teardown(&f, &rb);
 }
 
+/* CUPTI without a name for a call: an error, no string, an empty one. */
+static CUptiResult
+no_name(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	(void)d;
+	if (cbid == 1)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = cbid == 2 ? NULL : "";
+	return CUPTI_SUCCESS;
+}
+
+/* ... then the call is named by its domain and number, also the calls
+ * past the cached table (cbid 100000, asked each time). */
+TEST(api_names_cupti_cannot_give)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.callback_name = no_name;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	uint32_t cbids[] = { 1, 2, 3, 100000, 100000 };
+	for (uint32_t i = 0; i < 5; i++) {
+		CUpti_ActivityAPI a = api_rec(i == 2 ? CUPTI_ACTIVITY_KIND_DRIVER
+		                                     : CUPTI_ACTIVITY_KIND_RUNTIME,
+		                              cbids[i], 4243, i + 1, 10 * i + 10, 10 * i + 15);
+		CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	}
+	finish(&f, &rb);
+	const char *want[] = { "runtime cbid 1", "runtime cbid 2", "driver cbid 3",
+	                       "runtime cbid 100000", "runtime cbid 100000" };
+	CHECK_EQ_INT(count_kind(&rb, TK_API), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const struct got *g = nth(&rb, TK_API, i);
+		CHECK(g && !strcmp(g->name, want[i]) && g->e.u.api.cbid == cbids[i]);
+	}
+	teardown(&f, &rb);
+}
+
+/* Names that start like C++ names and are not: kept as they came, with
+ * no mangled name. */
+TEST(kernel_names_not_quite_mangled)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const char *names[] = { "_foo", "_Z", "_Zq!" };
+	for (uint32_t i = 0; i < 3; i++) {
+		CUpti_ActivityKernel10 k = kernel_rec(names[i], 7, 100 + 100 * i, 150 + 100 * i);
+		CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	}
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct got *g = nth(&rb, TK_KERNEL, i);
+		CHECK(g && !strcmp(g->name, names[i]) && !g->mangled[0]);
+	}
+	teardown(&f, &rb);
+}
+
+/* A host that defines no thread tracks: calls and a thread's overhead
+ * go on the process track. */
+TEST(host_without_thread_tracks)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.thread_track = NULL;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	CUpti_ActivityAPI a = api_rec(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 4243, 1, 10, 20);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	CUpti_ActivityOverhead3 o;
+	memset(&o, 0, sizeof(o));
+	o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	o.objectId.pt.processId = PID;
+	o.objectId.pt.threadId = 4246;
+	o.start = 30;
+	o.end = 40;
+	CHECK_EQ_INT(convert(&f, &o), TK_OK);
+	finish(&f, &rb);
+	const struct got *g = nth(&rb, TK_API, 0), *h = nth(&rb, TK_OVERHEAD, 0);
+	CHECK(g && g->trk.id == f.h.process && g->e.ts == T0 + 10 && g->e.dur == 10);
+	CHECK(h && h->trk.id == f.h.process && h->e.ts == T0 + 30);
+	teardown(&f, &rb);
+}
+
+static int64_t
+extreme_clock(void *arg, uint64_t t)
+{
+	(void)arg;
+	return t == 1 ? INT64_MIN : INT64_MAX;
+}
+
+/* A span whose length does not fit in 64 bits is a bad time, not a
+ * wrapped duration; times of 0 are no time, in every kind. */
+TEST(spans_too_long_and_untimed)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	cupti_convert_free(f.c);
+	f.ch.clock = extreme_clock;
+	f.c = cupti_convert_new(f.h.w, &f.ch);
+	CUpti_ActivityKernel10 k = kernel_rec("k", 7, 1, 2);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->bad_timestamp, 1);
+	CUpti_ActivityMemory m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.bytes = 4096;
+	m.start = 0;
+	m.end = 90;
+	CHECK_EQ_INT(convert(&f, &m), TK_OK);
+	CUpti_ActivityMemory4 m2 = memory2_rec(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+	                                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x10, 64, 0, 7);
+	CHECK_EQ_INT(convert(&f, &m2), TK_OK);
+	CHECK_EQ_INT(cupti_convert_stats(f.c)->no_timestamp, 2);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL) + count_kind(&rb, TK_MEMORY) +
+	             count_kind(&rb, TK_COUNTER), 0);
+	teardown(&f, &rb);
+}
+
+/* Releases past INT64_MIN (a scribbled byte count) hold the sum there;
+ * the counter shows no negative memory. */
+TEST(device_memory_saturates_downwards)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	const CUpti_ActivityMemoryOperationType R = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	const CUpti_ActivityMemoryKind D = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	CUpti_ActivityMemory4 a = memory2_rec(R, D, 0x1000, UINT64_MAX, 100, 7);
+	CUpti_ActivityMemory4 b = memory2_rec(R, D, 0x2000, UINT64_MAX, 200, 7);
+	CHECK_EQ_INT(convert(&f, &a), TK_OK);
+	CHECK_EQ_INT(convert(&f, &b), TK_OK);
+	int64_t in_use = 0, peak = -1;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == INT64_MIN);
+	CHECK_EQ_INT(peak, 0);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_COUNTER), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct got *g = nth(&rb, TK_COUNTER, i);
+		CHECK(g && g->e.u.counter.value == 0.0);
+	}
+	teardown(&f, &rb);
+}
+
 /* Device memory whose sum passes INT64_MAX (a scribbled or absurd byte
  * count): held at INT64_MAX, not wrapped to a negative sum. */
 TEST(device_memory_saturates)
@@ -2215,6 +2438,166 @@ TEST(every_allocation_failing)
 	free(want);
 }
 
+/* An event as two runs can compare it whatever its track: kind, name,
+ * time, length and a counter's value (a sync whose call was lost waits
+ * on the process track; a stream whose naming was refused stays
+ * unnamed). */
+static char *
+event_keys(const struct readback *rb, size_t *n)
+{
+	size_t cap = 64 + rb->n * 128, at = 0;
+	char *s = malloc(cap);
+	if (!s)
+		abort();
+	s[0] = 0;
+	*n = 0;
+	for (size_t i = 0; i < rb->n && at < cap; i++) {
+		const struct got *g = &rb->ev[i];
+		if (g->e.kind == TK_DROPPED)
+			continue;
+		at += (size_t)snprintf(s + at, cap - at, "%u %s %lld %lld %.0f\n", g->e.kind,
+		                       g->name, (long long)g->e.ts, (long long)g->e.dur,
+		                       g->e.kind == TK_COUNTER ? g->e.u.counter.value : 0.0);
+		(*n)++;
+	}
+	return s;
+}
+
+/* How many lines of `want` are missing from `got`, each line of `got`
+ * used once; -1 when `got` has a line `want` does not. */
+static long
+lines_missing(const char *want, const char *got)
+{
+	char *w = strdup(want), *g = strdup(got);
+	if (!w || !g)
+		abort();
+	long missing = 0;
+	for (char *line = w, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		*nl = 0;
+		char *at = g;
+		size_t len = strlen(line);
+		while ((at = strstr(at, line)) && ((at != g && at[-1] != '\n') ||
+		                                    at[len] != '\n'))
+			at++;
+		if (at)
+			memset(at, '#', len); /* used */
+		else if (++missing > 1)
+			printf("# missing: %s\n", line);
+	}
+	for (char *p = g; *p; p++)
+		if (*p != '#' && *p != '\n')
+			missing = -1;
+	free(w);
+	free(g);
+	return missing;
+}
+
+/* Each definition the converter asks the writer for (a name, a stream,
+ * a device, a counter) refused in turn, over a run of every kind: the
+ * run goes on (TK_OK) and says why; at most the one event that needed
+ * the definition is missing, reported as one event the writer refused
+ * (a definition made for no event - a device's or context's record, a
+ * stream created without work - loses none, and none is reported); every
+ * other event is what a run without refusals writes: an allocation not
+ * written still counts in the device's memory in use. */
+TEST(every_definition_refused)
+{
+	struct fixture f;
+	struct readback rb;
+	struct cupti_convert *c;
+	setup(&f);
+	cupti_convert_free(f.c);
+	CHECK_EQ_INT(every_kind(&f, &c), TK_OK);
+	finish(&f, &rb);
+	size_t nwant;
+	char *want = event_keys(&rb, &nwant);
+	teardown(&f, &rb);
+	int runs = 0, lost_one = 0;
+	for (long n = 1; n < 100000; n++) {
+		setup(&f);
+		cupti_convert_free(f.c);
+		def_arm(n);
+		int rc = every_kind(&f, &c);
+		def_armed = 0;
+		if (!def_refused) {
+			CHECK_EQ_INT(rc, TK_OK);
+			finish(&f, &rb);
+			teardown(&f, &rb);
+			break;
+		}
+		runs++;
+		CHECK_EQ_INT(rc, TK_OK);
+		CHECK(strstr(cupti_convert_error(c), "refused a definition") != NULL);
+		uint64_t refused = cupti_convert_stats(c)->rejected;
+		finish(&f, &rb);
+		CHECK_EQ_INT(rb.rc, TK_EOF);
+		size_t ngot;
+		char *got = event_keys(&rb, &ngot);
+		long missing = lines_missing(want, got);
+		if (missing < 0 || missing > 1)
+			printf("# definition %ld refused: %ld events missing\n", n,
+			       missing);
+		CHECK(missing == 0 || missing == 1);
+		lost_one += missing == 1;
+		/* the loss said, as it is: the run's own report, then the
+		 * event refused, if one was */
+		if (refused != (uint64_t)missing)
+			printf("# definition %ld refused: %ld events missing, %llu "
+			       "reported\n", n, missing, (unsigned long long)refused);
+		CHECK_EQ_INT(refused, missing);
+		CHECK_EQ_INT(count_kind(&rb, TK_DROPPED), 1 + missing);
+		const struct got *g = nth(&rb, TK_DROPPED, 1);
+		CHECK(!missing || (g && g->e.u.dropped.count == 1 &&
+		                   !strcmp(g->reason, "events the trace writer refused")));
+		free(got);
+		teardown(&f, &rb);
+	}
+	printf("# %d definitions refused in turn: %d lost their event\n", runs,
+	       lost_one);
+	CHECK(runs > 40);
+	CHECK(lost_one > 20);
+	free(want);
+}
+
+/* A missing converter, record or writer is refused, not followed. */
+TEST(null_arguments)
+{
+	struct fixture f;
+	struct readback rb;
+	setup(&f);
+	CUpti_ActivityKernel10 k = kernel_rec("k", 7, 100, 200);
+	CHECK_EQ_INT(cupti_convert_record(NULL, (const CUpti_Activity *)&k), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_record(f.c, NULL), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_dropped(NULL, 1, "x"), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_buffer(NULL, NULL, 0, 0), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_finish(NULL), TK_EINVAL);
+	CHECK_EQ_INT(cupti_convert_context(NULL, 1, 0, 7), TK_EINVAL);
+	CHECK(cupti_convert_new(NULL, &f.ch) == NULL);
+	CHECK(cupti_convert_new(f.h.w, NULL) == NULL);
+	cupti_convert_reset(NULL);
+	cupti_convert_set_writer(NULL, f.h.w);
+	cupti_convert_set_writer(f.c, NULL); /* keeps its writer */
+	cupti_convert_release(NULL);
+	cupti_convert_free(NULL);
+	/* a loss without a reason: an empty one */
+	CHECK_EQ_INT(cupti_convert_dropped(f.c, 2, NULL), TK_OK);
+	CHECK_EQ_INT(convert(&f, &k), TK_OK);
+	int64_t in_use = -1, peak = -1;
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, NULL, NULL), 0);
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 0, &in_use, &peak), 0);
+	CHECK(in_use == 0 && peak == 0);
+	CHECK_EQ_INT(cupti_convert_device_memory(f.c, 5, &in_use, &peak), -1);
+	finish(&f, &rb);
+	CHECK_EQ_INT(count_kind(&rb, TK_KERNEL), 1);
+	const struct got *g = nth(&rb, TK_DROPPED, 0);
+	CHECK(g && g->e.u.dropped.count == 2 && !strcmp(g->reason, ""));
+	teardown(&f, &rb);
+	char msg[8] = "x";
+	CHECK_EQ_INT(cupti_convert_check_api_version(CUPTI_API_VERSION, msg, 0), 0);
+	CHECK_STR(msg, "x"); /* no room: nothing written */
+}
+
 int
 main(void)
 {
@@ -2256,10 +2639,17 @@ main(void)
 	RUN(libcupti_link_state);
 	RUN(api_name_suffixes);
 	RUN(device_memory_saturates);
+	RUN(api_names_cupti_cannot_give);
+	RUN(kernel_names_not_quite_mangled);
+	RUN(host_without_thread_tracks);
+	RUN(spans_too_long_and_untimed);
+	RUN(device_memory_saturates_downwards);
 	RUN(syncs_waiting_past_the_table);
 	RUN(streams_waiting_past_the_table);
 	RUN(unreadable_after_each_kind);
 	RUN(every_allocation_failing);
+	RUN(every_definition_refused);
+	RUN(null_arguments);
 	return tap_done();
 }
 

@@ -38,6 +38,7 @@ main(void)
 #include "helpers.h"
 #include "tap.h"
 #include "inject.h"
+#include "support.h"
 #include "tbuf.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
@@ -161,6 +162,20 @@ find(const struct spool_read *s, unsigned kind, const char *name, size_t nth)
 		if (s->ev[i].kind == kind && !strcmp(s->ev[i].name, name) && nth-- == 0)
 			return &s->ev[i];
 	return NULL;
+}
+
+/* The one event named `name`, NULL unless there is exactly one. */
+static const struct ev *
+only(const struct spool_read *s, const char *name)
+{
+	const struct ev *e = NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->ev[i].name, name)) {
+			if (e)
+				return NULL;
+			e = &s->ev[i];
+		}
+	return e;
 }
 
 static int
@@ -553,6 +568,304 @@ TEST(odd_nvtx_calls)
 	free(s.ev);
 }
 
+/* ---- NVTX instances the loader could hand us ------------------------------------
+ * A stand-in for an NVTX instance's export tables (nvtxDetail/
+ * nvtxTypes.h): none, too small, without the table function, a CORE
+ * module it will not give, a CORE2 module with no table, an older CORE
+ * table with fewer slots and one slot missing, version information
+ * missing, too small or without its setter. */
+static struct {
+	const void *callbacks;            /* what get() answers */
+	const void *version;
+	int refuse_core;
+	unsigned core_size;               /* slots the CORE table has */
+	NvtxFunctionPointer fn[NVTX_CBID_CORE_SIZE];
+	NvtxFunctionPointer *slots[NVTX_CBID_CORE_SIZE];
+	uint32_t version_set;
+	int version_calls;
+} fake_nvtx;
+
+static int NVTX_API
+fake_module_table(NvtxCallbackModule module, NvtxFunctionTable *table,
+                  unsigned *size)
+{
+	if (module == NVTX_CB_MODULE_CORE && !fake_nvtx.refuse_core) {
+		*table = fake_nvtx.slots;
+		*size = fake_nvtx.core_size;
+		return 1;
+	}
+	if (module == NVTX_CB_MODULE_CORE2) { /* says yes, gives nothing */
+		*table = NULL;
+		*size = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void NVTX_API
+fake_set_version(uint32_t v)
+{
+	fake_nvtx.version_set = v;
+	fake_nvtx.version_calls++;
+}
+
+static const void *NVTX_API
+fake_get(uint32_t id)
+{
+	return id == NVTX_ETID_CALLBACKS ? fake_nvtx.callbacks
+	       : id == NVTX_ETID_VERSIONINFO ? fake_nvtx.version : NULL;
+}
+
+/* Reset the stand-in: a full CORE table but for MarkA's slot. */
+static void
+fake_nvtx_reset(const void *callbacks, const void *version)
+{
+	memset(&fake_nvtx, 0, sizeof(fake_nvtx));
+	fake_nvtx.callbacks = callbacks;
+	fake_nvtx.version = version;
+	fake_nvtx.core_size = NVTX_CBID_CORE_SIZE;
+	for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++)
+		fake_nvtx.slots[i] = i == NVTX_CBID_CORE_MarkA ? NULL : &fake_nvtx.fn[i];
+}
+
+static int
+fake_filled(void)
+{
+	int n = 0;
+	for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++)
+		n += fake_nvtx.fn[i] != NULL;
+	return n;
+}
+
+TEST(nvtx_export_tables_of_every_shape)
+{
+	NvtxExportTableCallbacks cb = { sizeof(cb), fake_module_table };
+	NvtxExportTableCallbacks small = { sizeof(cb) - 1, fake_module_table };
+	NvtxExportTableCallbacks no_fn = { sizeof(cb), NULL };
+	NvtxExportTableVersionInfo vi = { sizeof(vi), NVTX_VERSION, 0, fake_set_version };
+	NvtxExportTableVersionInfo vi_small = { sizeof(vi) - 1, NVTX_VERSION, 0,
+	                                        fake_set_version };
+	NvtxExportTableVersionInfo vi_none = { sizeof(vi), NVTX_VERSION, 0, NULL };
+
+	/* refused: nothing installed */
+	CHECK_EQ_INT(InitializeInjectionNvtx2(NULL), 0);
+	const void *bad[] = { NULL, &small, &no_fn };
+	for (int i = 0; i < 3; i++) {
+		fake_nvtx_reset(bad[i], &vi);
+		CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 0);
+		CHECK_EQ_INT(fake_filled(), 0);
+		CHECK_EQ_INT(fake_nvtx.version_calls, 0);
+	}
+	fake_nvtx_reset(&cb, &vi);
+	fake_nvtx.refuse_core = 1;
+	CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 0);
+	CHECK_EQ_INT(fake_filled(), 0);
+
+	/* an older CORE table of 5 slots (MarkEx .. RangeStartW, MarkA's
+	 * missing): what fits is filled, nothing past it */
+	fake_nvtx_reset(&cb, NULL);
+	fake_nvtx.core_size = 5;
+	CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 1);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkEx] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkW] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_RangeStartEx] != NULL);
+	CHECK(fake_nvtx.fn[NVTX_CBID_CORE_MarkA] == NULL);
+	CHECK_EQ_INT(fake_filled(), 3);
+	/* and what was filled records */
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "through.fake.table";
+	void (*mark_ex)(const nvtxEventAttributes_t *);
+	memcpy(&mark_ex, &fake_nvtx.fn[NVTX_CBID_CORE_MarkEx], sizeof(mark_ex));
+	mark_ex(&a);
+
+	/* version information: set only through a whole table's setter */
+	const void *versions[] = { &vi_small, &vi_none, &vi };
+	for (int i = 0; i < 3; i++) {
+		fake_nvtx_reset(&cb, versions[i]);
+		CHECK_EQ_INT(InitializeInjectionNvtx2(fake_get), 1);
+		CHECK_EQ_INT(fake_filled(), NVTX_CBID_CORE_SIZE - 2); /* not 0, MarkA */
+		CHECK_EQ_INT(fake_nvtx.version_calls, i == 2);
+	}
+	CHECK_EQ_INT(fake_nvtx.version_set, NVTX_VERSION);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_MARK, "through.fake.table"), 1);
+	free(s.ev);
+}
+
+/* Registered strings are one handle per text and domain; names given
+ * as NULL, an empty domain name, renamed threads and CUDA objects. */
+TEST(registry_handles_and_names)
+{
+	nvtxDomainHandle_t d = nvtxDomainCreateA("reg.dom");
+	nvtxStringHandle_t h1 = nvtxDomainRegisterStringA(d, "same");
+	CHECK(h1 != NULL);
+	CHECK(nvtxDomainRegisterStringA(d, "same") == h1);
+	CHECK(nvtxDomainRegisterStringW(d, L"same") == h1);
+	nvtxStringHandle_t other_domain = nvtxDomainRegisterStringA(NULL, "same");
+	nvtxStringHandle_t shorter = nvtxDomainRegisterStringA(d, "sam");
+	nvtxStringHandle_t other_text = nvtxDomainRegisterStringA(d, "sane");
+	CHECK(other_domain && other_domain != h1);
+	CHECK(shorter && shorter != h1 && other_text && other_text != h1 &&
+	      shorter != other_text);
+	CHECK(tki_string_by_id(0) == NULL);
+	CHECK(tki_string_by_id(1u << 30) == NULL);
+	CHECK(tki_string_by_id(((struct tki_string *)(void *)h1)->id) ==
+	      (struct tki_string *)(void *)h1);
+
+	/* "" is the default domain, as NULL is */
+	CHECK(nvtxDomainCreateA("") == nvtxDomainCreateA(NULL));
+	CHECK(tki_domain_by_id(0) == tki_domain_default());
+	CHECK(tki_domain_by_id(60000) == NULL);
+
+	/* NULL names are ignored: the earlier name stays */
+	int64_t tid = gettid_();
+	nvtxNameOsThreadA((uint32_t)tid, "reg.first");
+	nvtxNameOsThreadA((uint32_t)tid, NULL);
+	char buf[64] = "";
+	CHECK(tki_thread_name_get(tid, buf, sizeof(buf)) && !strcmp(buf, "reg.first"));
+	nvtxMarkA("reg.named.first");
+	tki_flusher_round(0);
+	nvtxNameOsThreadA((uint32_t)tid, "reg.second");
+	CHECK(tki_thread_name_get(tid, buf, sizeof(buf)) && !strcmp(buf, "reg.second"));
+	nvtxNameCategoryA(41, NULL);
+	nvtxNameCategoryA(42, "reg.cat");
+
+	/* CUDA objects: named, renamed, each kind its own */
+	tki_resource_name_set(TKI_RES_CU_STREAM, 0x1234, "stream.a");
+	tki_resource_name_set(TKI_RES_CU_STREAM, 0x1234, "stream.b");
+	tki_resource_name_set(TKI_RES_CU_EVENT, 0x1234, "event.a");
+	tki_resource_name_set(TKI_RES_CU_EVENT, 0x9999, NULL);
+	CHECK(tki_resource_name_get(TKI_RES_CU_STREAM, 0x1234, buf, sizeof(buf)) &&
+	      !strcmp(buf, "stream.b"));
+	CHECK(tki_resource_name_get(TKI_RES_CU_EVENT, 0x1234, buf, sizeof(buf)) &&
+	      !strcmp(buf, "event.a"));
+	CHECK(!tki_resource_name_get(TKI_RES_CU_EVENT, 0x9999, buf, sizeof(buf)));
+	CHECK(!tki_resource_name_get(TKI_RES_CUDA_STREAM, 0x1234, buf, sizeof(buf)));
+
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.category = 42;
+	a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+	a.message.registered = h1;
+	nvtxDomainMarkEx(d, &a);
+	nvtxDomainMarkEx(d, &a);
+	a.message.registered = shorter;
+	nvtxDomainMarkEx(d, &a);
+	a.message.registered = NULL; /* no string: no name */
+	a.category = 43;
+	nvtxDomainMarkEx(d, &a);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	const struct ev *e = only(&s, "reg.named.first");
+	CHECK(e && !strcmp(e->thread, "reg.first"));
+	CHECK_EQ_INT(count(&s, TK_MARK, "same"), 2);
+	CHECK_EQ_INT(count(&s, TK_MARK, "sam"), 1);
+	e = find(&s, TK_MARK, "same", 1);
+	CHECK(e && !strcmp(e->domain, "reg.dom") && e->category == 42);
+	CHECK(e && !strcmp(e->thread, "reg.second"));
+	int unnamed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		unnamed += s.ev[i].category == 43 && !s.ev[i].name[0];
+	CHECK_EQ_INT(unnamed, 1);
+	free(s.ev);
+
+	/* the categories defined: 42, not 41 */
+	char path[1024];
+	CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	int c41 = 0, c42 = 0;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_CATEGORY && !rec.u.category->domain[0]) {
+				c41 += rec.u.category->category == 41;
+				c42 += rec.u.category->category == 42 &&
+				       !strcmp(rec.u.category->name, "reg.cat");
+			}
+	tk_reader_free(r);
+	CHECK_EQ_INT(c41, 0);
+	CHECK_EQ_INT(c42, 1);
+}
+
+/* NVTX calls given no attributes or no text, an attribute struct too
+ * small to hold even a category, an end of no range or of one never
+ * recorded, and push/pop nesting deeper than the levels whose flags
+ * are kept (128): every range still comes out once, nested. */
+TEST(null_attributes_and_deep_nesting)
+{
+	nvtxMarkA(NULL);
+	nvtxMarkEx(NULL);
+	nvtxRangeEnd(nvtxRangeStartEx(NULL));
+	CHECK_EQ_INT(nvtxRangePushEx(NULL), 0);
+	nvtxRangePop();
+	nvtxDomainRangeEnd(NULL, nvtxDomainRangeStartEx(NULL, NULL));
+	CHECK_EQ_INT(nvtxDomainRangePushEx(NULL, NULL), 0);
+	nvtxDomainRangePop(NULL);
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = (uint16_t)offsetof(nvtxEventAttributes_t, category);
+	a.category = 17;
+	nvtxMarkEx(&a);
+	nvtxRangeEnd(0);                 /* no range */
+	atomic_store(&tki_on, 0);
+	nvtxRangeId_t off = nvtxRangeStartA("deep.off"); /* never recorded */
+	atomic_store(&tki_on, 1);
+	nvtxRangeEnd(off);
+	atomic_store(&tki_on, 0);
+	nvtxRangeId_t late = nvtxRangeStartA("deep.late.end");
+	(void)late;
+	atomic_store(&tki_on, 1);
+
+	enum { DEEP = 140 };
+	char name[32];
+	for (int i = 0; i < DEEP; i++) {
+		snprintf(name, sizeof(name), "deep.%d", i);
+		CHECK_EQ_INT(nvtxRangePushA(name), i);
+	}
+	for (int i = DEEP - 1; i >= 0; i--)
+		CHECK_EQ_INT(nvtxRangePop(), i);
+	CHECK(nvtxRangePop() < 0);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	int unnamed_marks = 0, unnamed_ranges = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *e = &s.ev[i];
+		if (e->name[0] || e->category || e->payload_type)
+			continue;
+		unnamed_marks += e->kind == TK_MARK;
+		unnamed_ranges += e->kind == TK_RANGE || e->kind == TK_ASYNC_RANGE;
+	}
+	CHECK_EQ_INT(unnamed_marks, 3);   /* NULL, no attributes, too small */
+	CHECK_EQ_INT(unnamed_ranges, 4);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "deep.off"), 0);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "deep.late.end"), 0);
+	const struct ev *outer = NULL;
+	int nested = 1;
+	for (int i = 0; i < DEEP; i++) {
+		snprintf(name, sizeof(name), "deep.%d", i);
+		const struct ev *e = only(&s, name);
+		CHECK(e != NULL);
+		if (!e)
+			continue;
+		nested &= !e->unfinished && (!outer || inside(e, outer));
+		outer = e;
+	}
+	CHECK(nested);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 2000
 
@@ -669,6 +982,436 @@ TEST(async_ranges_ended_in_any_order)
 	CHECK(once);
 	CHECK(in_order);
 	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+/* ---- records made by hand ---------------------------------------------------------
+ * What nvtx.c would write only after losing records to full buffers, or
+ * never: put into this thread's buffer as nvtx.c lays them out, with
+ * the times, levels, ids and domains chosen here, so that what the
+ * flusher makes of them can be checked to the nanosecond. */
+
+struct raw {
+	uint8_t type;
+	uint16_t domain;
+	int64_t ts;
+	uint64_t id;                  /* START and END */
+	uint32_t level;               /* PUSH and POP */
+	const char *text;             /* or a registered string: */
+	uint32_t string;
+	const struct tki_attrs *attrs;
+};
+
+static void
+put_raw(const struct raw *x)
+{
+	struct tki_thread *t = tki_self ? tki_self : tki_thread_attach();
+	int has_id = x->type == TKI_REC_START || x->type == TKI_REC_END;
+	uint32_t len = x->text ? (uint32_t)strlen(x->text) : 0;
+	uint32_t size = (uint32_t)sizeof(struct tki_rec) + (has_id ? 8u : 0u);
+	if (x->type == TKI_REC_POP)
+		size += (uint32_t)sizeof(struct tki_pop);
+	else if (x->type != TKI_REC_END)
+		size += (x->attrs ? (uint32_t)sizeof(*x->attrs) : 0u) +
+		        (uint32_t)sizeof(struct tki_msg) + tki_align8(len);
+	uint8_t *p = tki_reserve(t, size);
+	if (!p)
+		abort();
+	memset(p, 0, size);
+	struct tki_rec *r = (struct tki_rec *)p;
+	r->type = x->type;
+	r->flags = (uint8_t)((x->attrs ? TKI_F_ATTRS : 0) |
+	                     (x->string ? TKI_F_REGISTERED : 0));
+	r->domain = x->domain;
+	r->size = size;
+	r->ts = x->ts;
+	p += sizeof(*r);
+	if (has_id) {
+		memcpy(p, &x->id, 8);
+		p += 8;
+	}
+	if (x->type == TKI_REC_POP) {
+		memcpy(p, &x->level, 4);
+	} else if (x->type != TKI_REC_END) {
+		if (x->attrs) {
+			memcpy(p, x->attrs, sizeof(*x->attrs));
+			p += sizeof(*x->attrs);
+		}
+		struct tki_msg m = { len, x->string, x->level, 0 };
+		memcpy(p, &m, sizeof(m));
+		memcpy(p + sizeof(m), x->text ? x->text : "", len);
+	}
+	tki_commit(t, size);
+	/* what becomes an event is counted, as nvtx.c counts it */
+	if (x->type == TKI_REC_PUSH || x->type == TKI_REC_MARK ||
+	    x->type == TKI_REC_START)
+		tki_count(t);
+}
+
+/* Push ranges whose pops were lost: a push at a level still open ends
+ * the range there (unfinished), a pop ends every level above its own
+ * (unfinished) and its own; a level never pushed (a gap) is skipped,
+ * also by the watermark's and the snapshot's walks (a flush while the
+ * gap is open); a pop of a domain this thread never pushed, or of a
+ * level not open, is ignored; a pop older than its push gives a
+ * range of no length; a domain id nobody registered, no name. */
+TEST(push_pop_with_lost_records)
+{
+	uint16_t D = (uint16_t)((struct tki_domain *)(void *)nvtxDomainCreateA("raw"))->id;
+	const uint16_t NODOM = 777;
+	nvtxMarkA("raw.attach"); /* this thread's buffer */
+	int64_t b = tki_now();
+	struct raw r[] = {
+		{ TKI_REC_POP, NODOM, b + 1, 0, 0, NULL, 0, NULL },
+		{ TKI_REC_PUSH, D, b + 10, 0, 0, "r.outer", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 20, 0, 1, "r.lostpop", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 30, 0, 1, "r.again", 0, NULL },
+		{ TKI_REC_PUSH, D, b + 40, 0, 3, "r.gap", 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		put_raw(&r[i]);
+	int64_t open_before = b + 10;
+	tki_flusher_round(0); /* level 2 is a gap while this flush runs */
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             open_before);
+	struct raw r2[] = {
+		{ TKI_REC_POP, D, b + 50, 0, 1, NULL, 0, NULL },
+		{ TKI_REC_POP, D, b + 52, 0, 2, NULL, 0, NULL },   /* not open */
+		{ TKI_REC_POP, D, b + 60, 0, 0, NULL, 0, NULL },
+		{ TKI_REC_PUSH, D, b + 62, 0, 1, "r.high", 0, NULL },
+		{ TKI_REC_POP, D, b + 64, 0, 0, NULL, 0, NULL },   /* 0 not open */
+		{ TKI_REC_PUSH, NODOM, b + 70, 0, 0, "r.nodomain", 0, NULL },
+		{ TKI_REC_POP, NODOM, b + 65, 0, 0, NULL, 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r2) / sizeof(r2[0]); i++)
+		put_raw(&r2[i]);
+
+	struct spool_read s;
+	flush_and_read(&s);
+	struct { const char *name; int64_t ts, dur; int unfinished; } want[] = {
+		{ "r.outer", b + 10, 50, 0 },
+		{ "r.lostpop", b + 20, 10, 1 },   /* ended by r.again's push */
+		{ "r.again", b + 30, 20, 0 },
+		{ "r.gap", b + 40, 10, 1 },       /* ended by level 1's pop */
+		{ "r.high", b + 62, 2, 1 },       /* ended by level 0's pop */
+		{ "r.nodomain", b + 70, 0, 0 },   /* popped "before" it began */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct ev *e = only(&s, want[i].name);
+		CHECK(e != NULL);
+		if (!e)
+			continue;
+		CHECK_EQ_INT(e->kind, TK_RANGE);
+		CHECK_EQ_INT(e->ts, want[i].ts);
+		CHECK_EQ_INT(e->dur, want[i].dur);
+		CHECK_EQ_INT(e->unfinished, want[i].unfinished);
+		CHECK_STR(e->domain, i == 5 ? "" : "raw");
+		CHECK_EQ_INT(e->tid, gettid_());
+	}
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+/* Start/end ranges made by hand: ends read before their starts wait
+ * for them (two at once, matched by id, not by order), an end older
+ * than its start gives no length, registered strings (cached after
+ * their first use; an unknown id names nothing), and a record of a
+ * type this library does not write is skipped. */
+TEST(start_end_and_registered_by_hand)
+{
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringA(NULL, "r.registered");
+	uint32_t reg_id = ((const struct tki_string *)(const void *)reg)->id;
+	struct tki_attrs a = { 5, 0xff0000ff, TK_PAYLOAD_UINT, 0, 77 };
+	int64_t b = tki_now();
+	struct raw r[] = {
+		{ TKI_REC_END, 0, b + 90, 1001, 0, NULL, 0, NULL },
+		{ TKI_REC_END, 0, b + 91, 1002, 0, NULL, 0, NULL },
+		{ TKI_REC_START, 0, b + 80, 1002, 0, "r.second", 0, &a },
+		{ TKI_REC_START, 0, b + 81, 1001, 0, "r.first", 0, NULL },
+		{ TKI_REC_START, 0, b + 100, 1003, 0, "r.backwards", 0, NULL },
+		{ TKI_REC_END, 0, b + 95, 1003, 0, NULL, 0, NULL },
+		{ 99, 0, b + 101, 0, 0, "r.unknown.type", 0, NULL },
+		{ TKI_REC_MARK, 0, b + 102, 0, 0, NULL, reg_id, NULL },
+		{ TKI_REC_MARK, 0, b + 103, 0, 0, NULL, reg_id, &a },
+		{ TKI_REC_MARK, 0, b + 104, 0, 0, NULL, 5000, NULL },
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		put_raw(&r[i]);
+	struct spool_read s;
+	flush_and_read(&s);
+	const struct ev *e = only(&s, "r.second");
+	CHECK(e && e->kind == TK_ASYNC_RANGE && e->ts == b + 80 && e->dur == 11);
+	CHECK(e && e->id == 1002 && !e->unfinished);
+	CHECK(e && e->category == 5 && e->color == 0xff0000ff &&
+	      e->payload_type == TK_PAYLOAD_UINT && e->payload.u == 77);
+	e = only(&s, "r.first");
+	CHECK(e && e->kind == TK_ASYNC_RANGE && e->ts == b + 81 && e->dur == 9);
+	CHECK(e && e->id == 1001 && e->category == 0 && !e->unfinished);
+	e = only(&s, "r.backwards");
+	CHECK(e && e->ts == b + 100 && e->dur == 0 && !e->unfinished);
+	CHECK_EQ_INT(count(&s, TK_MARK, "r.unknown.type") +
+	             count(&s, TK_RANGE, "r.unknown.type"), 0);
+	CHECK_EQ_INT(count(&s, TK_MARK, "r.registered"), 2);
+	e = find(&s, TK_MARK, "r.registered", 1);
+	CHECK(e && e->ts == b + 103 && e->category == 5);
+	int unnamed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		unnamed += s.ev[i].kind == TK_MARK && s.ev[i].ts == b + 104 &&
+		           !s.ev[i].name[0];
+	CHECK_EQ_INT(unnamed, 1);
+	CHECK_EQ_INT(produced(), s.n);
+	free(s.ev);
+}
+
+/* Ids whose home slot in the flusher's table of open start/end ranges
+ * is given by the low 16 bits of their hash (the table has at most
+ * 65536 slots here, so they are home at slot `low` of any size). */
+static uint64_t
+id_homed_at(uint32_t low, uint64_t *next)
+{
+	for (uint64_t id = *next;; id++)
+		if ((tkp_hash_u64(id) & 0xffff) == low) {
+			*next = id + 1;
+			return id;
+		}
+}
+
+/* Start ranges with chosen ids (t->next_range_id), end them in the
+ * given order; each must come out once, whole, ended in that order. */
+static void
+starts_and_ends(const char *name, const uint64_t *ids, int n, const int *end_order)
+{
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = name;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	nvtxRangeId_t got[8];
+	for (int i = 0; i < n; i++) {
+		tki_self->next_range_id = ids[i];
+		a.payload.ullValue = (uint64_t)i;
+		got[i] = nvtxRangeStartEx(&a);
+		CHECK_EQ_INT(got[i], ids[i]);
+	}
+	for (int k = 0; k < n; k++)
+		nvtxRangeEnd(got[end_order[k]]);
+	struct spool_read s;
+	flush_and_read(&s);
+	int64_t end_of[8] = { 0 };
+	int seen[8] = { 0 };
+	for (size_t i = 0; i < s.n; i++) {
+		const struct ev *e = &s.ev[i];
+		if (e->kind != TK_ASYNC_RANGE || strcmp(e->name, name) != 0 ||
+		    e->payload.u >= (uint64_t)n || e->unfinished)
+			continue;
+		seen[e->payload.u]++;
+		end_of[e->payload.u] = e->ts + e->dur;
+		CHECK_EQ_INT(e->id, ids[e->payload.u]);
+	}
+	int once = 1, in_order = 1;
+	for (int i = 0; i < n; i++)
+		once &= seen[i] == 1;
+	for (int k = 1; k < n && once; k++)
+		in_order &= end_of[end_order[k]] >= end_of[end_order[k - 1]];
+	CHECK(once);
+	CHECK(in_order);
+	/* none left behind, waiting: nothing open */
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+	free(s.ev);
+}
+
+/* The open start/end ranges are a hash table with linear probing and
+ * backward-shift deletion; a chain that runs past the table's last
+ * slot continues at slot 0.  Deleting around that end must move back
+ * exactly the entries whose home is not between the hole and them. */
+TEST(async_table_wraps_around_its_end)
+{
+	uint64_t next = 1;
+	const uint32_t LAST = 0xffff, BEFORE = 0xfffe;
+	uint64_t l1 = id_homed_at(LAST, &next), l2 = id_homed_at(LAST, &next),
+	         l3 = id_homed_at(LAST, &next), z = id_homed_at(0, &next),
+	         o = id_homed_at(1, &next), p = id_homed_at(BEFORE, &next);
+	/* last, last (wraps to 0), 0 (at 1), 1 (at 2); the first ended
+	 * first: each of the others moves back one slot, across the end */
+	uint64_t s1[] = { l1, l2, z, o };
+	int e1[] = { 0, 1, 2, 3 };
+	starts_and_ends("wrap.1", s1, 4, e1);
+	/* last, last (at 0), last (at 1); the one at 0 ended first: the
+	 * one at 1, home past it, moves back to 0 */
+	uint64_t s2[] = { l1, l2, l3 };
+	int e2[] = { 1, 0, 2 };
+	starts_and_ends("wrap.2", s2, 3, e2);
+	/* before-last, last, 0 (at 0), last (at 1): ending the first moves
+	 * nothing (each is at or after its home); ending the second moves
+	 * the one at 1 back to the last slot, not the one at home at 0 */
+	uint64_t s3[] = { p, l1, z, l2 };
+	int e3[] = { 0, 1, 3, 2 };
+	starts_and_ends("wrap.3", s3, 4, e3);
+}
+
+/* Messages longer than a block (64 KiB): their records get blocks of
+ * several units of the durable file, and come out whole, in order with
+ * the small ones around them. */
+TEST(records_longer_than_a_block)
+{
+	size_t sizes[] = { 70 * 1024, 200 * 1024 };
+	for (int k = 0; k < 2; k++) {
+		char *big = malloc(sizes[k] + 1);
+		if (!big)
+			abort();
+		for (size_t i = 0; i < sizes[k]; i++)
+			big[i] = (char)('a' + (i * 7 + (size_t)k) % 26);
+		big[sizes[k]] = 0;
+		nvtxMarkA("big.before");
+		nvtxRangePushA(big);
+		nvtxMarkA(big);
+		nvtxRangePop();
+		nvtxMarkA("big.after");
+		struct spool_read s;
+		tki_flusher_round(0);
+		char path[1024];
+		CHECK(latest_spool(spool, getpid(), path, sizeof(path)) == 0);
+		/* struct ev keeps 64 bytes of a name: compare the whole */
+		struct tk_reader *r = tk_reader_new();
+		const struct tk_event *e;
+		int whole_marks = 0, whole_ranges = 0;
+		int64_t before = -1, mark = -1, after = -1;
+		if (tk_reader_open_path(r, path) == TK_OK)
+			while (tk_reader_next_event(r, &e) == TK_OK) {
+				int same = !strcmp(e->name, big);
+				whole_marks += same && e->kind == TK_MARK;
+				whole_ranges += same && e->kind == TK_RANGE;
+				if (same && e->kind == TK_MARK)
+					mark = e->ts;
+				if (e->kind == TK_MARK && !strcmp(e->name, "big.before"))
+					before = e->ts;
+				if (e->kind == TK_MARK && !strcmp(e->name, "big.after"))
+					after = e->ts;
+			}
+		tk_reader_free(r);
+		CHECK_EQ_INT(whole_marks, 1);
+		CHECK_EQ_INT(whole_ranges, 1);
+		CHECK(before >= 0 && before <= mark && mark <= after);
+		read_spool(getpid(), &s);
+		CHECK_EQ_INT(produced(), s.n);
+		free(s.ev);
+		free(big);
+	}
+}
+
+/* The whole durable buffer file of this process (<pid>-<ns>.buf, the
+ * latest), read as trace-record would read it after a crash. */
+static uint8_t *
+read_durable(size_t *len)
+{
+	char best[512] = "", prefix[32], path[1024];
+	snprintf(prefix, sizeof(prefix), "%ld-", (long)getpid());
+	DIR *d = opendir(spool);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) && n > 4 &&
+		    !strcmp(de->d_name + n - 4, ".buf") && strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	snprintf(path, sizeof(path), "%s/%s", spool, best);
+	int fd = best[0] ? open(path, O_RDONLY) : -1;
+	struct stat st;
+	uint8_t *buf = NULL;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size)) &&
+	    pread(fd, buf, (size_t)st.st_size, 0) == st.st_size) {
+		*len = (size_t)st.st_size;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* The durable file's names log and snapshots are given storage 64 KiB
+ * at a time as they grow: names and open ranges well past the first
+ * 64 KiB are all there, as trace-record's recovery would read them,
+ * none lost for want of room. */
+TEST(durable_logs_past_their_first_pages)
+{
+	enum { NAMES = 1500, OPEN = 800 };
+	static uint32_t ids[NAMES];
+	static nvtxRangeId_t open_ids[OPEN];
+	char text[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(text, sizeof(text), "durable.name.%04d.with.some.forty.bytes", i);
+		nvtxStringHandle_t h = nvtxDomainRegisterStringA(NULL, text);
+		ids[i] = h ? ((struct tki_string *)(void *)h)->id : 0;
+	}
+	for (int i = 0; i < OPEN; i++) {
+		snprintf(text, sizeof(text), "durable.open.%04d.with.a.forty.byte.name", i);
+		open_ids[i] = nvtxRangeStartA(text);
+	}
+	tki_flusher_round(0);
+
+	size_t len = 0;
+	uint8_t *f = read_durable(&len);
+	CHECK(f != NULL);
+	struct tki_buf_head h;
+	if (f)
+		memcpy(&h, f, sizeof(h));
+	if (f && h.magic == TKI_BUF_MAGIC && h.names_off + h.names_len <= len) {
+		int named = 0;
+		for (uint64_t at = 0; at + sizeof(struct tki_buf_name) <= h.names_len;) {
+			struct tki_buf_name n;
+			memcpy(&n, f + h.names_off + at, sizeof(n));
+			const char *t = (const char *)f + h.names_off + at + sizeof(n);
+			int k;
+			if (n.kind == TKI_NAME_STRING && n.len > 13 &&
+			    sscanf(t, "durable.name.%4d", &k) == 1 && k >= 0 && k < NAMES &&
+			    n.a == ids[k] && n.b == 0)
+				named++;
+			at += sizeof(n) + tki_pad8(n.len);
+		}
+		CHECK_EQ_INT(named, NAMES);
+		CHECK(h.names_len > 64 * 1024);
+	} else {
+		CHECK(0);
+	}
+	uint32_t cur = f ? h.snap_cur : 2;
+	if (f && cur < 2 && h.snap_off[cur] + h.snap_len[cur] <= len) {
+		int open = 0;
+		for (uint64_t at = 0; at + sizeof(struct tki_snap) <= h.snap_len[cur];) {
+			struct tki_snap e;
+			memcpy(&e, f + h.snap_off[cur] + at, sizeof(e));
+			const char *t = (const char *)f + h.snap_off[cur] + at + sizeof(e);
+			int k;
+			if (e.kind == TKI_SNAP_ASYNC && e.len > 13 &&
+			    sscanf(t, "durable.open.%4d", &k) == 1 && k >= 0 && k < OPEN &&
+			    e.id == open_ids[k] && e.tid == gettid_())
+				open++;
+			at += sizeof(e) + tki_pad8(e.len);
+		}
+		CHECK_EQ_INT(open, OPEN);
+		CHECK(h.snap_len[cur] > 64 * 1024);
+		CHECK_EQ_INT(h.snap_lost, 0);
+	} else {
+		CHECK(0);
+	}
+	free(f);
+	for (int i = 0; i < OPEN; i++)
+		nvtxRangeEnd(open_ids[i]);
+	struct spool_read s;
+	flush_and_read(&s);
+	int ended = 0;
+	for (size_t i = 0; i < s.n; i++)
+		ended += s.ev[i].kind == TK_ASYNC_RANGE && !s.ev[i].unfinished &&
+		         !strncmp(s.ev[i].name, "durable.open.", 13);
+	CHECK_EQ_INT(ended, OPEN);
 	free(s.ev);
 }
 
@@ -797,6 +1540,89 @@ TEST(capture_schedule)
 		const struct ev *e = find(&s, TK_RANGE, "step", (size_t)k);
 		CHECK(e && e->payload.u == want[k]);
 	}
+	free(s.ev);
+}
+
+static enum tki_phase phases_seen[32];
+static int nphases_seen;
+
+static void
+phase_hook(void *arg, enum tki_phase p)
+{
+	(void)arg;
+	if (nphases_seen < 32)
+		phases_seen[nphases_seen++] = p;
+}
+
+static void
+refused_phase_hook(void *arg, enum tki_phase p)
+{
+	(void)arg;
+	(void)p;
+	nphases_seen = 1000;
+}
+
+/* The capture range as start/end ranges in any domain ("*"), warmup 1,
+ * active 1, cycles without end: every second occurrence is recorded,
+ * and the phase hooks (eight at most) hear each change once, in order,
+ * on the thread that made it. */
+TEST(capture_by_start_end_any_domain)
+{
+	tki_cfg.capture = "iter";
+	tki_cfg.capture_domain = "*";
+	tki_cfg.skip = 0;
+	tki_cfg.warmup = 1;
+	tki_cfg.active = 1;
+	tki_cfg.cycles = 0;
+	tki_capture_init();
+	/* one hook, seven places taken (by hooks not yet set), a ninth refused */
+	for (int i = 0; i < 8; i++)
+		tki_on_phase(i ? NULL : phase_hook, NULL);
+	tki_on_phase(refused_phase_hook, NULL);
+	nvtxDomainHandle_t d = nvtxDomainCreateA("cap.any");
+	nvtxStringHandle_t reg = nvtxDomainRegisterStringA(d, "iter");
+	nvtxEventAttributes_t a;
+	memset(&a, 0, sizeof(a));
+	a.version = NVTX_VERSION;
+	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+	a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+	for (uint64_t i = 1; i <= 6; i++) {
+		a.payload.ullValue = i;
+		/* by text in the default domain, then by registered
+		 * string in another */
+		nvtxDomainHandle_t in = i % 2 ? NULL : d;
+		a.messageType = i % 2 ? NVTX_MESSAGE_TYPE_ASCII : NVTX_MESSAGE_TYPE_REGISTERED;
+		if (i % 2)
+			a.message.ascii = "iter";
+		else
+			a.message.registered = reg;
+		nvtxRangeId_t id = nvtxDomainRangeStartEx(in, &a);
+		nvtxMarkA("cap.inside");
+		nvtxDomainRangeEnd(in, id);
+		nvtxMarkA("cap.between");
+	}
+	tki_cfg.capture = NULL;
+	tki_cfg.capture_domain = NULL;
+	tki_capture_init();
+	struct spool_read s;
+	flush_and_read(&s);
+	CHECK_EQ_INT(count(&s, TK_ASYNC_RANGE, "iter"), 3);
+	for (size_t k = 0; k < 3; k++) {
+		const struct ev *e = find(&s, TK_ASYNC_RANGE, "iter", k);
+		CHECK(e && e->payload.u == 2 * (k + 1) && !strcmp(e->domain, "cap.any"));
+	}
+	CHECK_EQ_INT(count(&s, TK_MARK, "cap.inside"), 3);
+	CHECK_EQ_INT(count(&s, TK_MARK, "cap.between"), 0);
+	enum tki_phase want[] = {
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+		TKI_PHASE_WARMUP, TKI_PHASE_ACTIVE, TKI_PHASE_OFF,
+	};
+	CHECK_EQ_INT(nphases_seen, 9);
+	int same = nphases_seen == 9;
+	for (int i = 0; i < 9 && same; i++)
+		same &= phases_seen[i] == want[i];
+	CHECK(same);
 	free(s.ev);
 }
 
@@ -943,6 +1769,51 @@ TEST(fork_waits_for_the_flusher)
 	atomic_store(&slow_hook_armed, 0);
 }
 
+static int flush_hook_calls[8];
+
+static void
+counting_hook(void *arg, int final)
+{
+	if (!final)
+		flush_hook_calls[(intptr_t)arg]++;
+}
+
+/* Flush hooks: eight at most (two are taken by the tests above), the
+ * rest refused and never run.  Holds: sixteen at most; the watermark
+ * and open_since never pass the earliest; a hold not given out cannot
+ * be set. */
+TEST(flush_hooks_and_holds_past_their_tables)
+{
+	for (intptr_t i = 0; i < 7; i++)
+		tki_on_flush(counting_hook, (void *)i);
+	tki_run_flush_hooks(0);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_INT(flush_hook_calls[i], 1);
+	CHECK_EQ_INT(flush_hook_calls[6], 0);
+
+	int h[17], given = 0;
+	for (int i = 0; i < 17; i++)
+		given += (h[i] = tki_hold_new()) >= 0;
+	CHECK_EQ_INT(given, 16);
+	CHECK_EQ_INT(h[16], -1);
+	CHECK_EQ_INT(tki_holds_min(), INT64_MAX);
+	int64_t t = tki_now() - 1000;
+	tki_hold_set(h[3], t + 500);
+	tki_hold_set(h[9], t);
+	tki_hold_set(h[12], t + 200);
+	tki_hold_set(-1, 5);
+	tki_hold_set(16, 5);
+	CHECK_EQ_INT(tki_holds_min(), t);
+	tki_flusher_round(0);
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE), t);
+	for (int i = 0; i < 16; i++)
+		tki_hold_set(h[i], INT64_MAX);
+	CHECK_EQ_INT(tki_holds_min(), INT64_MAX);
+	tki_flusher_round(0);
+	CHECK_EQ_INT(__atomic_load_n(&tki_status->open_since, __ATOMIC_ACQUIRE),
+	             INT64_MAX);
+}
+
 TEST(exit_flush_writes_open_ranges_and_ends)
 {
 	nvtxRangePushA("never.closed");
@@ -959,6 +1830,195 @@ TEST(exit_flush_writes_open_ranges_and_ends)
 	free(s.ev);
 }
 
+/* ---- the options trace-record passes ----------------------------------------------
+ * Read once, by a process's first NVTX call: this program again, run
+ * with an environment of the test's making, says what it read. */
+
+static char self_exe[1024];
+
+/* Run `self_exe --config [extra]` with `env`; its one line of output
+ * in `out`, its pid in *child. */
+static int
+config_child_arg(char *const env[], char *extra, char *out, size_t n, pid_t *child)
+{
+	int fd[2];
+	if (pipe(fd) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		char *argv[] = { self_exe, "--config", extra, NULL };
+		execve(self_exe, argv, env);
+		_exit(127);
+	}
+	close(fd[1]);
+	*child = pid;
+	ssize_t k = 0, r;
+	while (k < (ssize_t)n - 1 && (r = read(fd[0], out + k, n - 1 - (size_t)k)) > 0)
+		k += r;
+	out[k > 0 ? k : 0] = 0;
+	close(fd[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int
+config_child(char *const env[], char *out, size_t n, pid_t *child)
+{
+	return config_child_arg(env, NULL, out, n, child);
+}
+
+/* The last argument and the start time of the process the spool at
+ * `path` defines ("", 0 if none). */
+static void
+spool_process(const char *path, char *out, size_t n, uint32_t *argc, int64_t *start)
+{
+	out[0] = 0;
+	*argc = 0;
+	*start = 0;
+	struct tk_reader *r = tk_reader_new();
+	struct tk_record rec;
+	if (tk_reader_open_path(r, path) == TK_OK)
+		while (tk_reader_next(r, &rec) == TK_OK)
+			if (rec.type == TK_REC_TRACK &&
+			    rec.u.track->type == TK_TRACK_PROCESS) {
+				const struct tk_process *p = &rec.u.track->u.process;
+				*argc = p->argc;
+				*start = p->start;
+				if (p->argc)
+					snprintf(out, n, "%s", p->argv[p->argc - 1]);
+			}
+	tk_reader_free(r);
+}
+
+/* The child: one NVTX call, then what it read.  With TK_TEST_START,
+ * first the file trace-record leaves with the process's start time
+ * (<spool>/p<pid>), holding that text. */
+static int
+config_main(void)
+{
+	const char *start = getenv("TK_TEST_START"), *dir = getenv(TKI_ENV_SPOOL);
+	if (start && dir) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/p%ld", dir, (long)getpid());
+		FILE *f = fopen(path, "w");
+		if (!f || fputs(start, f) < 0 || fclose(f) != 0)
+			return 2;
+	}
+	InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
+	nvtxMarkA("config");
+	printf("on=%d flush=%lld buffer=%zu window=%lld:%lld schedule=%llu,%llu,%llu,%llu "
+	       "recorder=%ld\n", atomic_load(&tki_on), (long long)tki_cfg.flush_ns,
+	       tki_cfg.buffer_limit, (long long)tki_cfg.win_begin,
+	       (long long)tki_cfg.win_end, (unsigned long long)tki_cfg.skip,
+	       (unsigned long long)tki_cfg.warmup, (unsigned long long)tki_cfg.active,
+	       (unsigned long long)tki_cfg.cycles, tki_cfg.recorder);
+	fflush(stdout);
+	return 0;
+}
+
+/* Values as given are taken (and a command line of 9 KB is kept
+ * whole, and the start time trace-record gives); values that are not
+ * numbers, out of
+ * range, too small or in the wrong order leave the defaults (1 s,
+ * 64 MiB, no window, the schedule's active phase at least 1); no
+ * recording without an absolute spool directory or with a recorder
+ * that is gone (one it may not signal is there). */
+TEST(options_from_the_environment)
+{
+	char spool_env[300], recorder_env[64], out[512];
+	snprintf(spool_env, sizeof(spool_env), TKI_ENV_SPOOL "=%s", spool);
+	snprintf(recorder_env, sizeof(recorder_env), TKI_ENV_RECORDER "=%ld",
+	         (long)getpid());
+	char buffer_env[64];
+	snprintf(buffer_env, sizeof(buffer_env), TKI_ENV_BUFFER "=%u",
+	         4 * TKI_BLOCK_BYTES);
+	char *given[] = { spool_env, recorder_env, TKI_ENV_FLUSH "=5000000",
+	                  buffer_env, TKI_ENV_WINDOW "=100:200",
+	                  TKI_ENV_SCHEDULE "=1,2,0,3", NULL };
+	char want[512];
+	snprintf(want, sizeof(want), "on=1 flush=5000000 buffer=%u window=100:200 "
+	         "schedule=1,2,1,3 recorder=%ld\n", 4 * TKI_BLOCK_BYTES, (long)getpid());
+	pid_t child;
+	char path[1024];
+	/* with an argument longer than the first read of its command line */
+	static char long_arg[9000], got_arg[9100];
+	memset(long_arg, 'a', sizeof(long_arg) - 1);
+	long_arg[sizeof(long_arg) - 2] = 'z';
+	CHECK_EQ_INT(config_child_arg(given, long_arg, out, sizeof(out), &child), 0);
+	CHECK_STR(out, want);
+	CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
+	uint32_t argc = 0;
+	int64_t start;
+	spool_process(path, got_arg, sizeof(got_arg), &argc, &start);
+	CHECK_EQ_INT(argc, 3);
+	CHECK(strcmp(got_arg, long_arg) == 0);
+
+	/* the process's start: as trace-record wrote it, else from /proc
+	 * (to the clock tick) when its file says nothing usable */
+	const char *starts[] = { "1234567\n", "0", "-5", "soon", "" };
+	for (int i = 0; i < 5; i++) {
+		char start_env[64];
+		snprintf(start_env, sizeof(start_env), "TK_TEST_START=%s", starts[i]);
+		char *with_start[] = { spool_env, recorder_env, start_env, NULL };
+		int64_t before = tki_now();
+		CHECK_EQ_INT(config_child(with_start, out, sizeof(out), &child), 0);
+		int64_t after = tki_now();
+		CHECK(latest_spool(spool, child, path, sizeof(path)) == 0);
+		spool_process(path, got_arg, sizeof(got_arg), &argc, &start);
+		if (i == 0)
+			CHECK_EQ_INT(start, 1234567);
+		else
+			CHECK(start >= before - 1000000000 && start <= after + 1000000000);
+	}
+
+	const char *defaults = "on=1 flush=1000000000 buffer=67108864 "
+	                       "window=-9223372036854775808:9223372036854775807 "
+	                       "schedule=0,0,1,1 recorder=0\n";
+	char *bad1[] = { spool_env, TKI_ENV_RECORDER "=", TKI_ENV_FLUSH "=12x",
+	                 TKI_ENV_BUFFER "=99999999999999999999999", TKI_ENV_WINDOW "=300:200",
+	                 NULL };
+	CHECK_EQ_INT(config_child(bad1, out, sizeof(out), &child), 0);
+	CHECK_STR(out, defaults);
+	char small[64];
+	snprintf(small, sizeof(small), TKI_ENV_BUFFER "=%u", 2 * TKI_BLOCK_BYTES - 1);
+	char *bad2[] = { spool_env, TKI_ENV_FLUSH "=0", small, TKI_ENV_WINDOW "=soon",
+	                 TKI_ENV_RECORDER "=7x", NULL };
+	CHECK_EQ_INT(config_child(bad2, out, sizeof(out), &child), 0);
+	CHECK_STR(out, defaults);
+
+	/* a recorder this process may not signal (init, unless run as
+	 * root) is there */
+	char *init_recorder[] = { spool_env, TKI_ENV_RECORDER "=1", NULL };
+	CHECK_EQ_INT(config_child(init_recorder, out, sizeof(out), &child), 0);
+	CHECK(strncmp(out, "on=1 ", 5) == 0 && strstr(out, " recorder=1\n"));
+
+	/* not recording: no spool, a relative one, a recorder gone */
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	char gone_env[64];
+	snprintf(gone_env, sizeof(gone_env), TKI_ENV_RECORDER "=%ld", (long)gone);
+	char *none[] = { recorder_env, NULL };
+	/* the spool directory itself, relative to any working directory
+	 * less than 16 deep */
+	char relative_env[400];
+	snprintf(relative_env, sizeof(relative_env), TKI_ENV_SPOOL "=%s%s",
+	         "../../../../../../../../../../../../../../../..", spool);
+	char *relative[] = { relative_env, recorder_env, NULL };
+	char *dead[] = { spool_env, gone_env, NULL };
+	char *const *off[] = { none, relative, dead };
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ_INT(config_child((char **)off[i], out, sizeof(out), &child), 0);
+		CHECK(strncmp(out, "on=0 ", 5) == 0);
+		CHECK(latest_spool(spool, child, path, sizeof(path)) < 0);
+	}
+}
+
 static void
 remove_spool(void)
 {
@@ -973,8 +2033,12 @@ remove_spool(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--config") == 0)
+		return config_main();
+	ssize_t k = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	self_exe[k > 0 ? k : 0] = 0;
 	strcpy(spool, "/tmp/tracekit-test-XXXXXX");
 	if (!mkdtemp(spool))
 		return 1;
@@ -992,15 +2056,26 @@ main(void)
 	RUN(attributes_domains_categories);
 	RUN(wide_calls_and_attribute_variants);
 	RUN(odd_nvtx_calls);
+	RUN(null_attributes_and_deep_nesting);
+	RUN(nvtx_export_tables_of_every_shape);
+	RUN(registry_handles_and_names);
 	RUN(threads_names_and_async);
 	RUN(async_ranges_ended_in_any_order);
+	RUN(push_pop_with_lost_records);
+	RUN(start_end_and_registered_by_hand);
+	RUN(async_table_wraps_around_its_end);
+	RUN(records_longer_than_a_block);
+	RUN(durable_logs_past_their_first_pages);
 	RUN(open_ranges_hold_the_watermark);
 	RUN(full_buffers_count_what_they_drop);
 	RUN(capture_schedule);
+	RUN(capture_by_start_end_any_domain);
 	RUN(recording_window);
 	RUN(program_closes_every_descriptor);
 	RUN(fork_child_has_its_own_spool);
 	RUN(fork_waits_for_the_flusher);
+	RUN(flush_hooks_and_holds_past_their_tables);
+	RUN(options_from_the_environment);
 	RUN(exit_flush_writes_open_ranges_and_ends);
 	remove_spool();
 	return tap_done();
