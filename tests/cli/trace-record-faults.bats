@@ -114,14 +114,27 @@ meta_keys() {
 	[ ! -e "$D/ran" ]
 }
 
-@test "poll fails while the command runs: one line, 125, the command runs to its end, the trace says it is unfinished" {
-	run -125 --separate-stderr failing trace-record poll:1:ENOMEM -o "$T" -- \
-		sh -c 'sleep 0.3; echo ran > "$1"' sh "$D/ran"
+@test "poll fails while the command runs: one line, 125, the command and its processes killed and waited for, the trace says it is unfinished" {
+	# the command starts a child, then makes "go": the first poll of
+	# trace-record after that fails (their output elsewhere: `run`
+	# waits for the end of its pipe)
+	rm -f "$D/ran.go" "$D/ran.child"
+	export FAULTSYS_AFTER=$D/ran.go
+	run -125 --separate-stderr failing trace-record \
+		poll:1:ENOMEM -o "$T" -- sh -c \
+		'exec >/dev/null 2>&1; sleep 30 & echo $! > "$1.child"; : > "$1.go"; sleep 1; echo ran > "$1"; wait' \
+		sh "$D/ran"
+	unset FAULTSYS_AFTER
 	assert_eq "$stderr" "trace-record: poll: Cannot allocate memory"
 	assert_eq "$(failed)" "poll 1"
-	# left to itself, it still finishes
-	for _ in $(seq 50); do [ -s "$D/ran" ] && break; sleep 0.1; done
-	assert_eq "$(cat "$D/ran")" ran
+	# the child is gone (or a zombie of whoever adopted it), at once
+	local child state
+	child=$(cat "$D/ran.child")
+	state=$(ps -o stat= -p "$child" || true)
+	[[ -z "$state" || "$state" == Z* ]]
+	# the command is gone: it never writes its file
+	sleep 1.3
+	[ ! -e "$D/ran" ]
 	run -1 --separate-stderr trace-dump "$T"
 	[[ "$stderr" == "trace-dump: $T: truncated at byte "* ]]
 }
