@@ -106,6 +106,14 @@ readable() {
 	assert_eq "$(($(dropped_ranges "$T" 64K) + k))" "$w"
 }
 
+@test "--max-size on stdout whose reader went away: quiet, the command's status" {
+	# the trace is written at the end, to a pipe closed long before
+	run --separate-stderr bash -c \
+		'trace-record --max-size 64K -- sh -c "sleep 0.3; exit 3" | true; echo "${PIPESTATUS[0]}"'
+	assert_eq "$output" 3
+	assert_eq "$stderr" ""
+}
+
 @test "--max-size that nothing reaches: every range, nothing dropped, every process" {
 	need_nvtx
 	run -0 trace-record -o "$T" --max-size 1M -r 2 -- "$APPS/nvtx_sample" --steps 0 --threads 0 --flood 2000
