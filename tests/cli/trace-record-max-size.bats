@@ -133,4 +133,7 @@ readable() {
 	assert_eq "${stderr_lines[0]}" "trace-record: --max-size-keep: expected newest or first, not 'oldest'"
 	run -125 --separate-stderr trace-record --max-size-keep=first -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --max-size-keep needs --max-size"
+	# newest, named: the default
+	run -0 trace-record --max-size 1M --max-size-keep=newest -o "$T" -- sh -c 'exit 0'
+	assert_eq "$(ev 'select(.kind=="process") | .name')" sh
 }

@@ -107,6 +107,22 @@ Try 'trace-record --help' for more information."
 	assert_eq "${stderr_lines[0]}" "trace-record: --skip, --warmup, --active and --repeat-cycles need --capture-range"
 	run -125 --separate-stderr trace-record --capture-range=step -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: expected nvtx:NAME[@DOMAIN], not 'step'"
+	run -125 --separate-stderr trace-record --meta =v -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --meta: expected KEY=VALUE, not '=v'"
+	run -125 --separate-stderr trace-record --capture-range=nvtx: -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: expected nvtx:NAME[@DOMAIN], not 'nvtx:'"
+	run -125 --separate-stderr trace-record --capture-range=nvtx:@dom -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: the range has no name"
+	run -125 --separate-stderr trace-record --capture-range=nvtx:s --active 0 -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --active: at least 1"
+	run -125 --separate-stderr trace-record --repeat 4294967296 -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --repeat: invalid count '4294967296'"
+	run -125 --separate-stderr trace-record --duration 0s -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --duration: '0s' is too short"
+	run -125 --separate-stderr trace-record -o
+	assert_eq "${stderr_lines[0]}" "trace-record: option '-o' needs a value"
+	run -125 --separate-stderr trace-record -x -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: unknown option '-x'"
 	run -125 --separate-stderr trace-record --cuda=kernels -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --cuda: unknown activity 'kernels' (kernel, memcpy, memset, memory, runtime, driver, api, sync, overhead, all, none)"
 	# (the rest of --cuda: trace-record-cuda.bats)
@@ -261,6 +277,11 @@ Try 'trace-record --help' for more information."
 	assert_eq "$(ev 'select(.kind=="range") | .name')" ""
 	run -0 trace-record -o "$T" --capture-range=nvtx:io@* -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
 	assert_eq "$(ev 'select(.kind=="range") | .name')" "io"
+	# NAME@ with no domain after it: the default domain, as without @
+	run -0 trace-record -o "$T" --capture-range=nvtx:io@ -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
+	assert_eq "$(ev 'select(.kind=="range") | .name')" ""
+	run -0 trace-record -o "$T" --capture-range=nvtx:step@ -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
+	[ -n "$(ev 'select(.kind=="range" and .name=="step") | .name')" ]
 }
 
 @test "--sample-interval writes RSS and CPU counters of each process" {
