@@ -502,6 +502,57 @@ TEST(recover_nothing)
 }
 
 
+
+/* Entries that are not what they look like: a freed slot of the same
+ * tid (serial 0) does not name the thread, snapshot entries without an
+ * id are nothing, an end pending with no start is not written, a pop
+ * passes over async and pending entries of its thread, an async range
+ * that ends on its own thread has no end track, a name entry cut by the
+ * log's end is not read, drops reported after the death last 0 ns; a
+ * header of another unit size is not a buffer of ours. */
+TEST(recover_odd_entries)
+{
+	struct dbuf b;
+	struct outcome o;
+	dbuf_init(&b);
+	dbuf_thread(&b, 0, PID, 1, "main");
+	dbuf_thread(&b, 1, PID, 0, "stale");
+	dbuf_slot(&b, 1)->state = TKI_SLOT_FREE;
+	dbuf_slot(&b, 1)->serial = 0;
+	dbuf_slot(&b, 0)->dropped = 2;
+	dbuf_name(&b, TKI_NAME_DOMAIN, 3, "dom-name");
+	b.h->names_len -= 4;                 /* its bytes cut */
+	/* (at the level the pop closes: only its id tells it apart) */
+	dbuf_rec(&b, 0, &(struct rec_spec){ .type = TKI_REC_START, .ts = 100, .id = 5,
+	                                    .name = "as", .level = 1 });
+	push(&b, 0, 110, 1, "p");
+	pop(&b, 0, 120, 1);
+	dbuf_rec(&b, 0, &(struct rec_spec){ .type = TKI_REC_END, .ts = 130, .id = 5 });
+	push(&b, 0, 140, 1, "q");
+	struct tki_snap *e = dbuf_snap(&b, 0, TKI_SNAP_THREAD, "");
+	e->slot = 0, e->serial = 1, e->block = 1, e->pos = 0;
+	e = dbuf_snap(&b, 0, TKI_SNAP_ASYNC, "no id");
+	e->tid = PID, e->ts = 10;
+	e = dbuf_snap(&b, 0, TKI_SNAP_PENDING, "");
+	e->tid = PID, e->ts = 20;
+	e = dbuf_snap(&b, 0, TKI_SNAP_PENDING, "");
+	e->tid = PID, e->ts = 50, e->id = 21, e->level = 1;
+	recover(&b, 1000, 2000, NULL, &o);
+	CHECK_LIST(o, "A as 100 30 4242:main>= 5\n"
+	              "D nvtx 2 2000 0 4242:main\n"
+	              "R p 110 10 4242:main\n"
+	              "R q 140 860 4242:main u\n");
+	CHECK_EQ_INT(o.events, 3);
+	b.h->unit = 4096;
+	recover(&b, 1000, 2000, NULL, &o);
+	CHECK_LIST(o, "");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/p.buf", dir);
+	dbuf_write(&b, path);
+	CHECK(rec_recover_spool_limit(path) == UINT64_MAX);
+	free(b.m);
+}
+
 /* ---- damage inside the file ---------------------------------------------------------- */
 
 /* A thread whose block holds A, then what `bad` lays down, then B: the
@@ -761,6 +812,7 @@ main(void)
 	RUN(recover_lost_records);
 	RUN(recover_window_and_cuda);
 	RUN(recover_nothing);
+	RUN(recover_odd_entries);
 	RUN(recover_bad_records);
 	RUN(recover_bad_blocks);
 	RUN(recover_bad_names_and_slots);
