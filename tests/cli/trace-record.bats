@@ -244,6 +244,25 @@ Try 'trace-record --help' for more information."
 	assert_eq "$(trace-dump --info --json "$T" | jq -r '.metadata["record.repeat"]')" 3
 }
 
+@test "--repeat with runs that outlast the ticks, and --duration ending the recording in the last run" {
+	# runs of 0.3 s: every run's process inside its run, in order
+	run -0 trace-record -o "$T" --repeat 2 --flush-interval 40ms -- sleep 0.3
+	assert_eq "$(ev 'select(.kind=="run") | .run' | paste -sd,)" "1,2"
+	evs '[.[] | select(.kind=="run")] as $r | [.[] | select(.kind=="process")] as $p
+	     | ($r | length) == 2 and ($p | length) == 2 and ($r[0].dur >= 300000000)
+	       and ($r[1].ts >= $r[0].ts + $r[0].dur - 1000)
+	       and ([range(2)] | all(. as $i | $p[$i].ts >= $r[$i].ts - 1000
+	                             and $p[$i].ts + $p[$i].dur <= $r[$i].ts + $r[$i].dur + 1000))' |
+		grep -qx true
+	# --duration bounds each run; the trace ends once the last run's
+	# window has been flushed: that run's event is cut there (written
+	# once), while the first one is whole
+	run -0 trace-record -o "$T" --repeat 2 --duration 100ms --flush-interval 20ms -- sleep 0.4
+	assert_eq "$(ev 'select(.kind=="run") | .run' | paste -sd,)" "1,2"
+	evs '[.[] | select(.kind=="run")] | (.[0].dur >= 400000000)
+	     and (.[1].dur >= 100000000) and (.[1].dur < 400000000)' | grep -qx true
+}
+
 @test "--repeat stops at a failed run and exits with its status" {
 	run -4 trace-record -o "$T" --repeat 3 -- sh -c 'exit 4'
 	assert_eq "$(ev 'select(.kind=="run") | "\(.run) \(.exit_code)"')" "1 4"
