@@ -321,6 +321,19 @@ Try 'trace-record --help' for more information."
 	ev 'select(.kind=="counter" and .name=="cpu") | .value' | awk '$1 < 0 || $1 > 200 { exit 1 }'
 }
 
+@test "--sample-interval with --delay and --duration: samples only inside the window" {
+	run -0 trace-record -o "$T" --sample-interval 20ms --delay 200ms --duration 200ms \
+		--flush-interval 20ms -- sleep 0.6
+	local start
+	start=$(start_ns "$T")
+	# samples of sleep between start + 200 ms and start + 400 ms (1 ms
+	# of slack: jq's numbers are doubles), several of them
+	ev 'select(.kind=="counter" and .name=="rss") | .ts' |
+		awk -v lo=$((start + 199000000)) -v hi=$((start + 401000000)) '
+			$1 < lo || $1 > hi { bad = 1 } { n++ }
+			END { exit bad || n < 3 }'
+}
+
 @test "--delay and --duration bound what is recorded" {
 	need_nvtx
 	run -0 trace-record -o "$T" --flush-interval 50ms --delay 200ms --duration 300ms -- \
