@@ -36,6 +36,7 @@ struct spool_case {
 	int spool;               /* SPOOL_*, or -1: none */
 	int status;              /* 0 none, 1 ours, 2 another magic */
 	uint64_t produced;       /* the status page's count */
+	uint64_t nomem;          /* of them, lost for want of memory */
 	int exec;                /* the process exec'd after the spool began */
 	int late_start;          /* the process began after the spool's events */
 	int junk;                /* files that are not spools */
@@ -86,7 +87,7 @@ write_spool(const char *path, pid_t pid, int kind)
 }
 
 static void
-write_status(const char *path, pid_t pid, int kind, uint64_t produced)
+write_status(const char *path, pid_t pid, int kind, uint64_t produced, uint64_t nomem)
 {
 	struct tki_status *st = calloc(1, sizeof(*st));
 	if (!st)
@@ -96,7 +97,9 @@ write_status(const char *path, pid_t pid, int kind, uint64_t produced)
 	st->pid = pid;
 	st->open_since = INT64_MAX;
 	st->committed = UINT64_MAX;
-	st->slot[0].produced = produced;
+	st->slot[0].produced = produced - nomem;
+	st->direct = nomem;      /* the library counts them as its own */
+	st->nomem = nomem;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, st, sizeof(*st)) != (ssize_t)sizeof(*st))
 		abort();
@@ -142,7 +145,7 @@ child(const struct spool_case *c)
 	}
 	if (c->status) {
 		snprintf(path, sizeof(path), "%s/%d-%d.st", rc.spool, (int)pid, T_INIT);
-		write_status(path, pid, c->status, c->produced);
+		write_status(path, pid, c->status, c->produced, c->nomem);
 	}
 	if (c->spool >= 0) {
 		snprintf(path, sizeof(path), "%s/%d-%d.tkt", rc.spool, (int)pid, T_INIT);
@@ -262,6 +265,28 @@ TEST(spool_still_running)
 	CHECK_STR(r.list, marks);
 }
 
+/* Records lost for want of memory say so, apart from the rest; no more
+ * of them than are missing. */
+TEST(spool_nomem)
+{
+	struct spool_case c = { .spool = SPOOL_CLOSED, .status = 1, .produced = 6,
+	                        .nomem = 2 };
+	struct result r;
+	run_case(&c, &r);
+	CHECK_EQ_INT(r.status, 0);
+	CHECK_STR(r.list, "D nvtx 1 1000 the process was still running when the "
+	                  "recording ended\n"
+	                  "D nvtx 2 1000 the process ran out of memory recording them "
+	                  "(no buffers for a thread)\n"
+	                  "M mark 100\nM mark 200\nM mark 300\n");
+	c.produced = 4;
+	c.nomem = 3;
+	run_case(&c, &r);
+	CHECK_STR(r.list, "D nvtx 1 1000 the process ran out of memory recording them "
+	                  "(no buffers for a thread)\n"
+	                  "M mark 100\nM mark 200\nM mark 300\n");
+}
+
 /* The process exec'd after its spool began, before its last flush. */
 TEST(spool_exec)
 {
@@ -323,6 +348,7 @@ main(void)
 	RUN(spool_closed_among_junk);
 	RUN(spool_still_running);
 	RUN(spool_exec);
+	RUN(spool_nomem);
 	RUN(spool_damaged);
 	RUN(spool_directory);
 	unlink(trace);
