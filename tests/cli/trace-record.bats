@@ -479,6 +479,15 @@ sigcount_ready() {
 	assert_eq "$stderr" ""
 }
 
+@test "the reader going away while the command runs: quiet from then on, the command's status" {
+	# head takes the header and goes; the samples that follow find the
+	# pipe closed
+	run -0 --separate-stderr bash -c \
+		'trace-record -s 10ms --flush-interval 20ms -- sh -c "sleep 0.6; exit 4" | head -c 1 > /dev/null; echo "${PIPESTATUS[0]}"'
+	assert_eq "$output" 4
+	assert_eq "$stderr" ""
+}
+
 @test "trace-record killed with SIGKILL leaves a readable prefix" {
 	need_nvtx
 	under_valgrind && skip "timing: too slow under valgrind"
@@ -540,6 +549,14 @@ sigcount_ready() {
 	start=$(ev 'select(.kind=="process") | .ts')
 	iso=$(jq -r .start <<< "$m")
 	[ $(( start / 1000000000 - $(date -d "$iso" +%s) )) -le 1 ]
+	# a detached HEAD: its commit, no branch; a change: dirty
+	git -C "$repo" checkout -q --detach
+	echo x > "$repo/f" && git -C "$repo" add f
+	run -0 trace-record -o "$T" -- true
+	m=$(trace-dump --info --json "$T" | jq -c .metadata)
+	assert_eq "$(jq -r '.["git.commit"]' <<< "$m")" "$commit"
+	assert_eq "$(jq -r '.["git.branch"]' <<< "$m")" null
+	assert_eq "$(jq -r '.["git.dirty"]' <<< "$m")" 1
 }
 
 @test "NVTX from Python (ctypes on the CUDA toolkit's NVTX library)" {
