@@ -27,28 +27,31 @@ processes() {
 	assert_eq "$(ev 'select(.kind=="process") | .pid' | sort | uniq -d)" ""
 }
 
-@test "a stopped command stays stopped under ptrace until SIGCONT" {
-	local d=$BATS_TEST_TMPDIR cpid state
-	trace-record -o "$T" -- sh -c 'echo $$ > "$1.pid"; kill -STOP $$; echo resumed > "$1"' \
-		sh "$d/f" &
-	local rec=$!
-	for _ in $(seq 100); do [ -s "$d/f.pid" ] && break; sleep 0.05; done
-	cpid=$(cat "$d/f.pid")
-	for _ in $(seq 100); do
-		state=$(awk '{print $3}' "/proc/$cpid/stat")
-		[[ "$state" == [Tt] ]] && break
-		sleep 0.05
+@test "a stopped command stays stopped under ptrace until SIGCONT: SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU" {
+	local d=$BATS_TEST_TMPDIR cpid state sig
+	for sig in STOP TSTP TTIN TTOU; do
+		rm -f "$d/f" "$d/f.pid"
+		trace-record -o "$T" -- sh -c 'echo $$ > "$1.pid"; kill -'$sig' $$; echo resumed > "$1"' \
+			sh "$d/f" &
+		local rec=$!
+		for _ in $(seq 100); do [ -s "$d/f.pid" ] && break; sleep 0.05; done
+		cpid=$(cat "$d/f.pid")
+		for _ in $(seq 100); do
+			state=$(awk '{print $3}' "/proc/$cpid/stat")
+			[[ "$state" == [Tt] ]] && break
+			sleep 0.05
+		done
+		[[ "$state" == [Tt] ]]
+		sleep 0.3
+		# still stopped: trace-record kept its group-stop
+		[ ! -e "$d/f" ]
+		kill -CONT "$cpid"
+		local st=0
+		wait "$rec" || st=$?
+		assert_eq "$st" 0
+		assert_eq "$(cat "$d/f")" resumed
+		assert_eq "$(processes "$T")" "sh 0"
 	done
-	[[ "$state" == [Tt] ]]
-	sleep 0.3
-	# still stopped: trace-record kept its group-stop
-	[ ! -e "$d/f" ]
-	kill -CONT "$cpid"
-	local st=0
-	wait "$rec" || st=$?
-	assert_eq "$st" 0
-	assert_eq "$(cat "$d/f")" resumed
-	assert_eq "$(processes "$T")" "sh 0"
 }
 
 @test "550 short processes of one run: each in the trace, with its status" {
