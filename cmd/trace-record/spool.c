@@ -456,7 +456,8 @@ finish(const struct recorder *rc, struct spool *s)
 	 * is whatever kept it from the spool */
 	uint64_t by_memory = nomem < lost ? nomem : lost;
 	write_loss(rc, s, p, end, by_memory, "the process ran out of memory "
-	           "recording them (no buffers for a thread)");
+	           "recording them (no buffers for a thread, or for its "
+	           "nesting levels)");
 	char why[256];
 	if (*full_why)
 		snprintf(why, sizeof(why), "%s", full_why + strlen("buffers full: "));

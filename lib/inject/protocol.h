@@ -100,7 +100,8 @@ struct tki_status {
 	uint32_t pad1;
 	uint64_t nomem;          /* of the counts above, the records lost
 	                            for want of memory (a thread's buffers
-	                            could not be made): never written */
+	                            or a domain's levels could not be
+	                            made): never written */
 	uint64_t pad[1];
 	uint32_t cuda;           /* TKI_CUDA_STATE_*, written after cuda_note */
 	uint32_t pad2;

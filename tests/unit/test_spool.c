@@ -277,13 +277,13 @@ TEST(spool_nomem)
 	CHECK_STR(r.list, "D nvtx 1 1000 the process was still running when the "
 	                  "recording ended\n"
 	                  "D nvtx 2 1000 the process ran out of memory recording them "
-	                  "(no buffers for a thread)\n"
+	                  "(no buffers for a thread, or for its nesting levels)\n"
 	                  "M mark 100\nM mark 200\nM mark 300\n");
 	c.produced = 4;
 	c.nomem = 3;
 	run_case(&c, &r);
 	CHECK_STR(r.list, "D nvtx 1 1000 the process ran out of memory recording them "
-	                  "(no buffers for a thread)\n"
+	                  "(no buffers for a thread, or for its nesting levels)\n"
 	                  "M mark 100\nM mark 200\nM mark 300\n");
 }
 
