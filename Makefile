@@ -119,8 +119,12 @@ $(SHARED_LIB): $(LIB_OBJ) $(STATIC_LIB).objects
 
 # ---- commands ---------------------------------------------------------------
 # Commands link the static library: no rpath or LD_LIBRARY_PATH games.
+# Their objects also depend on the library headers cmd/ includes
+# (support.h, and the injection library's protocol.h for trace-record):
+# an object left from before a change there kept the old layout, and
+# stale inline functions in a coverage build (gcovr stops on them).
 
-$(O)/cmd/%.o: cmd/%.c $(CMD_HDR) lib/tracekit.h
+$(O)/cmd/%.o: cmd/%.c $(CMD_HDR) lib/tracekit.h lib/support.h lib/inject/protocol.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -DTK_INJECT_DIR='"$(LIBDIR)/tracekit"' -c -o $@ $<
 

@@ -192,10 +192,11 @@ count_chunk(const uint8_t *chunk, size_t len, int discarded)
 	}
 }
 
-/* The definitions of a discarded chunk, as a chunk of their own (its
- * END flag and watermark kept), appended to the definitions file. */
+/* The definitions of a discarded chunk, at byte `off` of the file, as
+ * a chunk of their own (its END flag and watermark kept), appended to
+ * the definitions file. */
 static void
-keep_definitions(const uint8_t *chunk, size_t len)
+keep_definitions(const uint8_t *chunk, size_t len, uint64_t off)
 {
 	uint32_t hsz = get32(chunk + 4), flags = get32(chunk + 8);
 	uint32_t stored = get32(chunk + 12), raw = get32(chunk + 16);
@@ -203,13 +204,13 @@ keep_definitions(const uint8_t *chunk, size_t len)
 	uint8_t *inflated = NULL;
 	if (hsz < CHUNK_HEAD || (uint64_t)hsz + stored > len)
 		rec_die("%s: damaged chunk at byte %llu", b.path,
-		        (unsigned long long)b.off);
+		        (unsigned long long)off);
 	if (flags & CHUNK_DEFLATE_FLAG) {
 		uLongf n = raw;
 		inflated = rec_xrealloc(NULL, raw ? raw : 1);
 		if (uncompress(inflated, &n, payload, stored) != Z_OK || n != raw)
 			rec_die("%s: damaged chunk at byte %llu", b.path,
-			        (unsigned long long)b.off);
+			        (unsigned long long)off);
 		payload = inflated;
 	} else {
 		raw = stored;
@@ -225,7 +226,7 @@ keep_definitions(const uint8_t *chunk, size_t len)
 	}
 	if (dsz > raw - at)
 		rec_die("%s: damaged chunk at byte %llu", b.path,
-		        (unsigned long long)b.off);
+		        (unsigned long long)off);
 	if (dsz || (flags & CHUNK_END_FLAG)) {
 		uint8_t h[CHUNK_HEAD] = { 0x89, 'T', 'K', 'C' };
 		uint32_t plen = at + (uint32_t)dsz;
@@ -265,10 +266,10 @@ discard(uint64_t off, uint64_t len, uint8_t *buf)
 		buf = rec_xrealloc(NULL, len);
 		full_pread(b.fd, buf, len, off);
 		count_chunk(buf, len, 1);
-		keep_definitions(buf, len);
+		keep_definitions(buf, len, off);
 		free(buf);
 	} else {
-		keep_definitions(buf, len);
+		keep_definitions(buf, len, off);
 	}
 	punch(off, off + len);
 }
@@ -435,8 +436,21 @@ rec_bound_finish(int out_fd, const char *out_name, const char *spool,
 	mo.tmpdir = spool;
 	if (!out || !rk || !rl)
 		rec_die("out of memory");
-	if (tk_writer_open_fd(out, out_fd, out_name, &wo) != TK_OK)
-		rec_die("%s: %s", out_name, tk_writer_error(out));
+	if (tk_writer_open_fd(out, out_fd, out_name, &wo) != TK_OK) {
+		/* the header is written now: the reader may be gone, the
+		 * disk full, as for any later write (and the command may
+		 * still run, with --duration) */
+		if (tk_writer_errno(out) == EPIPE)
+			*epipe = 1;
+		else
+			cmd_warn("%s: %s", out_name, tk_writer_errno(out)
+			         ? strerror(tk_writer_errno(out)) : tk_writer_error(out));
+		tk_writer_free(out);
+		tk_reader_free(rk);
+		tk_reader_free(rl);
+		close(kept_fd);
+		return -1;
+	}
 	if (tk_reader_open_range(rk, kept_fd, 0, (uint64_t)lseek(kept_fd, 0, SEEK_END),
 	                         "(kept)") != TK_OK)
 		rec_die("%s", tk_reader_error(rk));

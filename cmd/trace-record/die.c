@@ -2,7 +2,8 @@
 /*
  * trace-record's own failure, for every part: one line on stderr and
  * exit 125, the status that tells it from the command's own.  The spool
- * directory goes with it (main's atexit handler).
+ * directory goes with it, and the command if it runs (main's atexit
+ * handler kills and waits for it).
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -156,7 +156,10 @@ static void
 new_task(const struct recorder *rc, pid_t tid)
 {
 	struct rec_proc *p = rec_proc_find(tid);
-	if ((p && !p->end) || thread_group(tid))
+	/* an ended process is still seen while a zombie: a child can run,
+	 * exit and be reported before its parent's fork event is, and
+	 * that event must not add it a second time */
+	if ((p && (!p->end || rec_proc_same(p))) || thread_group(tid))
 		return;
 	pid_t tgid = tid, ppid = 0;
 	if (task_ids(tid, &tgid, &ppid) < 0)

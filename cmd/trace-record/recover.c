@@ -61,6 +61,8 @@ struct rec_recovery {
 	size_t nopen, open_cap;
 	struct rtrack *tracks;
 	size_t ntracks, tracks_cap;
+	uint8_t *read_units;     /* a bit per unit of the file: block read */
+	uint64_t file_units;     /* units the file holds past blocks_off */
 	uint32_t proc_track;
 	int64_t end;             /* when the process died */
 	uint64_t events;         /* written that the process had counted */
@@ -432,14 +434,33 @@ block_at(const struct rec_recovery *r, uint32_t index)
 	return b;
 }
 
+/* Whether block `index` was read before, marking it read: a `next`
+ * scribbled into a cycle, or into another thread's chain, would
+ * otherwise write the same records again. */
+static int
+read_before(struct rec_recovery *r, uint32_t index)
+{
+	if (!r->read_units) {
+		r->read_units = calloc(r->file_units / 8 + 1, 1);
+		if (!r->read_units)
+			rec_die("out of memory");
+	}
+	uint8_t bit = (uint8_t)(1u << (index % 8));
+	if (r->read_units[index / 8] & bit)
+		return 1;
+	r->read_units[index / 8] |= bit;
+	return 0;
+}
+
 /* A thread's records from block `index` (+1), offset `pos`, on. */
 static void
 read_thread(struct rec_recovery *r, int64_t tid, uint32_t index, uint32_t pos)
 {
 	thread_track(r, tid);
-	for (uint32_t hops = 0; index && hops <= r->h->nunits; hops++) {
+	while (index) {
 		const struct tki_block *b = block_at(r, index - 1);
-		if (!b)
+		/* block_at: index - 1 < file_units */
+		if (!b || read_before(r, index - 1))
 			return;
 		uint32_t next = atomic_load_explicit(&((struct tki_block *)b)->next,
 		                                     memory_order_acquire);
@@ -468,9 +489,10 @@ struct rthread {             /* a thread's committed position */
 };
 
 /* The committed snapshot's threads into *out, their count in *n; -1
- * when there is one but it cannot be read (offsets scribbled on): then
- * where each thread's reading stood is unknown, and reading from the
- * start would write again what the spool already has. */
+ * when there is one but it cannot be read (offsets, a length or an
+ * entry scribbled on): then where each thread's reading stood is
+ * unknown, and reading from the start would write again what the
+ * spool already has. */
 static int
 read_snapshot(struct rec_recovery *r, struct rthread **out, size_t *count)
 {
@@ -490,8 +512,13 @@ read_snapshot(struct rec_recovery *r, struct rthread **out, size_t *count)
 		struct tki_snap e;
 		memcpy(&e, p + at, sizeof(e));
 		uint64_t next = at + sizeof(e) + tki_pad8(e.len);
-		if (e.len > len || next > len)
-			break;
+		if (e.len > len || next > len) {
+			/* as unreadable as a scribbled length: a thread
+			 * whose entry is lost would be read from its first
+			 * record */
+			free(ts);
+			return -1;
+		}
 		struct ropen x = { 0 };
 		x.tid = e.tid;
 		x.ts = e.ts;
@@ -639,6 +666,8 @@ rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from,
 	r.proc_track = proc_track;
 	r.end = end;
 	r.full_why = full_why;
+	if (r.h->blocks_off < r.size)
+		r.file_units = (r.size - r.h->blocks_off) / TKI_BUF_UNIT;
 	if (r.h->magic == TKI_BUF_MAGIC && !r.h->closed &&
 	    r.h->unit == TKI_BUF_UNIT && r.h->nthreads == TKI_BUF_THREADS) {
 		read_names(&r);
@@ -659,6 +688,7 @@ rec_recover(const char *path, uint32_t proc_track, int64_t end, int64_t from,
 	free(r.names);
 	free(r.open);
 	free(r.tracks);
+	free(r.read_units);
 	munmap(m, r.size);
 	return r.events;
 }

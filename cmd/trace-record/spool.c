@@ -387,6 +387,28 @@ loss_reason(char *b, size_t n, const struct spool *s, const struct rec_proc *p)
 		         "(_exit, or a crash)");
 }
 
+/* `count` events of the process lost before its spool, for `why`:
+ * after the spool's last watermark, to `end`. */
+static void
+write_loss(const struct recorder *rc, const struct spool *s, struct rec_proc *p,
+           int64_t end, uint64_t count, const char *why)
+{
+	if (!count || !p)
+		return;
+	struct tk_event e = { 0 };
+	e.kind = TK_DROPPED;
+	e.track = rec_proc_track(rc, p);
+	e.ts = s->last_wm;
+	if (e.ts < p->start)
+		e.ts = p->start;
+	e.dur = end > e.ts ? end - e.ts : 0;
+	e.name = s->cuda_on ? "nvtx+cuda" : "nvtx";
+	e.u.dropped.count = count;
+	e.u.dropped.reason = why;
+	if (e.track)
+		tk_writer_event(rec_self(), &e);
+}
+
 static void
 finish(const struct recorder *rc, struct spool *s)
 {
@@ -408,6 +430,7 @@ finish(const struct recorder *rc, struct spool *s)
 	s->fd = -1;
 	cuda_state(rc, s);
 	uint64_t produced = s->st ? tki_status_produced(s->st) : 0;
+	uint64_t nomem = s->st ? __atomic_load_n(&s->st->nomem, __ATOMIC_RELAXED) : 0;
 	int spool_errno = s->st ? __atomic_load_n(&s->st->spool_errno,
 	                                          __ATOMIC_ACQUIRE) : 0;
 	char full_why[256] = "";
@@ -428,24 +451,19 @@ finish(const struct recorder *rc, struct spool *s)
 	s->st = NULL;
 	if (produced <= s->events + recovered || !rc->recording)
 		return;
-	/* the lost events began after the last watermark the spool gave */
+	uint64_t lost = produced - s->events - recovered;
+	/* what memory took was never written: its own reason; the rest
+	 * is whatever kept it from the spool */
+	uint64_t by_memory = nomem < lost ? nomem : lost;
+	write_loss(rc, s, p, end, by_memory, "the process ran out of memory "
+	           "recording them (no buffers for a thread, or for its "
+	           "nesting levels)");
 	char why[256];
 	if (*full_why)
 		snprintf(why, sizeof(why), "%s", full_why + strlen("buffers full: "));
 	else
 		loss_reason(why, sizeof(why), s, p);
-	struct tk_event e = { 0 };
-	e.kind = TK_DROPPED;
-	e.track = p ? rec_proc_track(rc, p) : 0;
-	e.ts = s->last_wm;
-	if (p && e.ts < p->start)
-		e.ts = p->start;
-	e.dur = end > e.ts ? end - e.ts : 0;
-	e.name = s->cuda_on ? "nvtx+cuda" : "nvtx";
-	e.u.dropped.count = produced - s->events - recovered;
-	e.u.dropped.reason = why;
-	if (e.track)
-		tk_writer_event(rec_self(), &e);
+	write_loss(rc, s, p, end, lost - by_memory, why);
 }
 
 void

@@ -35,6 +35,9 @@
 /* The spool directory, for the atexit handler: a failure anywhere
  * (rec_die) removes it. */
 static char *spool_dir;
+/* The run, for the same handler: a failure while the command runs
+ * stops it (stop_command); NULL outside the runs. */
+static const struct recorder *running;
 
 /* Signals for the command: received by trace-record, passed on. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
@@ -98,9 +101,36 @@ usage_error(const char *fmt, ...)
 	exit(REC_EXIT_FAIL);
 }
 
+/* trace-record failed (rec_die, exit 125) while the command runs: kill
+ * it and the processes of the run that are still there, and wait for
+ * the command.  Left running it would go on unrecorded, detached from
+ * a trace-record whose exit status says the run is over; under ptrace
+ * its tasks would be let go mid-stop. */
+static void
+stop_command(void)
+{
+	const struct rec_proc *root = running ? running->root : NULL;
+	if (!root || root->end)
+		return;
+	kill(root->pid, SIGKILL);        /* our child: its pid is still its */
+	const struct rec_proc *p;
+	for (size_t i = 0; (p = rec_proc_at(i)); i++)
+		if (p != root && !p->end && rec_proc_same(p))
+			kill(p->pid, SIGKILL);
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(root->pid, &st, __WALL);
+		if (pid < 0 && errno != EINTR)
+			break;
+		if (pid == root->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
+			break;
+	}
+}
+
 static void
 cleanup(void)
 {
+	stop_command();
 	if (spool_dir)
 		rec_spool_remove(spool_dir);
 }
@@ -712,6 +742,7 @@ main(int argc, char **argv)
 
 	int out_failed = 0;
 	status = 0;
+	running = &rc;
 	for (rc.run = 1; rc.run <= rc.opt.repeat; rc.run++) {
 		status = run_once(&rc, &sg, &sp, inject, &out_failed);
 		if (status != 0)
@@ -721,6 +752,7 @@ main(int argc, char **argv)
 		status = REC_EXIT_FAIL;
 	cleanup();
 	spool_dir = NULL;
+	running = NULL;
 	rec_procs_free();
 	rec_spools_free();
 	rec_ptrace_free();

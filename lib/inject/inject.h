@@ -201,6 +201,11 @@ int tki_spool_failed(void);
 /* Count one event written by the library itself (not from a thread
  * buffer) in the status page.  Lock held. */
 void tki_spool_count_direct(uint64_t n);
+/* Count records lost for want of memory (a thread's buffers, a domain's
+ * levels): counted as produced (in `direct`) and as lost to memory
+ * (`nomem`), so that trace-record says why they are missing.  Any
+ * thread. */
+void tki_spool_count_nomem(uint64_t n);
 /* Intern a string in the current scope (lock held); 0 on failure. */
 uint32_t tki_spool_string(const char *s, size_t len);
 /* The process's track, and a thread's by kernel tid, defined on first

@@ -217,9 +217,9 @@ push(struct tki_domain *d, const struct tki_attrs *a, struct message *m)
 	struct tki_levels *lv = tki_levels(t, d->id);
 	if (unlikely(!lv)) {
 		/* no memory for the domain's levels: the range is lost,
-		 * and counted */
+		 * and counted as lost to memory (not as full buffers) */
 		if (atomic_load_explicit(&tki_on, memory_order_relaxed))
-			dropped(t);
+			tki_spool_count_nomem(1);
 		return NVTX_NO_PUSH_POP_TRACKING;
 	}
 	uint32_t level = lv->depth++;

@@ -98,7 +98,11 @@ struct tki_status {
 	                            full disk), 0 = it could; records then
 	                            stay in the durable buffers until full */
 	uint32_t pad1;
-	uint64_t pad[2];
+	uint64_t nomem;          /* of the counts above, the records lost
+	                            for want of memory (a thread's buffers
+	                            or a domain's levels could not be
+	                            made): never written */
+	uint64_t pad[1];
 	uint32_t cuda;           /* TKI_CUDA_STATE_*, written after cuda_note */
 	uint32_t pad2;
 	char cuda_note[248];     /* why CUDA is not recorded, NUL-terminated */

@@ -384,6 +384,13 @@ tki_spool_count_direct(uint64_t n)
 	__atomic_fetch_add(&tki_status->direct, n, __ATOMIC_RELAXED);
 }
 
+void
+tki_spool_count_nomem(uint64_t n)
+{
+	__atomic_fetch_add(&tki_status->nomem, n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&tki_status->direct, n, __ATOMIC_RELAXED);
+}
+
 uint32_t
 tki_spool_string(const char *s, size_t len)
 {

@@ -192,7 +192,7 @@ tki_thread_attach(void)
 		 * here is lost, and counted with the process's (its status
 		 * page exists: tki_ensure_process succeeded) */
 		free(t);
-		tki_spool_count_direct(1);
+		tki_spool_count_nomem(1);
 		attaching = 0;
 		return NULL;
 	}

@@ -20,6 +20,10 @@
  *                       only that one.  CALL is one of pipe, pipe2,
  *                       fork, memfd_create, signalfd, poll,
  *                       posix_spawnp, posix_spawn, pthread_create
+ *   FAULTSYS_AFTER=FILE  calls are counted only once FILE exists: a
+ *                       failure at a point the command under test
+ *                       reaches (its child makes FILE), not at a count
+ *                       that depends on timing
  *   FAULTSYS_HIDE=STR   dlopen(3) of a name that contains STR fails as
  *                       for a file that does not exist (the name asked
  *                       for under /nonexistent-faultsys/, so that
@@ -57,6 +61,7 @@ static struct {
 	char call[32];
 	unsigned long nth;
 	int err;
+	const char *after;       /* FAULTSYS_AFTER, or NULL */
 } want;
 static unsigned long calls;       /* calls of want.call so far */
 static unsigned long failed_at;   /* the call that was failed, or 0 */
@@ -90,6 +95,7 @@ read_want(void)
 			want.err = errnos[i].value;
 	if (!want.err)
 		abort();
+	want.after = getenv("FAULTSYS_AFTER");
 	want.on = 1;
 }
 
@@ -101,6 +107,12 @@ failing(const char *call)
 		read_want();
 	if (!want.on || forked_child || exiting || strcmp(call, want.call) != 0)
 		return 0;
+	if (want.after) {
+		int saved = errno, absent = access(want.after, F_OK) != 0;
+		errno = saved;
+		if (absent)
+			return 0;
+	}
 	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != want.nth)
 		return 0;
 	failed_at = calls;

@@ -106,6 +106,14 @@ readable() {
 	assert_eq "$(($(dropped_ranges "$T" 64K) + k))" "$w"
 }
 
+@test "--max-size on stdout whose reader went away: quiet, the command's status" {
+	# the trace is written at the end, to a pipe closed long before
+	run --separate-stderr bash -c \
+		'trace-record --max-size 64K -- sh -c "sleep 0.3; exit 3" | true; echo "${PIPESTATUS[0]}"'
+	assert_eq "$output" 3
+	assert_eq "$stderr" ""
+}
+
 @test "--max-size that nothing reaches: every range, nothing dropped, every process" {
 	need_nvtx
 	run -0 trace-record -o "$T" --max-size 1M -r 2 -- "$APPS/nvtx_sample" --steps 0 --threads 0 --flood 2000
@@ -125,4 +133,7 @@ readable() {
 	assert_eq "${stderr_lines[0]}" "trace-record: --max-size-keep: expected newest or first, not 'oldest'"
 	run -125 --separate-stderr trace-record --max-size-keep=first -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --max-size-keep needs --max-size"
+	# newest, named: the default
+	run -0 trace-record --max-size 1M --max-size-keep=newest -o "$T" -- sh -c 'exit 0'
+	assert_eq "$(ev 'select(.kind=="process") | .name')" sh
 }

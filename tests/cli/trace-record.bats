@@ -107,6 +107,22 @@ Try 'trace-record --help' for more information."
 	assert_eq "${stderr_lines[0]}" "trace-record: --skip, --warmup, --active and --repeat-cycles need --capture-range"
 	run -125 --separate-stderr trace-record --capture-range=step -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: expected nvtx:NAME[@DOMAIN], not 'step'"
+	run -125 --separate-stderr trace-record --meta =v -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --meta: expected KEY=VALUE, not '=v'"
+	run -125 --separate-stderr trace-record --capture-range=nvtx: -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: expected nvtx:NAME[@DOMAIN], not 'nvtx:'"
+	run -125 --separate-stderr trace-record --capture-range=nvtx:@dom -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --capture-range: the range has no name"
+	run -125 --separate-stderr trace-record --capture-range=nvtx:s --active 0 -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --active: at least 1"
+	run -125 --separate-stderr trace-record --repeat 4294967296 -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --repeat: invalid count '4294967296'"
+	run -125 --separate-stderr trace-record --duration 0s -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: --duration: '0s' is too short"
+	run -125 --separate-stderr trace-record -o
+	assert_eq "${stderr_lines[0]}" "trace-record: option '-o' needs a value"
+	run -125 --separate-stderr trace-record -x -- true
+	assert_eq "${stderr_lines[0]}" "trace-record: unknown option '-x'"
 	run -125 --separate-stderr trace-record --cuda=kernels -- true
 	assert_eq "${stderr_lines[0]}" "trace-record: --cuda: unknown activity 'kernels' (kernel, memcpy, memset, memory, runtime, driver, api, sync, overhead, all, none)"
 	# (the rest of --cuda: trace-record-cuda.bats)
@@ -228,6 +244,25 @@ Try 'trace-record --help' for more information."
 	assert_eq "$(trace-dump --info --json "$T" | jq -r '.metadata["record.repeat"]')" 3
 }
 
+@test "--repeat with runs that outlast the ticks, and --duration ending the recording in the last run" {
+	# runs of 0.3 s: every run's process inside its run, in order
+	run -0 trace-record -o "$T" --repeat 2 --flush-interval 40ms -- sleep 0.3
+	assert_eq "$(ev 'select(.kind=="run") | .run' | paste -sd,)" "1,2"
+	evs '[.[] | select(.kind=="run")] as $r | [.[] | select(.kind=="process")] as $p
+	     | ($r | length) == 2 and ($p | length) == 2 and ($r[0].dur >= 300000000)
+	       and ($r[1].ts >= $r[0].ts + $r[0].dur - 1000)
+	       and ([range(2)] | all(. as $i | $p[$i].ts >= $r[$i].ts - 1000
+	                             and $p[$i].ts + $p[$i].dur <= $r[$i].ts + $r[$i].dur + 1000))' |
+		grep -qx true
+	# --duration bounds each run; the trace ends once the last run's
+	# window has been flushed: that run's event is cut there (written
+	# once), while the first one is whole
+	run -0 trace-record -o "$T" --repeat 2 --duration 100ms --flush-interval 20ms -- sleep 0.4
+	assert_eq "$(ev 'select(.kind=="run") | .run' | paste -sd,)" "1,2"
+	evs '[.[] | select(.kind=="run")] | (.[0].dur >= 400000000)
+	     and (.[1].dur >= 100000000) and (.[1].dur < 400000000)' | grep -qx true
+}
+
 @test "--repeat stops at a failed run and exits with its status" {
 	run -4 trace-record -o "$T" --repeat 3 -- sh -c 'exit 4'
 	assert_eq "$(ev 'select(.kind=="run") | "\(.run) \(.exit_code)"')" "1 4"
@@ -261,6 +296,11 @@ Try 'trace-record --help' for more information."
 	assert_eq "$(ev 'select(.kind=="range") | .name')" ""
 	run -0 trace-record -o "$T" --capture-range=nvtx:io@* -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
 	assert_eq "$(ev 'select(.kind=="range") | .name')" "io"
+	# NAME@ with no domain after it: the default domain, as without @
+	run -0 trace-record -o "$T" --capture-range=nvtx:io@ -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
+	assert_eq "$(ev 'select(.kind=="range") | .name')" ""
+	run -0 trace-record -o "$T" --capture-range=nvtx:step@ -- "$APPS/nvtx_sample" --steps 2 --threads 0 --domain
+	[ -n "$(ev 'select(.kind=="range" and .name=="step") | .name')" ]
 }
 
 @test "--sample-interval writes RSS and CPU counters of each process" {
@@ -279,6 +319,19 @@ Try 'trace-record --help' for more information."
 	[ "$sh_n" -ge 15 ]
 	ev 'select(.kind=="counter" and .name=="rss") | .value' | awk '$1 <= 0 { exit 1 }'
 	ev 'select(.kind=="counter" and .name=="cpu") | .value' | awk '$1 < 0 || $1 > 200 { exit 1 }'
+}
+
+@test "--sample-interval with --delay and --duration: samples only inside the window" {
+	run -0 trace-record -o "$T" --sample-interval 20ms --delay 200ms --duration 200ms \
+		--flush-interval 20ms -- sleep 0.6
+	local start
+	start=$(start_ns "$T")
+	# samples of sleep between start + 200 ms and start + 400 ms (1 ms
+	# of slack: jq's numbers are doubles), several of them
+	ev 'select(.kind=="counter" and .name=="rss") | .ts' |
+		awk -v lo=$((start + 199000000)) -v hi=$((start + 401000000)) '
+			$1 < lo || $1 > hi { bad = 1 } { n++ }
+			END { exit bad || n < 3 }'
 }
 
 @test "--delay and --duration bound what is recorded" {
@@ -426,6 +479,15 @@ sigcount_ready() {
 	assert_eq "$stderr" ""
 }
 
+@test "the reader going away while the command runs: quiet from then on, the command's status" {
+	# head takes the header and goes; the samples that follow find the
+	# pipe closed
+	run -0 --separate-stderr bash -c \
+		'trace-record -s 10ms --flush-interval 20ms -- sh -c "sleep 0.6; exit 4" | head -c 1 > /dev/null; echo "${PIPESTATUS[0]}"'
+	assert_eq "$output" 4
+	assert_eq "$stderr" ""
+}
+
 @test "trace-record killed with SIGKILL leaves a readable prefix" {
 	need_nvtx
 	under_valgrind && skip "timing: too slow under valgrind"
@@ -487,6 +549,14 @@ sigcount_ready() {
 	start=$(ev 'select(.kind=="process") | .ts')
 	iso=$(jq -r .start <<< "$m")
 	[ $(( start / 1000000000 - $(date -d "$iso" +%s) )) -le 1 ]
+	# a detached HEAD: its commit, no branch; a change: dirty
+	git -C "$repo" checkout -q --detach
+	echo x > "$repo/f" && git -C "$repo" add f
+	run -0 trace-record -o "$T" -- true
+	m=$(trace-dump --info --json "$T" | jq -c .metadata)
+	assert_eq "$(jq -r '.["git.commit"]' <<< "$m")" "$commit"
+	assert_eq "$(jq -r '.["git.branch"]' <<< "$m")" null
+	assert_eq "$(jq -r '.["git.dirty"]' <<< "$m")" 1
 }
 
 @test "NVTX from Python (ctypes on the CUDA toolkit's NVTX library)" {
