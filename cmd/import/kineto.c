@@ -318,6 +318,19 @@ kernel(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	return rc;
 }
 
+/* The "async" arg of a copy or a memset (trace-to-chrome writes it; the
+ * PyTorch profiler does not) into TK_FLAG_ASYNC. */
+static void
+take_async(struct imp_x *x, uint32_t *flags)
+{
+	json_t *a = x->args ? json_object_get(x->args, "async") : NULL;
+	if (json_is_boolean(a)) {
+		if (json_is_true(a))
+			*flags |= TK_FLAG_ASYNC;
+		drop(x, "async");
+	}
+}
+
 static int
 gpu_memcpy(struct imp *im, struct imp_x *x, struct tk_event *ev)
 {
@@ -345,12 +358,7 @@ gpu_memcpy(struct imp *im, struct imp_x *x, struct tk_event *ev)
 	}
 	take_u32(x, "src device", &m->src_device);
 	take_u32(x, "dst device", &m->dst_device);
-	json_t *a = x->args ? json_object_get(x->args, "async") : NULL;
-	if (json_is_boolean(a)) {
-		if (json_is_true(a))
-			m->flags |= TK_FLAG_ASYNC;
-		drop(x, "async");
-	}
+	take_async(x, &m->flags);
 	drop_derived(im, x, 0);
 	return imp_emit(im, ev, x);
 }
@@ -370,6 +378,7 @@ gpu_memset(struct imp *im, struct imp_x *x, struct tk_event *ev)
 		m->mem_kind = mem_kind(s, strlen(s));
 		drop(x, "memory kind");
 	}
+	take_async(x, &m->flags);
 	drop_derived(im, x, 0);
 	return imp_emit(im, ev, x);
 }

@@ -748,6 +748,16 @@ slice_head(struct slice_head *h, const struct tk_event *e)
 }
 
 static void
+key_async(struct args *a, uint32_t flags)
+{
+	key(a, "async");
+	if (flags & TK_FLAG_ASYNC)
+		sb_lit(a->b, "true");
+	else
+		sb_lit(a->b, "false");
+}
+
+static void
 memcpy_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 {
 	const struct tk_memcpy_attrs *c = &e->u.memcpy;
@@ -762,11 +772,7 @@ memcpy_args(struct args *a, const struct tk_reader *r, const struct tk_event *e)
 		key_u64(a, "src device", c->src_device);
 		key_u64(a, "dst device", c->dst_device);
 	}
-	key(a, "async");
-	if (c->flags & TK_FLAG_ASYNC)
-		sb_lit(a->b, "true");
-	else
-		sb_lit(a->b, "false");
+	key_async(a, c->flags);
 }
 
 static void
@@ -814,6 +820,7 @@ slice_args(struct conv *cv, struct args *a, const struct tk_reader *r,
 		bandwidth(a, s->bytes, e->dur);
 		key_u64(a, "value", s->value);
 		key_lit(a, "memory kind", tk_mem_kind_name(s->mem_kind));
+		key_async(a, s->flags);
 		break;
 	}
 	case TK_SYNC:

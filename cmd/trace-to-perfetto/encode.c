@@ -115,6 +115,14 @@ kernel_args(struct pf_enc *x, struct pbuf *b, const struct tk_kernel_attrs *k)
 }
 
 static void
+ann_async(struct pf_enc *x, struct pbuf *b, uint32_t flags)
+{
+	size_t at = pf_ann_open(x, b, TE_DEBUG, "async");
+	pb_uint(b, DA_BOOL, (flags & TK_FLAG_ASYNC) != 0);
+	pb_close(b, at);
+}
+
+static void
 memcpy_args(struct pf_enc *x, struct pbuf *b, const struct tk_memcpy_attrs *c)
 {
 	ann_uint(x, b, "correlation", c->correlation);
@@ -126,9 +134,7 @@ memcpy_args(struct pf_enc *x, struct pbuf *b, const struct tk_memcpy_attrs *c)
 		ann_uint(x, b, "src device", c->src_device);
 		ann_uint(x, b, "dst device", c->dst_device);
 	}
-	size_t at = pf_ann_open(x, b, TE_DEBUG, "async");
-	pb_uint(b, DA_BOOL, (c->flags & TK_FLAG_ASYNC) != 0);
-	pb_close(b, at);
+	ann_async(x, b, c->flags);
 }
 
 static void
@@ -189,6 +195,7 @@ kind_args(struct pf_enc *x, struct pbuf *b, const struct tk_event *e)
 		ann_uint(x, b, "bytes", e->u.memset.bytes);
 		ann_uint(x, b, "value", e->u.memset.value);
 		ann_str(x, b, "memory kind", tk_mem_kind_name(e->u.memset.mem_kind));
+		ann_async(x, b, e->u.memset.flags);
 		break;
 	case TK_SYNC:
 		ann_str(x, b, "sync type", tk_sync_type_name(e->u.sync.type));
