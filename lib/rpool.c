@@ -2,40 +2,42 @@
 /*
  * The reader's worker threads (rpool.h).
  *
- * Checking and inflating a chunk needs nothing but its bytes, and is
- * most of the cost of reading one; decoding its columns needs the
- * definitions of every chunk before it.  So workers do the first part
- * ahead of the caller and the reader's own thread the second, in order.
+ * Checking and inflating a chunk needs nothing but its bytes, and
+ * decoding its columns needs little more; applying its definitions
+ * needs every chunk before it.  So workers check, inflate and decode
+ * ahead of the caller (the decode through the reader's hook,
+ * tkp_rpool.decode), and the reader's own thread applies definitions
+ * in order and takes the decoded columns where they hold (reader.c,
+ * struct unchecked, adopt()), else decodes the chunk itself.
  * The slots are a ring used in order: filled and posted by the reader,
  * worked on by whichever worker is free, taken back in order.  Workers
  * start with every signal blocked, as the writer's sealer thread does.
  *
- * What ties decoding the columns to the reader's thread, precisely
- * (the predictors, D-column differences and groups restart at every
- * chunk; these do not):
+ * What ties decoding the columns to the chunks before, precisely (the
+ * predictors, D-column differences and groups restart at every chunk;
+ * these do not), and how a worker's decode stands in for it:
  *  - the bounds of ids: names and string attributes up to the strings
  *    defined so far, tracks up to the tracks (+ UNKNOWN_TRACKS_MAX),
  *    launch configurations up to those defined; a bound that fails is
- *    an error of that chunk, reported in the order one thread meets it;
+ *    an error of that chunk, reported in the order one thread meets it.
+ *    The worker checks none and keeps the largest of each; the reader
+ *    compares them with its counts;
  *  - which tracks are GPU streams, whose begin times are predicted from
- *    the previous end rather than the previous begin (decode_times());
+ *    the previous end rather than the previous begin (decode_times()).
+ *    The worker uses a copy of the flags taken when the chunk was read
+ *    ahead; the reader compares it with its own over the tracks used;
  *  - string attributes resolved to pointers into the strings table,
  *    which the reader's thread grows (realloc) as definitions come, and
- *    kernels' launch configurations copied from their table;
+ *    kernels' launch configurations copied from their table.  The
+ *    worker leaves the ids; the reader resolves them;
  *  - no_args as set when the chunk's first event is asked for (a caller
- *    may change it between chunks).
- * A sound way to move it (not done): a worker parses its own chunk's
- * definitions without applying them, decodes into arrays of its slot
- * against a snapshot of the stream flags with a generation number,
- * keeps the largest id of each kind of reference and leaves strings and
- * configurations unresolved; the reader's thread applies the
- * definitions in order, checks the maxima against its counts and the
- * generation against its own, decodes the chunk again itself where
- * either fails (so that the error and its offset are one thread's),
- * then resolves strings and configurations.  Its costs: the decoded
- * arrays (~100-120 bytes an event of a chunk) in every slot instead of
- * once, and tk_reader_next_columns()' pointers valid only until the
- * slot is released.
+ *    may change it between chunks).  The worker uses the setting of when
+ *    the chunk was read ahead; the reader compares.
+ * Where a comparison fails, or the worker met any error, the reader
+ * decodes the chunk again itself, so that the error and its offset are
+ * one thread's.  The decoded arrays are swapped between the reader and
+ * the slot's decoder, not copied: ~100-120 bytes an event of a chunk in
+ * every slot.
  *
  * After fork() the child has the ring but no workers: from then on the
  * taker does the work of whatever slot is not done (a slot a worker was
@@ -85,6 +87,16 @@ tkp_rslot_work(struct tkp_rslot *s, struct libdeflate_decompressor *dec)
 	s->inflated = res == LIBDEFLATE_SUCCESS && actual == ch.raw ? 1 : -1;
 }
 
+/* All a worker does with a slot: the verdicts, then the hook. */
+static void
+work(struct tkp_rpool *p, struct tkp_rslot *s,
+     struct libdeflate_decompressor *dec)
+{
+	tkp_rslot_work(s, dec);
+	if (p->decode && s->inflated > 0)
+		p->decode(s);
+}
+
 /* In a child of fork(), or with no threads: no locks, no waiting. */
 static int
 alone(struct tkp_rpool *p)
@@ -118,7 +130,7 @@ run(void *arg)
 		s->state = SLOT_WORKING;
 		p->work++;
 		pthread_mutex_unlock(&p->mu);
-		tkp_rslot_work(s, dec);
+		work(p, s, dec);
 		pthread_mutex_lock(&p->mu);
 		s->state = SLOT_DONE;
 		pthread_cond_broadcast(&p->cv);
@@ -221,13 +233,26 @@ tkp_rpool_take(struct tkp_rpool *p)
 		if (s->state == SLOT_FREE || s->state == SLOT_HELD)
 			return NULL;
 		if (s->state != SLOT_DONE)
-			tkp_rslot_work(s, p->decs[0]);
+			work(p, s, p->decs[0]);
 		s->state = SLOT_HELD;
 	} else {
 		pthread_mutex_lock(&p->mu);
 		if (s->state == SLOT_FREE || s->state == SLOT_HELD) {
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
+		}
+		if (s->state == SLOT_POSTED) {
+			/* no worker has begun it (they are busy, or not
+			 * running on a loaded machine): do it here rather
+			 * than wait.  It is the next slot to work on: the
+			 * workers claim slots in order, and those before it
+			 * are taken. */
+			s->state = SLOT_WORKING;
+			p->work++;
+			pthread_mutex_unlock(&p->mu);
+			work(p, s, p->decs[0]);
+			pthread_mutex_lock(&p->mu);
+			s->state = SLOT_DONE;
 		}
 		while (s->state != SLOT_DONE)
 			pthread_cond_wait(&p->cv, &p->mu);
@@ -269,6 +294,7 @@ tkp_rpool_free(struct tkp_rpool *p)
 	for (unsigned i = 0; p->slots && i < p->nslots; i++) {
 		tkp_buf_free(&p->slots[i].in);
 		tkp_buf_free(&p->slots[i].out);
+		tk_reader_free(p->slots[i].decoder);
 	}
 	free(p->slots);
 	if (p->decs)
