@@ -170,6 +170,17 @@ $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
 		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(CMD_DEPS_LIBS)
 
+# test_parallel links lib/rpool.c built with TK_RPOOL_SCHEDULE ahead of
+# the library, whose own rpool.o it then does not pull in: the schedules
+# that choose which thread does each slot (rpool.c) are compiled into
+# no other program.
+RPOOL_SCHEDULE_OBJ := $(O)/tests/unit/rpool_schedule.o
+$(RPOOL_SCHEDULE_OBJ): lib/rpool.c $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -DTK_RPOOL_SCHEDULE -c -o $@ $<
+$(O)/tests/unit/test_parallel: $(RPOOL_SCHEDULE_OBJ)
+$(O)/tests/unit/test_parallel: ALL_LDFLAGS += $(RPOOL_SCHEDULE_OBJ)
+
 # test_nomem makes the Nth allocation of the library fail: the library's
 # calls to these go through its own __wrap_ functions (link-time
 # wrapping; the library is linked statically, so its calls are seen and

@@ -42,11 +42,23 @@
  * After fork() the child has the ring but no workers: from then on the
  * taker does the work of whatever slot is not done (a slot a worker was
  * in the middle of is done again, from its intact input), and no lock
- * is touched, since one may have been held by a thread that is gone.
+ * is touched, since one may have been held by a thread that is gone. *
+ * Which thread does a slot (a worker, or the reading thread in
+ * tkp_rpool_take()) depends on timing, and nothing that comes out may:
+ * every slot's result is a function of its bytes and of what the
+ * reading thread copied into it before posting it.  So that tests see
+ * both ways every time rather than whichever a machine's load favours,
+ * a build with TK_RPOOL_SCHEDULE (test_parallel's only) reads
+ * TK_RPOOL_SCHEDULE when the pool starts: "workers" (the reading thread
+ * always waits for a worker), "reader" (workers claim nothing: the
+ * reading thread does every slot, threads idle) or "jitter" (each
+ * party sleeps up to 300 us at random before it claims a slot, after it
+ * works on one and before it takes one).  Other builds compile none of it.
  */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libdeflate.h>
@@ -54,6 +66,49 @@
 #include "rpool.h"
 
 enum { SLOT_FREE, SLOT_POSTED, SLOT_WORKING, SLOT_DONE, SLOT_HELD };
+
+enum { SCHEDULE_ANY, SCHEDULE_WORKERS, SCHEDULE_READER, SCHEDULE_JITTER };
+
+#ifdef TK_RPOOL_SCHEDULE
+int
+tkp_rpool_schedules(void)
+{
+	return 1;
+}
+
+static int
+schedule_of_env(void)
+{
+	const char *s = getenv("TK_RPOOL_SCHEDULE");
+	if (!s)
+		return SCHEDULE_ANY;
+	if (!strcmp(s, "workers"))
+		return SCHEDULE_WORKERS;
+	if (!strcmp(s, "reader"))
+		return SCHEDULE_READER;
+	if (!strcmp(s, "jitter"))
+		return SCHEDULE_JITTER;
+	return SCHEDULE_ANY;
+}
+
+/* Sleep up to 300 us under the jitter schedule (any thread; *seed is
+ * the calling thread's own). */
+static void
+jitter(const struct tkp_rpool *p, unsigned *seed)
+{
+	if (p->schedule != SCHEDULE_JITTER)
+		return;
+	struct timespec ts = { 0, (long)(rand_r(seed) % 300) * 1000 };
+	nanosleep(&ts, NULL);
+}
+#else
+static void
+jitter(const struct tkp_rpool *p, unsigned *seed)
+{
+	(void)p;
+	(void)seed;
+}
+#endif
 
 void
 tkp_rslot_work(struct tkp_rslot *s, struct libdeflate_decompressor *dec)
@@ -117,20 +172,32 @@ run(void *arg)
 	struct tkp_rpool *p = ((struct worker_arg *)arg)->pool;
 	struct libdeflate_decompressor *dec =
 		p->decs[((struct worker_arg *)arg)->index];
+	unsigned seed = ((struct worker_arg *)arg)->index; /* jitter()'s */
 	free(arg);
+	int paused = 0;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		struct tkp_rslot *s = &p->slots[p->work % p->nslots];
 		if (p->quit)
 			break;
-		if (s->state != SLOT_POSTED) {
+		if (s->state != SLOT_POSTED || p->schedule == SCHEDULE_READER) {
 			pthread_cond_wait(&p->cv, &p->mu);
 			continue;
 		}
+		if (p->schedule == SCHEDULE_JITTER && !paused) {
+			/* once before each claim: look again after it */
+			paused = 1;
+			pthread_mutex_unlock(&p->mu);
+			jitter(p, &seed);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
+		paused = 0;
 		s->state = SLOT_WORKING;
 		p->work++;
 		pthread_mutex_unlock(&p->mu);
 		work(p, s, dec);
+		jitter(p, &seed);
 		pthread_mutex_lock(&p->mu);
 		s->state = SLOT_DONE;
 		pthread_cond_broadcast(&p->cv);
@@ -182,6 +249,10 @@ tkp_rpool_new(unsigned threads)
 	p->nslots = threads + 1;
 	p->inline_only = 1;
 	p->pid = getpid();
+#ifdef TK_RPOOL_SCHEDULE
+	p->schedule = schedule_of_env();
+	p->schedule_seed = 12345;
+#endif
 	p->slots = calloc(p->nslots, sizeof(*p->slots));
 	p->decs = calloc(threads + 1, sizeof(*p->decs));
 	if (!p->slots || !p->decs)
@@ -236,12 +307,13 @@ tkp_rpool_take(struct tkp_rpool *p)
 			work(p, s, p->decs[0]);
 		s->state = SLOT_HELD;
 	} else {
+		jitter(p, &p->schedule_seed);
 		pthread_mutex_lock(&p->mu);
 		if (s->state == SLOT_FREE || s->state == SLOT_HELD) {
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
 		}
-		if (s->state == SLOT_POSTED) {
+		if (s->state == SLOT_POSTED && p->schedule != SCHEDULE_WORKERS) {
 			/* no worker has begun it (they are busy, or not
 			 * running on a loaded machine): do it here rather
 			 * than wait.  It is the next slot to work on: the

@@ -58,6 +58,11 @@ struct tkp_rpool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int quit;
+	/* which thread does which slot: 0 as built, whoever comes first;
+	 * another only where rpool.c is built with TK_RPOOL_SCHEDULE, as
+	 * tests/unit/test_parallel links it (rpool.c, schedules) */
+	int schedule;
+	unsigned schedule_seed;   /* the reading thread's, for jitter */
 };
 
 /* Start `threads` workers (fewer, or none, if threads cannot be
@@ -81,5 +86,11 @@ TKP_HIDDEN void tkp_rpool_free(struct tkp_rpool *p);
  * reader would find them: CRC first, then inflating. */
 TKP_HIDDEN void tkp_rslot_work(struct tkp_rslot *s,
                                struct libdeflate_decompressor *dec);
+
+#ifdef TK_RPOOL_SCHEDULE
+/* 1: this build of rpool.c follows TK_RPOOL_SCHEDULE (rpool.c); a test
+ * calls it so that it cannot link the library's own build by mistake. */
+TKP_HIDDEN int tkp_rpool_schedules(void);
+#endif
 
 #endif

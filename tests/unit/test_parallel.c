@@ -610,6 +610,76 @@ TEST(no_args_switched_between_chunks)
 	no_args_switched(3);
 }
 
+/* Which thread decodes a chunk depends on timing; what comes out may
+ * not.  This program links rpool.c built with TK_RPOOL_SCHEDULE (the
+ * Makefile), which says so here, so that each way is taken every run:
+ * the reading thread always waiting for a worker, the reading thread
+ * doing every chunk itself (with the definitions copied when the chunk
+ * was read ahead, as a worker would), and every party sleeping at
+ * random before and after its part.  On the rich trace, whose streams,
+ * strings and configurations come as it goes (copies taken ahead are
+ * stale), whole and damaged behind a good checksum, by events and by
+ * columns, and on the big trace with no_args switched between chunks. */
+int tkp_rpool_schedules(void);
+
+TEST(every_schedule_reads_what_one_thread_reads)
+{
+	CHECK_EQ_INT(tkp_rpool_schedules(), 1);
+	struct mem_trace rich = { 0 };
+	rich_trace(&rich, 12000);
+	/* damage in a chunk near the start and one in the middle: the
+	 * first places of each (definitions, then column heads) */
+	uint8_t *bad[8];
+	size_t bad_len[8], nbad = 0;
+	for (size_t off = 0, chunk = 0; off + 8 <= rich.len && nbad < 8;) {
+		if (memcmp(rich.buf + off, "\x89TKC", 4) != 0) {
+			off += get32(rich.buf + off + 8 + 4); /* the file header */
+			continue;
+		}
+		if (chunk == 3 || chunk == 12) {
+			uLongf raw;
+			uint8_t *payload = inflate_chunk(rich.buf, off, &raw);
+			size_t places[16];
+			uint8_t xors[16];
+			size_t np = damage_places(payload, raw, places, xors, 16);
+			free(payload);
+			for (size_t k = 8; k < np && nbad < (chunk == 3 ? 4 : 8); k += 2)
+				nbad += (size_t)damage_payload(rich.buf, rich.len, off, places[k],
+				                               xors[k], &bad[nbad], &bad_len[nbad]);
+		}
+		off += get32(rich.buf + off + 4) + get32(rich.buf + off + 12);
+		chunk++;
+	}
+	CHECK(nbad >= 6);
+	const char *schedules[] = { "workers", "reader", "jitter" };
+	for (size_t i = 0; i < sizeof(schedules) / sizeof(*schedules); i++) {
+		setenv("TK_RPOOL_SCHEDULE", schedules[i], 1);
+		for (int how = BY_EVENT; how <= BY_COLUMNS; how++) {
+			struct outcome one = read_with(rich.buf, rich.len, 1, FROM_MEM, how, 0);
+			CHECK_EQ_INT(one.rc, TK_EOF);
+			for (int t = 2; t <= 4; t += 2) {
+				struct outcome many = read_with(rich.buf, rich.len, t,
+				                                t == 2 ? FROM_MEM : FROM_FD, how, 0);
+				if (!same(&one, &many))
+					fprintf(stderr, "# schedule %s, %d threads\n", schedules[i], t);
+				CHECK(same(&one, &many));
+			}
+		}
+		for (size_t k = 0; k < nbad; k++) {
+			struct outcome one = read_with(bad[k], bad_len[k], 1, FROM_MEM, BY_EVENT, 0);
+			struct outcome many = read_with(bad[k], bad_len[k], 3, FROM_MEM, BY_EVENT, 0);
+			if (!same(&one, &many))
+				fprintf(stderr, "# schedule %s, damage %zu\n", schedules[i], k);
+			CHECK(same(&one, &many));
+		}
+		no_args_switched(3);
+	}
+	unsetenv("TK_RPOOL_SCHEDULE");
+	for (size_t k = 0; k < nbad; k++)
+		free(bad[k]);
+	mem_free(&rich);
+}
+
 TEST(options_checked)
 {
 	struct tk_reader *r = tk_reader_new();
@@ -767,6 +837,7 @@ main(void)
 	RUN(threads_decode_damaged_columns_as_one_thread);
 	RUN(no_args_skips_args_only);
 	RUN(no_args_switched_between_chunks);
+	RUN(every_schedule_reads_what_one_thread_reads);
 	RUN(options_checked);
 	RUN(fork_child_reads_on);
 	RUN(threads_only_for_large_inputs);
