@@ -174,6 +174,17 @@ $(O)/tests/unit/%: tests/unit/%.c tests/unit/tap.h $(STATIC_LIB) $(CMD_LINK)
 	$(Q)$(CC) $(ALL_CFLAGS) -Icmd -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
 		$(CMD_LINK) $(STATIC_LIB) $(DEPS_LIBS) $(CMD_DEPS_LIBS)
 
+# test_parallel links lib/rpool.c built with TK_RPOOL_SCHEDULE ahead of
+# the library, whose own rpool.o it then does not pull in: the schedules
+# that choose which thread does each slot (rpool.c) are compiled into
+# no other program.
+RPOOL_SCHEDULE_OBJ := $(O)/tests/unit/rpool_schedule.o
+$(RPOOL_SCHEDULE_OBJ): lib/rpool.c $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -DTK_BUILDING_LIBRARY -DTK_RPOOL_SCHEDULE -c -o $@ $<
+$(O)/tests/unit/test_parallel: $(RPOOL_SCHEDULE_OBJ)
+$(O)/tests/unit/test_parallel: ALL_LDFLAGS += $(RPOOL_SCHEDULE_OBJ)
+
 # test_nomem makes the Nth allocation of the library fail: the library's
 # calls to these go through its own __wrap_ functions (link-time
 # wrapping; the library is linked statically, so its calls are seen and
@@ -249,16 +260,19 @@ lint-man:
 # make check-tsan: the threaded paths under ThreadSanitizer, in a tree of
 # their own (TSAN_O): trace-diff's two reader threads, the writer's
 # sealer thread (trace-merge; the writer's unit tests with threads),
-# trace-import's parse thread, trace-to-chrome -z's compressing threads
-# and trace-dump's formatting threads (common/ordpool), through tests/cli/threads.bats and the unit tests named below
-# (and the commands that they run).  Every report is written under
+# trace-import's parse thread, trace-to-chrome -z's compressing threads,
+# trace-dump's formatting threads (common/ordpool) and the reader's
+# workers (trace-stats, trace-dump), through tests/cli/threads.bats and
+# the unit tests named below (and the commands that they run);
+# test_parallel (the reader's workers on damaged input) takes minutes
+# under ThreadSanitizer and is left out.  Every report is written under
 # $(TSAN_O)/tsan/ and fails the target, even one from a command whose
 # exit status its test does not look at.  About a minute of 2 cores.  `make check
 # SAN=thread` builds every test with ThreadSanitizer in its own tree and
 # stops a program at its first report (TSAN_OPTIONS=halt_on_error=1).
 TSAN_O := build-san-tsan
 TSAN_TESTS := test_roundtrip test_robust test_ordpool threads.bats
-TSAN_BINS := trace-diff trace-merge trace-import trace-dump trace-to-chrome
+TSAN_BINS := trace-diff trace-merge trace-import trace-dump trace-to-chrome trace-stats
 TSAN_LOG = $(abspath $(TSAN_O))/tsan
 ifneq ($(findstring thread,$(SAN)),)
 export TSAN_OPTIONS ?= halt_on_error=1
@@ -266,7 +280,7 @@ endif
 
 check-tsan:
 	$(Q)$(MAKE) --no-print-directory SAN=thread O=$(TSAN_O) $(TSAN_BINS:%=$(TSAN_O)/bin/%) \
-		$(TSAN_O)/tests/tools/synth \
+		$(TSAN_O)/tests/tools/synth $(TSAN_O)/tests/tools/reorder \
 		$(patsubst %,$(TSAN_O)/tests/unit/%,$(filter test_%,$(TSAN_TESTS)))
 	$(Q)rm -rf $(TSAN_LOG) && mkdir -p $(TSAN_LOG)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 log_path=$(TSAN_LOG)/report $(TSAN_OPTIONS)" \

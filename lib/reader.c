@@ -82,6 +82,33 @@ struct kind_cols {
 	uint32_t *args_len;
 	size_t args_cap;           /* events args and args_len hold */
 	struct tkp_buf args_text;  /* args rebuilt from templates */
+	uint32_t *config_ids;      /* a worker's decoder: the launch
+	                              configuration of each (cap of them) */
+	uint64_t unresolved;       /* a worker's decoder: the attributes (a
+	                              bit each) whose string ids or launch
+	                              configurations it left to
+	                              resolve_refs() */
+};
+
+/* What a worker's decode of a chunk (decode_on_worker()) could not
+ * check, being without the definitions, and how it went.  The reading
+ * thread uses the result only where, with the definitions in hand, one
+ * thread's decode would have come to the same: every id within its
+ * bound, the same GPU streams among the tracks used, the same raw and
+ * no_args; otherwise it decodes the chunk again itself.  Launch
+ * configurations copied from a copy that has changed since are copied
+ * again. */
+struct unchecked {
+	int columns_ok;           /* decode_columns() succeeded */
+	int attrs_ok;             /* and decode_attrs() */
+	int raw, no_args;         /* as they were for the decode */
+	uint64_t track_hi;        /* the largest track id, of the values and
+	                             of the column's first value and base */
+	uint64_t name_hi;         /* the same for names */
+	uint32_t track_max;       /* the largest track id of an event */
+	uint64_t string_hi;       /* the largest string attribute */
+	uint64_t config_hi;       /* the largest launch configuration */
+	uint64_t config_gen;      /* configs_gen of the copied configurations */
 };
 
 struct tk_reader {
@@ -128,6 +155,9 @@ struct tk_reader {
 	struct config *configs;
 	uint32_t nconfigs;
 	size_t configs_cap;
+	uint64_t configs_gen;    /* changes when a configuration does (a new
+	                            scope, one redefined): a worker's copy of
+	                            the same generation holds the same */
 	struct tk_meta **meta;
 	size_t nmeta, meta_cap;
 	struct tk_category **cats;
@@ -173,6 +203,18 @@ struct tk_reader {
 	uint64_t *dprev;         /* per track, for D columns */
 	uint32_t *tgroup;        /* per track: its group, UINT32_MAX if none */
 	struct tkp_args_decoder args_dec; /* args stored as templates */
+	/* A worker's decoder (a slot's, rpool.h) has no definitions: its
+	 * ids go unchecked and strings unresolved, and stream_track and
+	 * configs are copies of the reader's taken when the chunk was read
+	 * ahead.  What it left unchecked, in unchecked. */
+	int detached;
+	int snapshot_ok;         /* detached: stream_track, configs, raw and
+	                            no_args were copied for this chunk */
+	struct unchecked unchecked;
+	/* the reader: the current chunk's columns came from a worker, whose
+	 * attributes are used if `adopted` allows at decode_attrs() */
+	int attrs_adopted;
+	struct unchecked adopted;
 
 	/* options (tk_reader_set_options()) */
 	unsigned threads;        /* 0: TK_THREADS, else the cores */
@@ -261,6 +303,7 @@ clear_defs(struct tk_reader *r)
 	for (size_t i = 0; i < r->ncats; i++)
 		free(r->cats[i]);
 	r->nstrings = r->ntracks = r->ndevices = r->nconfigs = 0;
+	r->configs_gen++;
 	r->nmeta = r->ncats = 0;
 	tkp_arena_free(&r->arena);
 }
@@ -312,6 +355,7 @@ tk_reader_free(struct tk_reader *r)
 		free(r->kc[k].tracks);
 		free(r->kc[k].args);
 		free(r->kc[k].args_len);
+		free(r->kc[k].config_ids);
 		tkp_buf_free(&r->kc[k].args_text);
 	}
 	tkp_args_decoder_free(&r->args_dec);
@@ -521,12 +565,15 @@ reset_input(struct tk_reader *r)
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
 	r->attrs_pending = 0;
+	r->attrs_adopted = 0;
 	r->is_open = 0;
 	memset(&r->chunk, 0, sizeof(r->chunk));
 	r->chunk.watermark = INT64_MIN;
 }
 
 static int read_header(struct tk_reader *r, const uint8_t *first4, size_t have);
+static void snapshot_defs(struct tk_reader *r, struct tk_reader *w);
+static void decode_on_worker(struct tkp_rslot *s);
 
 static int
 set_name(struct tk_reader *r, const char *name)
@@ -869,11 +916,19 @@ pool_next(struct tk_reader *r)
 		r->pool_off = 1;
 		if (!(r->pool = tkp_rpool_new(threads)))
 			return;
+		/* a decoder a slot, for its chunks' columns (none: the
+		 * columns are decoded on this thread) */
+		for (unsigned i = 0; i < r->pool->nslots; i++)
+			if ((r->pool->slots[i].decoder = tk_reader_new()))
+				r->pool->slots[i].decoder->detached = 1;
+		r->pool->decode = decode_on_worker;
 		r->ahead_offset = r->offset;
 	}
 	struct tkp_rslot *s;
 	while (!r->ahead_stopped && (s = tkp_rpool_free_slot(r->pool))) {
 		read_unit(r, s);
+		if (s->chunk && s->decoder)
+			snapshot_defs(r, s->decoder);
 		tkp_rpool_post(r->pool, s);
 	}
 	r->cur = tkp_rpool_take(r->pool);
@@ -1195,6 +1250,8 @@ def_config(struct tk_reader *r, struct cursor *c)
 		return corrupt(r, "bad launch configuration");
 	if (grow((void **)&r->configs, &r->configs_cap, sizeof(*r->configs), id))
 		return nomem(r);
+	if (id <= r->nconfigs)
+		r->configs_gen++;
 	r->configs[id] = cfg;
 	if (id > r->nconfigs)
 		r->nconfigs = (uint32_t)id;
@@ -1310,7 +1367,9 @@ ensure_kind_arrays(struct tk_reader *r, struct kind_cols *k, unsigned size)
 		return TK_OK;
 	size_t old = k->cap, cap = old;
 #define GROW(a) tkp_grow_shared(&(a), old, k->count, sizeof(*(a)), &cap)
-	if (GROW(k->tracks))
+	/* config_ids by both sides: a worker's decoder and the reader
+	 * swap these arrays (adopt()); only the former touches it */
+	if (GROW(k->tracks) || GROW(k->config_ids))
 		return nomem(r);
 #undef GROW
 	/* the structs, with a union's worth of zeros after the last one
@@ -1412,11 +1471,14 @@ decode_column(struct tk_reader *r, const struct colloc *c, uint32_t n,
 }
 
 /* A column of ids, decoded straight to 32 bits, each checked against
- * limit (below TKP_ID_MAX). */
+ * limit (below TKP_ID_MAX).  *hi: the largest of the values, the first
+ * and the base, so that a check of *hi against a lower limit is the
+ * check this one would have made with it. */
 static int
 decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
-            uint32_t *out, uint32_t limit, const char *what)
+            uint32_t *out, uint32_t limit, const char *what, uint64_t *hi)
 {
+	*hi = 0;
 	if (!c->present) {
 		memset(out, 0, n * sizeof(*out));
 		return TK_OK;
@@ -1429,17 +1491,18 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 		return corrupt(r, what);
 	const uint8_t *p = pl.p;
 	size_t rest = pl.rest;
-	uint32_t base = (uint32_t)pl.base, over = 0;
+	uint32_t base = (uint32_t)pl.base, top = base;
 	out[0] = (uint32_t)pl.first;
 	out++;
 	/* base < 2^26: up to three bytes added, no sum overflows 32 bits */
 #define IDS(W)                                                                \
 	for (size_t i = 0; i < rest; i++) {                                   \
 		uint32_t x = base + (uint32_t)plane_value(p, rest, i, W);     \
-		over |= x > limit;                                            \
+		top = x > top ? x : top;                                      \
 		out[i] = x;                                                   \
 	}                                                                     \
 	break
+	uint64_t top64 = 0;
 	switch (pl.width) {
 	case 0: IDS(0);
 	case 1: IDS(1);
@@ -1448,13 +1511,16 @@ decode_u32s(struct tk_reader *r, const struct colloc *c, uint32_t n,
 	default:
 		for (size_t i = 0; i < rest; i++) {
 			uint64_t x = base + plane_value(p, rest, i, 4);
-			over |= x > limit;
+			top64 = x > top64 ? x : top64;
 			out[i] = (uint32_t)x;
 		}
 		break;
 	}
 #undef IDS
-	return over ? corrupt(r, what) : TK_OK;
+	*hi = top64 > top ? top64 : top;
+	if (pl.first > *hi)
+		*hi = pl.first;
+	return *hi > limit ? corrupt(r, what) : TK_OK;
 }
 
 /* Room for per-track state of tracks 0..max_track. */
@@ -1597,6 +1663,21 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 	switch (a->enc) {
 	case TKP_ENC_STR: {
 		uint8_t *sp = k->attrs + (a->str_off - TKP_UNION_OFF);
+		if (r->detached) { /* the ids, resolved by resolve_refs() */
+			uint64_t hi = 0;
+			const char *empty = "";
+			for (uint32_t j = 0; j < n; j++) {
+				hi = v[j] > hi ? v[j] : hi;
+				uint32_t id = (uint32_t)v[j];
+				memcpy(base + (size_t)j * size, &id, 4);
+				memcpy(sp + (size_t)j * size, &empty, sizeof(empty));
+			}
+			if (hi > r->unchecked.string_hi)
+				r->unchecked.string_hi = hi;
+			if (hi)
+				k->unresolved |= UINT64_C(1) << a->attr;
+			return TK_OK;
+		}
 		for (uint32_t j = 0; j < n; j++) {
 			bad |= v[j] > r->nstrings;
 			uint32_t id = (uint32_t)v[j];
@@ -1609,6 +1690,33 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 		return TK_OK;
 	}
 	case TKP_ENC_CONFIG:
+		if (r->detached) {
+			/* from the copy of the configurations where it has
+			 * them (resolve_refs() again if they changed since),
+			 * otherwise by resolve_refs() */
+			uint64_t hi = r->unchecked.config_hi;
+			for (uint32_t j = 0; j < n; j++) {
+				hi = v[j] > hi ? v[j] : hi;
+				k->config_ids[j] = (uint32_t)v[j];
+				if (!v[j])
+					continue;
+				if (v[j] > r->nconfigs) {
+					k->unresolved |= UINT64_C(1) << a->attr;
+					continue;
+				}
+				struct tk_kernel_attrs *kk =
+					(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
+				const struct config *cf = &r->configs[v[j]];
+				memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
+				memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
+				memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
+				kk->static_smem = cf->v[9];
+				kk->dynamic_smem = cf->v[10];
+				kk->registers = cf->v[11];
+			}
+			r->unchecked.config_hi = hi;
+			return TK_OK;
+		}
 		for (uint32_t j = 0; j < n; j++)
 			bad |= v[j] > r->nconfigs;
 		if (bad)
@@ -1745,9 +1853,12 @@ decode_kind(struct tk_reader *r, unsigned kind, struct kind_cols *k,
 /* A grouped chunk: its GROUPS column gives each track's group, and the
  * events are stored group by group, each in time order, the chunk's
  * first event first (tracekit-format(5)).  Makes r->order (stored
- * position -> event) and, in r->aux, the tracks in stored order. */
+ * position -> event) and, in r->aux, the tracks in stored order.  A
+ * listed track above max_track (decode_columns()) is an error: a bound
+ * that does not depend on how large the per-track arrays happen to be,
+ * so that a worker's decode and the reading thread's agree. */
 static int
-plan_order(struct tk_reader *r, const struct colloc *gc)
+plan_order(struct tk_reader *r, const struct colloc *gc, uint32_t max_track)
 {
 	uint32_t n = r->nev;
 	if (!gc->present)
@@ -1765,7 +1876,7 @@ plan_order(struct tk_reader *r, const struct colloc *gc)
 	for (uint64_t i = 0; i < m; i++) {
 		uint64_t t, g;
 		if (tkp_varint_get(&p, end, &t) < 0 || tkp_varint_get(&p, end, &g) < 0 ||
-		    t >= r->pred_cap || g >= m || r->tgroup[t] != UINT32_MAX) {
+		    t > max_track || g >= m || r->tgroup[t] != UINT32_MAX) {
 			m = i; /* what to undo */
 			rc = corrupt(r, "bad groups column");
 			break;
@@ -1872,26 +1983,30 @@ decode_columns(struct tk_reader *r, const uint8_t *p, const uint8_t *end)
 	if (!r->grouped)
 		memcpy(r->kinds, kc->p, n);
 
-	uint32_t track_limit = r->raw ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
-	uint32_t name_limit = r->raw ? TKP_ID_MAX - 1 : r->nstrings;
+	/* a worker's decoder checks ids against nothing and keeps the
+	 * largest (struct unchecked) */
+	int unbounded = r->raw || r->detached;
+	uint32_t track_limit = unbounded ? TKP_ID_MAX - 1 : r->ntracks + UNKNOWN_TRACKS_MAX;
+	uint32_t name_limit = unbounded ? TKP_ID_MAX - 1 : r->nstrings;
 	if ((rc = decode_u32s(r, &common[TKP_COL_TRACK], n, r->trackv, track_limit,
-	                      "bad track id")) ||
+	                      "bad track id", &r->unchecked.track_hi)) ||
 	    (rc = decode_u32s(r, &common[TKP_COL_NAME], n,
 	                      r->grouped ? r->namev_alt : r->namev, name_limit,
-	                      "undefined string")))
+	                      "undefined string", &r->unchecked.name_hi)))
 		return rc;
-	/* per-track state for every id the chunk may use; raw ids have no
-	 * useful limit, so there the largest one is looked for */
+	/* per-track state for every id the chunk may use; unbounded ids
+	 * have no useful limit, so there the largest one is looked for */
 	uint32_t max_track = track_limit;
-	if (r->raw) {
+	if (unbounded) {
 		max_track = 0;
 		for (uint32_t i = 0; i < n; i++)
 			max_track = r->trackv[i] > max_track ? r->trackv[i] : max_track;
 	}
+	r->unchecked.track_max = max_track;
 	if ((rc = ensure_track_state(r, max_track)))
 		return rc;
 	if (r->grouped) {
-		if ((rc = plan_order(r, &common[TKP_COL_GROUPS])) ||
+		if ((rc = plan_order(r, &common[TKP_COL_GROUPS], max_track)) ||
 		    (rc = decode_times(r, &common[TKP_COL_TS], &common[TKP_COL_DUR],
 		                       r->aux, max_track)))
 			return rc;
@@ -1939,12 +2054,76 @@ index_kinds(struct tk_reader *r, const uint32_t *restrict order)
 	}
 }
 
+/* String attributes and launch configurations a worker left as ids
+ * (decode_attr() of a detached decoder), resolved as decode_attr()
+ * does, once their bounds are known to hold; and every configuration
+ * where those the worker copied have changed since (configs_now 0). */
+static void
+resolve_refs(struct tk_reader *r, int configs_now)
+{
+	for (unsigned kind = 1; kind <= TK_KIND_MAX; kind++) {
+		struct kind_cols *k = &r->kc[kind];
+		const struct tkp_kind_schema *ks = &tkp_schema[kind];
+		if (!k->count)
+			continue;
+		for (unsigned a = 0; a < ks->n; a++) {
+			const struct tkp_attr *at = &ks->attrs[a];
+			int left = (k->unresolved >> at->attr) & 1;
+			if (!r->cols[kind][at->attr].present)
+				continue;
+			if (at->enc == TKP_ENC_STR && !r->raw && left) {
+				const uint8_t *ip = k->attrs + (at->off - TKP_UNION_OFF);
+				uint8_t *sp = k->attrs + (at->str_off - TKP_UNION_OFF);
+				for (uint32_t j = 0; j < k->count; j++) {
+					uint32_t id;
+					memcpy(&id, ip + (size_t)j * ks->size, 4);
+					const char *str = id ? r->strings[id].s : "";
+					memcpy(sp + (size_t)j * ks->size, &str, sizeof(str));
+				}
+			} else if (at->enc == TKP_ENC_CONFIG && (left || !configs_now)) {
+				for (uint32_t j = 0; j < k->count; j++) {
+					uint32_t id = k->config_ids[j];
+					if (!id)
+						continue;
+					struct tk_kernel_attrs *kk = (struct tk_kernel_attrs *)(
+						k->attrs + (size_t)j * ks->size);
+					const struct config *cf = &r->configs[id];
+					memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
+					memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
+					memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
+					kk->static_smem = cf->v[9];
+					kk->dynamic_smem = cf->v[10];
+					kk->registers = cf->v[11];
+				}
+			}
+		}
+	}
+}
+
+/* The attributes a worker decoded for the current chunk, where one
+ * thread would have decoded the same: 1 when used. */
+static int
+use_adopted_attrs(struct tk_reader *r)
+{
+	const struct unchecked *u = &r->adopted;
+	r->attrs_adopted = 0;
+	if (!u->attrs_ok || u->no_args != r->no_args ||
+	    u->config_hi > r->nconfigs || (!r->raw && u->string_hi > r->nstrings))
+		return 0;
+	r->attrs_pending = 0;
+	r->chunk_no_args = r->no_args;
+	resolve_refs(r, u->config_gen == r->configs_gen);
+	return 1;
+}
+
 /* The attribute columns of the current chunk, into each kind's structs. */
 static int
 decode_attrs(struct tk_reader *r)
 {
 	uint32_t n = r->nev;
 	int rc;
+	if (r->attrs_adopted && use_adopted_attrs(r))
+		return TK_OK;
 	r->attrs_pending = 0;
 	r->chunk_no_args = r->no_args;
 	/* four histograms, so that runs of one kind do not wait on the
@@ -1972,10 +2151,136 @@ decode_attrs(struct tk_reader *r)
 		index_kinds(r, NULL);
 	for (unsigned k = 1; k <= TK_KIND_MAX; k++) {
 		struct kind_cols *kcol = &r->kc[k];
+		kcol->unresolved = 0;
 		if (kcol->count && (rc = decode_kind(r, k, kcol, r->cols[k])))
 			return rc;
 	}
 	return TK_OK;
+}
+
+/* ---- decoding on the workers ------------------------------------------------------- */
+
+/* Before a chunk is read ahead, what its worker's decoder needs of the
+ * reader (struct unchecked): the GPU streams and launch configurations
+ * known so far, raw and no_args.  Later definitions may change them:
+ * adopt() and use_adopted_attrs() compare. */
+static void
+snapshot_defs(struct tk_reader *r, struct tk_reader *w)
+{
+	w->snapshot_ok = 0;
+	if (w->stream_track_cap < r->stream_track_cap &&
+	    grow((void **)&w->stream_track, &w->stream_track_cap, 1,
+	         r->stream_track_cap - 1))
+		return; /* out of memory: decoded on the reading thread */
+	if (r->stream_track_cap)
+		memcpy(w->stream_track, r->stream_track, r->stream_track_cap);
+	if (w->stream_track_cap > r->stream_track_cap)
+		memset(w->stream_track + r->stream_track_cap, 0,
+		       w->stream_track_cap - r->stream_track_cap);
+	/* the configurations too (a few dozen bytes each, few of them):
+	 * the worker copies them into kernels' structs */
+	if (w->configs_cap < (size_t)r->nconfigs + 1 &&
+	    grow((void **)&w->configs, &w->configs_cap, sizeof(*w->configs),
+	         r->nconfigs))
+		return;
+	if (r->nconfigs)
+		memcpy(w->configs, r->configs, ((size_t)r->nconfigs + 1) * sizeof(*w->configs));
+	w->nconfigs = r->nconfigs;
+	w->configs_gen = r->configs_gen;
+	w->raw = r->raw;
+	w->no_args = r->no_args;
+	w->snapshot_ok = 1;
+}
+
+/* The pool's decode hook (rpool.h), on a worker: decode the inflated
+ * chunk of s with the slot's decoder, as read_chunk() and decode_attrs()
+ * would without definitions.  Touches nothing but the slot. */
+static void
+decode_on_worker(struct tkp_rslot *s)
+{
+	struct tk_reader *w = s->decoder;
+	if (!w || !w->snapshot_ok)
+		return;
+	w->unchecked = (struct unchecked){ .raw = w->raw, .no_args = w->no_args,
+	                                   .config_gen = w->configs_gen };
+	tkp_error_clear(&w->error);
+	struct tkp_chunk_header ch;
+	uint32_t hsize = (uint32_t)s->bytes[4] | (uint32_t)s->bytes[5] << 8 |
+	                 (uint32_t)s->bytes[6] << 16 | (uint32_t)s->bytes[7] << 24;
+	tkp_chunk_header_decode(s->bytes, hsize, &ch);
+	const uint8_t *p = s->out.p, *end = s->out.p + ch.raw;
+	uint64_t defs_len;
+	if (tkp_varint_get(&p, end, &defs_len) < 0 ||
+	    defs_len > (uint64_t)(end - p))
+		return;
+	w->chunk.flags = ch.flags;
+	w->nev = ch.events;
+	if (decode_columns(w, p + defs_len, end))
+		return;
+	w->unchecked.columns_ok = 1;
+	if (w->nev && decode_attrs(w))
+		return;
+	w->unchecked.attrs_ok = 1;
+}
+
+/* A GPU stream flag as one thread's decode would read it. */
+static int
+stream_flag(const struct tk_reader *r, uint32_t t)
+{
+	return t < r->stream_track_cap && r->stream_track[t];
+}
+
+/* Take the columns the worker's decoder w made of the current chunk,
+ * where one thread would have decoded the same with the definitions
+ * now in hand: 1 when taken.  The arrays are swapped, not copied: w
+ * gets the reader's for its next chunk. */
+static int
+adopt(struct tk_reader *r, struct tk_reader *w)
+{
+	const struct unchecked *u = &w->unchecked;
+	if (!w->snapshot_ok || !u->columns_ok || u->raw != r->raw)
+		return 0;
+	if (!r->raw) {
+		if (u->track_hi > (uint64_t)r->ntracks + UNKNOWN_TRACKS_MAX ||
+		    u->name_hi > r->nstrings)
+			return 0;
+		/* decode_times() read the flags of the tracks used */
+		for (uint32_t t = 0; t <= u->track_max && r->nev; t++)
+			if (stream_flag(r, t) != stream_flag(w, t))
+				return 0;
+	}
+#define SWAP(type, f)                                                         \
+	do {                                                                  \
+		type tmp_ = r->f;                                             \
+		r->f = w->f;                                                  \
+		w->f = tmp_;                                                  \
+	} while (0)
+	SWAP(uint8_t *, kinds);
+	SWAP(uint32_t *, trackv);
+	SWAP(int64_t *, tsv);
+	SWAP(int64_t *, durv);
+	SWAP(uint32_t *, namev);
+	SWAP(uint32_t *, order);
+	SWAP(uint32_t *, aux);
+	SWAP(int64_t *, tsv_alt);
+	SWAP(int64_t *, durv_alt);
+	SWAP(uint32_t *, namev_alt);
+	SWAP(uint64_t *, scratch);
+	SWAP(size_t, ev_cap);
+	SWAP(int64_t *, pred);
+	SWAP(uint64_t *, dprev);
+	SWAP(uint32_t *, tgroup);
+	SWAP(size_t, pred_cap);
+	for (unsigned k = 0; k <= TK_KIND_MAX; k++)
+		SWAP(struct kind_cols, kc[k]);
+#undef SWAP
+	memcpy(r->cols, w->cols, sizeof(r->cols));
+	r->kind_col = w->kind_col;
+	r->grouped = w->grouped;
+	r->attrs_pending = 1;
+	r->adopted = *u;
+	r->attrs_adopted = 1;
+	return 1;
 }
 
 /* ---- chunks ----------------------------------------------------------------------- */
@@ -2058,6 +2363,7 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	r->npending = r->pending_pos = 0;
 	r->nev = r->ev_pos = 0;
 	r->attrs_pending = 0;
+	r->attrs_adopted = 0;
 
 	const uint8_t *p = payload, *end = payload + raw;
 	uint64_t defs_len;
@@ -2067,7 +2373,9 @@ read_chunk(struct tk_reader *r, const uint8_t *magic)
 	if ((rc = parse_defs(r, p, p + defs_len)))
 		return rc;
 	r->nev = ch.events;
-	if ((rc = decode_columns(r, p + defs_len, end))) {
+	if (pre && pre->inflated > 0 && pre->decoder && adopt(r, pre->decoder)) {
+		/* decoded on a worker */
+	} else if ((rc = decode_columns(r, p + defs_len, end))) {
 		r->nev = 0;
 		return rc;
 	}

@@ -2,49 +2,63 @@
 /*
  * The reader's worker threads (rpool.h).
  *
- * Checking and inflating a chunk needs nothing but its bytes, and is
- * most of the cost of reading one; decoding its columns needs the
- * definitions of every chunk before it.  So workers do the first part
- * ahead of the caller and the reader's own thread the second, in order.
+ * Checking and inflating a chunk needs nothing but its bytes, and
+ * decoding its columns needs little more; applying its definitions
+ * needs every chunk before it.  So workers check, inflate and decode
+ * ahead of the caller (the decode through the reader's hook,
+ * tkp_rpool.decode), and the reader's own thread applies definitions
+ * in order and takes the decoded columns where they hold (reader.c,
+ * struct unchecked, adopt()), else decodes the chunk itself.
  * The slots are a ring used in order: filled and posted by the reader,
  * worked on by whichever worker is free, taken back in order.  Workers
  * start with every signal blocked, as the writer's sealer thread does.
  *
- * What ties decoding the columns to the reader's thread, precisely
- * (the predictors, D-column differences and groups restart at every
- * chunk; these do not):
+ * What ties decoding the columns to the chunks before, precisely (the
+ * predictors, D-column differences and groups restart at every chunk;
+ * these do not), and how a worker's decode stands in for it:
  *  - the bounds of ids: names and string attributes up to the strings
  *    defined so far, tracks up to the tracks (+ UNKNOWN_TRACKS_MAX),
  *    launch configurations up to those defined; a bound that fails is
- *    an error of that chunk, reported in the order one thread meets it;
+ *    an error of that chunk, reported in the order one thread meets it.
+ *    The worker checks none and keeps the largest of each; the reader
+ *    compares them with its counts;
  *  - which tracks are GPU streams, whose begin times are predicted from
- *    the previous end rather than the previous begin (decode_times());
+ *    the previous end rather than the previous begin (decode_times()).
+ *    The worker uses a copy of the flags taken when the chunk was read
+ *    ahead; the reader compares it with its own over the tracks used;
  *  - string attributes resolved to pointers into the strings table,
  *    which the reader's thread grows (realloc) as definitions come, and
- *    kernels' launch configurations copied from their table;
+ *    kernels' launch configurations copied from their table.  The
+ *    worker leaves the ids; the reader resolves them;
  *  - no_args as set when the chunk's first event is asked for (a caller
- *    may change it between chunks).
- * A sound way to move it (not done): a worker parses its own chunk's
- * definitions without applying them, decodes into arrays of its slot
- * against a snapshot of the stream flags with a generation number,
- * keeps the largest id of each kind of reference and leaves strings and
- * configurations unresolved; the reader's thread applies the
- * definitions in order, checks the maxima against its counts and the
- * generation against its own, decodes the chunk again itself where
- * either fails (so that the error and its offset are one thread's),
- * then resolves strings and configurations.  Its costs: the decoded
- * arrays (~100-120 bytes an event of a chunk) in every slot instead of
- * once, and tk_reader_next_columns()' pointers valid only until the
- * slot is released.
+ *    may change it between chunks).  The worker uses the setting of when
+ *    the chunk was read ahead; the reader compares.
+ * Where a comparison fails, or the worker met any error, the reader
+ * decodes the chunk again itself, so that the error and its offset are
+ * one thread's.  The decoded arrays are swapped between the reader and
+ * the slot's decoder, not copied: ~100-120 bytes an event of a chunk in
+ * every slot.
  *
  * After fork() the child has the ring but no workers: from then on the
  * taker does the work of whatever slot is not done (a slot a worker was
  * in the middle of is done again, from its intact input), and no lock
- * is touched, since one may have been held by a thread that is gone.
+ * is touched, since one may have been held by a thread that is gone. *
+ * Which thread does a slot (a worker, or the reading thread in
+ * tkp_rpool_take()) depends on timing, and nothing that comes out may:
+ * every slot's result is a function of its bytes and of what the
+ * reading thread copied into it before posting it.  So that tests see
+ * both ways every time rather than whichever a machine's load favours,
+ * a build with TK_RPOOL_SCHEDULE (test_parallel's only) reads
+ * TK_RPOOL_SCHEDULE when the pool starts: "workers" (the reading thread
+ * always waits for a worker), "reader" (workers claim nothing: the
+ * reading thread does every slot, threads idle) or "jitter" (each
+ * party sleeps up to 300 us at random before it claims a slot, after it
+ * works on one and before it takes one).  Other builds compile none of it.
  */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libdeflate.h>
@@ -52,6 +66,49 @@
 #include "rpool.h"
 
 enum { SLOT_FREE, SLOT_POSTED, SLOT_WORKING, SLOT_DONE, SLOT_HELD };
+
+enum { SCHEDULE_ANY, SCHEDULE_WORKERS, SCHEDULE_READER, SCHEDULE_JITTER };
+
+#ifdef TK_RPOOL_SCHEDULE
+int
+tkp_rpool_schedules(void)
+{
+	return 1;
+}
+
+static int
+schedule_of_env(void)
+{
+	const char *s = getenv("TK_RPOOL_SCHEDULE");
+	if (!s)
+		return SCHEDULE_ANY;
+	if (!strcmp(s, "workers"))
+		return SCHEDULE_WORKERS;
+	if (!strcmp(s, "reader"))
+		return SCHEDULE_READER;
+	if (!strcmp(s, "jitter"))
+		return SCHEDULE_JITTER;
+	return SCHEDULE_ANY;
+}
+
+/* Sleep up to 300 us under the jitter schedule (any thread; *seed is
+ * the calling thread's own). */
+static void
+jitter(const struct tkp_rpool *p, unsigned *seed)
+{
+	if (p->schedule != SCHEDULE_JITTER)
+		return;
+	struct timespec ts = { 0, (long)(rand_r(seed) % 300) * 1000 };
+	nanosleep(&ts, NULL);
+}
+#else
+static void
+jitter(const struct tkp_rpool *p, unsigned *seed)
+{
+	(void)p;
+	(void)seed;
+}
+#endif
 
 void
 tkp_rslot_work(struct tkp_rslot *s, struct libdeflate_decompressor *dec)
@@ -85,6 +142,16 @@ tkp_rslot_work(struct tkp_rslot *s, struct libdeflate_decompressor *dec)
 	s->inflated = res == LIBDEFLATE_SUCCESS && actual == ch.raw ? 1 : -1;
 }
 
+/* All a worker does with a slot: the verdicts, then the hook. */
+static void
+work(struct tkp_rpool *p, struct tkp_rslot *s,
+     struct libdeflate_decompressor *dec)
+{
+	tkp_rslot_work(s, dec);
+	if (p->decode && s->inflated > 0)
+		p->decode(s);
+}
+
 /* In a child of fork(), or with no threads: no locks, no waiting. */
 static int
 alone(struct tkp_rpool *p)
@@ -105,20 +172,32 @@ run(void *arg)
 	struct tkp_rpool *p = ((struct worker_arg *)arg)->pool;
 	struct libdeflate_decompressor *dec =
 		p->decs[((struct worker_arg *)arg)->index];
+	unsigned seed = ((struct worker_arg *)arg)->index; /* jitter()'s */
 	free(arg);
+	int paused = 0;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		struct tkp_rslot *s = &p->slots[p->work % p->nslots];
 		if (p->quit)
 			break;
-		if (s->state != SLOT_POSTED) {
+		if (s->state != SLOT_POSTED || p->schedule == SCHEDULE_READER) {
 			pthread_cond_wait(&p->cv, &p->mu);
 			continue;
 		}
+		if (p->schedule == SCHEDULE_JITTER && !paused) {
+			/* once before each claim: look again after it */
+			paused = 1;
+			pthread_mutex_unlock(&p->mu);
+			jitter(p, &seed);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
+		paused = 0;
 		s->state = SLOT_WORKING;
 		p->work++;
 		pthread_mutex_unlock(&p->mu);
-		tkp_rslot_work(s, dec);
+		work(p, s, dec);
+		jitter(p, &seed);
 		pthread_mutex_lock(&p->mu);
 		s->state = SLOT_DONE;
 		pthread_cond_broadcast(&p->cv);
@@ -170,6 +249,10 @@ tkp_rpool_new(unsigned threads)
 	p->nslots = threads + 1;
 	p->inline_only = 1;
 	p->pid = getpid();
+#ifdef TK_RPOOL_SCHEDULE
+	p->schedule = schedule_of_env();
+	p->schedule_seed = 12345;
+#endif
 	p->slots = calloc(p->nslots, sizeof(*p->slots));
 	p->decs = calloc(threads + 1, sizeof(*p->decs));
 	if (!p->slots || !p->decs)
@@ -221,13 +304,27 @@ tkp_rpool_take(struct tkp_rpool *p)
 		if (s->state == SLOT_FREE || s->state == SLOT_HELD)
 			return NULL;
 		if (s->state != SLOT_DONE)
-			tkp_rslot_work(s, p->decs[0]);
+			work(p, s, p->decs[0]);
 		s->state = SLOT_HELD;
 	} else {
+		jitter(p, &p->schedule_seed);
 		pthread_mutex_lock(&p->mu);
 		if (s->state == SLOT_FREE || s->state == SLOT_HELD) {
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
+		}
+		if (s->state == SLOT_POSTED && p->schedule != SCHEDULE_WORKERS) {
+			/* no worker has begun it (they are busy, or not
+			 * running on a loaded machine): do it here rather
+			 * than wait.  It is the next slot to work on: the
+			 * workers claim slots in order, and those before it
+			 * are taken. */
+			s->state = SLOT_WORKING;
+			p->work++;
+			pthread_mutex_unlock(&p->mu);
+			work(p, s, p->decs[0]);
+			pthread_mutex_lock(&p->mu);
+			s->state = SLOT_DONE;
 		}
 		while (s->state != SLOT_DONE)
 			pthread_cond_wait(&p->cv, &p->mu);
@@ -269,6 +366,7 @@ tkp_rpool_free(struct tkp_rpool *p)
 	for (unsigned i = 0; p->slots && i < p->nslots; i++) {
 		tkp_buf_free(&p->slots[i].in);
 		tkp_buf_free(&p->slots[i].out);
+		tk_reader_free(p->slots[i].decoder);
 	}
 	free(p->slots);
 	if (p->decs)

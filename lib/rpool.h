@@ -7,7 +7,8 @@
  * framing stops) into a slot, in order; workers fill in the verdicts;
  * the reader takes the slots back in the same order and goes through
  * them with its one-thread code, which uses the verdicts instead of
- * computing them.  Memory: the slots, threads + 1 chunks.
+ * computing them.  A decode hook (tkp_rpool.decode) may do more of a
+ * chunk's work on the worker.  Memory: the slots, threads + 1 chunks.
  */
 #ifndef TK_RPOOL_H
 #define TK_RPOOL_H
@@ -34,6 +35,10 @@ struct tkp_rslot {
 	int inflated;             /* 1: out holds the payload; -1: the
 	                             compressed data is bad */
 	struct tkp_buf out;
+	/* the columns of an inflated chunk, decoded by the pool's decode
+	 * hook with this reader of the slot's own (the reader's code:
+	 * reader.c); NULL: not decoded on the worker */
+	struct tk_reader *decoder;
 	int state;                /* private to rpool.c */
 };
 
@@ -47,9 +52,17 @@ struct tkp_rpool {
 	unsigned nthreads;
 	pthread_t *threads;
 	struct libdeflate_decompressor **decs; /* one per thread, + 1 */
+	/* run on a worker after a chunk is inflated (set before the first
+	 * post): reader.c's decode of the chunk's columns */
+	void (*decode)(struct tkp_rslot *s);
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int quit;
+	/* which thread does which slot: 0 as built, whoever comes first;
+	 * another only where rpool.c is built with TK_RPOOL_SCHEDULE, as
+	 * tests/unit/test_parallel links it (rpool.c, schedules) */
+	int schedule;
+	unsigned schedule_seed;   /* the reading thread's, for jitter */
 };
 
 /* Start `threads` workers (fewer, or none, if threads cannot be
@@ -59,17 +72,25 @@ TKP_HIDDEN struct tkp_rpool *tkp_rpool_new(unsigned threads);
 TKP_HIDDEN struct tkp_rslot *tkp_rpool_free_slot(struct tkp_rpool *p);
 /* Hand the slot from tkp_rpool_free_slot(), filled, to the workers. */
 TKP_HIDDEN void tkp_rpool_post(struct tkp_rpool *p, struct tkp_rslot *s);
-/* The oldest posted slot once worked on, or NULL when none is posted.
- * It stays the caller's until tkp_rpool_release(). */
+/* The oldest posted slot once worked on, or NULL when none is posted;
+ * where no worker has begun it, the caller's thread does the work.  It
+ * stays the caller's until tkp_rpool_release(). */
 TKP_HIDDEN struct tkp_rslot *tkp_rpool_take(struct tkp_rpool *p);
 TKP_HIDDEN void tkp_rpool_release(struct tkp_rpool *p, struct tkp_rslot *s);
-/* Stop the threads and free everything (in a child after fork(), the
- * threads are not there: only memory is freed). */
+/* Stop the threads and free everything, the slots' decoders too (in a
+ * child after fork(), the threads are not there: only memory is
+ * freed). */
 TKP_HIDDEN void tkp_rpool_free(struct tkp_rpool *p);
 
 /* The verdicts on a whole chunk (header and stored bytes), as the
  * reader would find them: CRC first, then inflating. */
 TKP_HIDDEN void tkp_rslot_work(struct tkp_rslot *s,
                                struct libdeflate_decompressor *dec);
+
+#ifdef TK_RPOOL_SCHEDULE
+/* 1: this build of rpool.c follows TK_RPOOL_SCHEDULE (rpool.c); a test
+ * calls it so that it cannot link the library's own build by mistake. */
+TKP_HIDDEN int tkp_rpool_schedules(void);
+#endif
 
 #endif

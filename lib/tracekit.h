@@ -496,10 +496,10 @@ TK_PUBLIC void tk_reader_free(struct tk_reader *r);
 /* How a reader works; set before opening (an open input keeps going
  * as it was).  Without a call: the defaults, TK_READER_OPTIONS_INIT. */
 struct tk_reader_options {
-	int threads;          /* threads that check and inflate chunks ahead
-	                         of the caller, while it decodes the chunk
-	                         before (at most threads + 1 chunks in
-	                         memory); 0: the TK_THREADS environment
+	int threads;          /* threads that check, inflate and decode
+	                         chunks ahead of the caller, while it goes
+	                         through the chunk before (at most threads + 1
+	                         chunks in memory); 0: the TK_THREADS environment
 	                         variable, else the machine's cores (at most
 	                         8) for an input of 1 MiB or more (by its
 	                         size if known, else once 1 MiB was read)

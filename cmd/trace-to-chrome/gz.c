@@ -16,11 +16,24 @@
  * which costs about 1 % of the size at 1 MiB.
  *
  * The compressor is Intel's ISA-L (igzip, Debian libisal-dev) at its
- * level 1: on Chrome JSON it is about four times as fast as zlib's
- * level 1 and its output a little smaller (bench/chrome prints both
- * sides); zlib's level 1 made -z cost three times plain output's CPU.
+ * level 0: on Chrome JSON it is several times as fast as zlib's level 1,
+ * its output about a sixth larger (bench/chrome prints both sides);
+ * zlib's level 1 made -z cost three times plain output's CPU.
  * libdeflate, faster still per block, cannot end a block without
  * marking the stream final, so its blocks cannot be joined.
+ *
+ * Why not ISA-L's level 1, a fifth smaller: its output depends on the
+ * address of the isal_zstream, so on which thread's stack compressed a
+ * block and on where ASLR put it.  Its level-1 body
+ * (igzip_icf_body_h1_gr_bt.asm, 2.30 and upstream still) hashes the
+ * third byte of an input with no history from rcx, which there holds
+ * the stream pointer, not the data: that byte goes to a bucket chosen
+ * by the address, and about one address in 8192 makes it shadow the
+ * first byte's entry, so that a later repeat of the block's first bytes
+ * misses its match (the output stays valid, one byte longer).  Two runs
+ * at 4 threads in about a thousand wrote other bytes than one thread;
+ * level 0's body hashes the data there, and its output was the same
+ * with the stream at 20000 addresses.
  *
  * Output order is the input order: the blocks are common/ordpool's
  * jobs, compressed by its workers (or the caller, rather than wait) and
@@ -40,14 +53,11 @@
 #include "common/ordpool.h"
 #include "common/util.h"
 
-/* ISA-L's level 1: JSON shrinks about ninefold; level 0 is no faster
- * on it and leaves a fifth more, level 3 is three times as slow for 2 %
- * less (measured on synth's 1 M events, 444 MB of JSON) */
-#define GZ_LEVEL 1
-#define GZ_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
+/* ISA-L's level 0 (no level_buf): JSON shrinks about sevenfold (level 1,
+ * not deterministic, above: ninefold; level 3 is three times as slow) */
+#define GZ_LEVEL 0
 
 struct gz_slot {
-	unsigned char *level_buf; /* the compressor's tables: one thread at a time */
 	char *in;               /* the block, swapped with the caller's buffer */
 	size_t in_len, in_cap;
 	unsigned char *out;
@@ -85,8 +95,6 @@ compress_slot(void *job, void *ctx)
 	struct gz_slot *s = job;
 	(void)ctx;
 	s->failed = 1;
-	if (!s->level_buf)
-		return;
 	s->crc = crc32_gzip_refl(0, (const unsigned char *)s->in, s->in_len);
 	size_t need = out_bound(s->in_len);
 	if (need > s->out_cap) {
@@ -100,8 +108,6 @@ compress_slot(void *job, void *ctx)
 	memset(&z, 0, sizeof(z)); /* _init leaves some of the state as it was */
 	isal_deflate_stateless_init(&z);
 	z.level = GZ_LEVEL;
-	z.level_buf = s->level_buf;
-	z.level_buf_size = GZ_LEVEL_BUF;
 	z.gzip_flag = IGZIP_DEFLATE; /* raw: the gzip header and trailer are ours */
 	z.next_in = (uint8_t *)s->in;
 	z.avail_in = (uint32_t)s->in_len;
@@ -185,11 +191,8 @@ chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 	g->jobs = calloc(g->nslots, sizeof(*g->jobs));
 	if (!g->slots || !g->jobs)
 		cmd_die(EXIT_USAGE, "out of memory");
-	for (unsigned i = 0; i < g->nslots; i++) {
-		/* NULL (out of memory) fails the block that needs it */
-		g->slots[i].level_buf = malloc(GZ_LEVEL_BUF);
+	for (unsigned i = 0; i < g->nslots; i++)
 		g->jobs[i] = &g->slots[i];
-	}
 	if (!(g->pool = ordpool_new(threads, g->nslots, g->jobs, compress_slot,
 	                            write_slot, g)))
 		cmd_die(EXIT_USAGE, "out of memory");
@@ -241,7 +244,6 @@ chrome_gz_close(struct chrome_gz *g, struct sbuf *b)
 	if (e)
 		g->fail(g->ctx, e);
 	for (unsigned i = 0; i < g->nslots; i++) {
-		free(g->slots[i].level_buf);
 		free(g->slots[i].in);
 		free(g->slots[i].out);
 	}
