@@ -12,28 +12,33 @@
  * ended by a full flush (an empty stored block, byte-aligned, not
  * final) can be followed by any other deflate data, so the blocks join
  * into one stream; the CRC of the whole comes from the blocks' CRCs
- * (zlib's crc32_combine()).  Each block starts with an empty window,
- * which costs about 1 % of the size at 1 MiB.
+ * (zlib's crc32_combine()).  Each block but the first is compressed
+ * with the 32 KiB of input before it as its dictionary, as pigz does: a
+ * back-reference into it reaches the end of the previous block, which
+ * the decoder has just written, so the stream stays one stream and
+ * compresses as if it had been one.
  *
  * The compressor is Intel's ISA-L (igzip, Debian libisal-dev) at its
- * level 0: on Chrome JSON it is several times as fast as zlib's level 1,
- * its output about a sixth larger (bench/chrome prints both sides);
+ * level 1: on Chrome JSON it is several times as fast as zlib's level 1
+ * and its output a little smaller (bench/chrome prints both sides);
  * zlib's level 1 made -z cost three times plain output's CPU.
  * libdeflate, faster still per block, cannot end a block without
  * marking the stream final, so its blocks cannot be joined.
  *
- * Why not ISA-L's level 1, a fifth smaller: its output depends on the
- * address of the isal_zstream, so on which thread's stack compressed a
- * block and on where ASLR put it.  Its level-1 body
- * (igzip_icf_body_h1_gr_bt.asm, 2.30 and upstream still) hashes the
- * third byte of an input with no history from rcx, which there holds
- * the stream pointer, not the data: that byte goes to a bucket chosen
- * by the address, and about one address in 8192 makes it shadow the
- * first byte's entry, so that a later repeat of the block's first bytes
- * misses its match (the output stays valid, one byte longer).  Two runs
- * at 4 threads in about a thousand wrote other bytes than one thread;
- * level 0's body hashes the data there, and its output was the same
- * with the stream at 20000 addresses.
+ * The first block is compressed at level 0 (a sixth larger) because
+ * ISA-L's level 1 is not deterministic on an input with no history:
+ * its level-1 body (igzip_icf_body_h1_gr_bt.asm, 2.30 and upstream
+ * still) hashes the third byte of such an input from rcx, which there
+ * holds the stream pointer, not the data, so that byte goes to a bucket
+ * chosen by the address of the isal_zstream (which thread's stack,
+ * where ASLR put it); about one address in 8192 makes it shadow the
+ * first byte's entry, and a later repeat of the block's first bytes
+ * misses its match (valid output, one byte longer).  Runs at 4 threads
+ * wrote other bytes than one thread about once in a thousand.  A block
+ * with a dictionary never takes that path, and level 0 hashes the data
+ * there: with the stream at 20 000 addresses each, a block with no
+ * history at level 1 came out other at 4 of them; at level 0, and at
+ * level 1 with a dictionary, at none.
  *
  * Output order is the input order: the blocks are common/ordpool's
  * jobs, compressed by its workers (or the caller, rather than wait) and
@@ -53,11 +58,17 @@
 #include "common/ordpool.h"
 #include "common/util.h"
 
-/* ISA-L's level 0 (no level_buf): JSON shrinks about sevenfold (level 1,
- * not deterministic, above: ninefold; level 3 is three times as slow) */
-#define GZ_LEVEL 0
+/* ISA-L's level 1: JSON shrinks about ninefold (level 0 about
+ * sevenfold, level 3 is three times as slow for 2 % less) */
+#define GZ_LEVEL 1
+#define GZ_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
+/* deflate's window: the most of earlier input a block can refer to */
+#define GZ_DICT ((size_t)IGZIP_HIST_SIZE)
 
 struct gz_slot {
+	unsigned char *level_buf; /* the compressor's tables: one thread at a time */
+	unsigned char *dict;    /* the input just before the block (GZ_DICT) */
+	size_t dict_len;        /* 0: the first block */
 	char *in;               /* the block, swapped with the caller's buffer */
 	size_t in_len, in_cap;
 	unsigned char *out;
@@ -77,6 +88,8 @@ struct chrome_gz {
 	unsigned nslots;
 	uint32_t crc;           /* of everything written so far */
 	uint64_t total;         /* bytes in, for the trailer (mod 2^32) */
+	unsigned char tail[GZ_DICT]; /* the last input handed over */
+	size_t tail_len;
 };
 
 /* The most a block can take: ISA-L's output is never larger than the
@@ -106,18 +119,34 @@ compress_slot(void *job, void *ctx)
 	}
 	struct isal_zstream z;
 	memset(&z, 0, sizeof(z)); /* _init leaves some of the state as it was */
-	isal_deflate_stateless_init(&z);
-	z.level = GZ_LEVEL;
+	int first = !s->dict_len; /* no history: level 0 (above) */
+	if (first) {
+		isal_deflate_stateless_init(&z);
+		z.level = 0;
+	} else {
+		if (!s->level_buf)
+			return;
+		isal_deflate_init(&z);
+		z.level = GZ_LEVEL;
+		z.level_buf = s->level_buf;
+		z.level_buf_size = GZ_LEVEL_BUF;
+	}
 	z.gzip_flag = IGZIP_DEFLATE; /* raw: the gzip header and trailer are ours */
 	z.next_in = (uint8_t *)s->in;
 	z.avail_in = (uint32_t)s->in_len;
 	z.next_out = s->out;
 	z.avail_out = (uint32_t)s->out_cap;
-	/* the last block ends the stream; the others end byte-aligned with
-	 * no back-references into them, to be followed by the next */
+	/* the last block ends the stream; the others end byte-aligned, to
+	 * be followed by the next */
 	z.end_of_stream = s->last;
 	z.flush = s->last ? NO_FLUSH : FULL_FLUSH;
-	s->failed = isal_deflate_stateless(&z) != COMP_OK || z.avail_in;
+	if (first)
+		s->failed = isal_deflate_stateless(&z) != COMP_OK || z.avail_in;
+	else /* one call does it all when the output has room (out_bound):
+	      * the input used up, the stream flushed or ended */
+		s->failed = isal_deflate_set_dict(&z, s->dict, (uint32_t)s->dict_len) != COMP_OK ||
+		            isal_deflate(&z) != COMP_OK || z.avail_in || !z.avail_out ||
+		            z.internal_state.state != (s->last ? ZSTATE_END : ZSTATE_NEW_HDR);
 	s->out_len = s->out_cap - z.avail_out;
 }
 
@@ -191,12 +220,31 @@ chrome_gz_open(int fd, void (*fail)(void *, int), void *ctx)
 	g->jobs = calloc(g->nslots, sizeof(*g->jobs));
 	if (!g->slots || !g->jobs)
 		cmd_die(EXIT_USAGE, "out of memory");
-	for (unsigned i = 0; i < g->nslots; i++)
+	for (unsigned i = 0; i < g->nslots; i++) {
+		/* NULL (out of memory) fails the block that needs it */
+		g->slots[i].level_buf = malloc(GZ_LEVEL_BUF);
+		g->slots[i].dict = malloc(GZ_DICT);
 		g->jobs[i] = &g->slots[i];
+	}
 	if (!(g->pool = ordpool_new(threads, g->nslots, g->jobs, compress_slot,
 	                            write_slot, g)))
 		cmd_die(EXIT_USAGE, "out of memory");
 	return g;
+}
+
+/* Keep the last GZ_DICT bytes of the input handed over, with n more. */
+static void
+keep_tail(struct chrome_gz *g, const unsigned char *p, size_t n)
+{
+	if (n >= GZ_DICT) {
+		memcpy(g->tail, p + n - GZ_DICT, GZ_DICT);
+		g->tail_len = GZ_DICT;
+		return;
+	}
+	size_t keep = g->tail_len + n > GZ_DICT ? GZ_DICT - n : g->tail_len;
+	memmove(g->tail, g->tail + g->tail_len - keep, keep);
+	memcpy(g->tail + keep, p, n);
+	g->tail_len = keep + n;
 }
 
 /* Hand over a block: b's bytes go to a slot (the buffers are swapped,
@@ -206,6 +254,14 @@ submit(struct chrome_gz *g, struct sbuf *b, int last)
 {
 	struct gz_slot *s = ordpool_next(g->pool);
 	check(g);
+	/* with no room for a dictionary (out of memory at the start) the
+	 * block goes without, as the first one does */
+	s->dict_len = 0;
+	if (g->tail_len && s->dict) {
+		memcpy(s->dict, g->tail, g->tail_len);
+		s->dict_len = g->tail_len;
+	}
+	keep_tail(g, (const unsigned char *)b->p, b->len);
 	char *p = s->in;
 	size_t cap = s->in_cap;
 	s->in = b->p;
@@ -244,6 +300,8 @@ chrome_gz_close(struct chrome_gz *g, struct sbuf *b)
 	if (e)
 		g->fail(g->ctx, e);
 	for (unsigned i = 0; i < g->nslots; i++) {
+		free(g->slots[i].level_buf);
+		free(g->slots[i].dict);
 		free(g->slots[i].in);
 		free(g->slots[i].out);
 	}
