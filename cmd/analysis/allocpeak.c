@@ -48,10 +48,11 @@ struct allocpeak {
 	size_t nev, capev;
 	int ev_sorted;           /* ev is sorted by time (and arrival): they
 	                            come in time order, as a rule */
-	uint32_t last_op;        /* the last operation interned (its string
-	                            id in the scope) and its index:
-	                            allocations come in runs in one operation */
-	long last_op_index;
+	uint32_t *op_index;      /* by string id of the scope: the index + 1
+	                            of the operation in names, 0 = not yet
+	                            looked up (one hash of the name per
+	                            operation, not per allocation) */
+	size_t nop_index;
 	struct sample *smp;
 	size_t nsmp, capsmp;
 	char **names;            /* operations, interned */
@@ -83,7 +84,10 @@ forget_scope(struct allocpeak *ap)
 	ap->nev = 0;
 	ap->nsmp = 0;
 	ap->ev_sorted = 1;
-	ap->last_op = 0;
+	/* string ids name other strings in the next scope */
+	free(ap->op_index);
+	ap->op_index = NULL;
+	ap->nop_index = 0;
 }
 
 void
@@ -187,11 +191,29 @@ int
 allocpeak_event(struct allocpeak *ap, int is_host, int32_t proc,
                 uint32_t key, int64_t ts, uint32_t op_id, const char *op)
 {
-	long name = op_id && op_id == ap->last_op ? ap->last_op_index : intern(ap, op);
+	long name;
+	if (!op_id) {
+		name = intern(ap, op);
+	} else {
+		if (op_id >= ap->nop_index) {
+			size_t n = ap->nop_index;
+			uint32_t *v = tkp_grow(ap->op_index, &n, (size_t)op_id + 1,
+			                       sizeof(*v));
+			if (!v)
+				return -1;
+			memset(v + ap->nop_index, 0, (n - ap->nop_index) * sizeof(*v));
+			ap->op_index = v;
+			ap->nop_index = n;
+		}
+		name = ap->op_index[op_id];
+		if (!name) {
+			if ((name = intern(ap, op)) < 0)
+				return -1;
+			ap->op_index[op_id] = (uint32_t)name;
+		}
+	}
 	if (name < 0)
 		return -1;
-	ap->last_op = op_id;
-	ap->last_op_index = name;
 	struct alloc_event *v = tkp_grow(ap->ev, &ap->capev, ap->nev + 1, sizeof(*v));
 	if (!v)
 		return -1;
