@@ -11,6 +11,7 @@
 #include "tap.h"
 #include "helpers.h"
 #include "analysis/aggregate.h"
+#include "analysis/allocpeak.h"
 #include "analysis/breakdown.h"
 #include "analysis/busy.h"
 #include "analysis/opview.h"
@@ -486,6 +487,27 @@ TEST(perinst_scopes_forget_ids)
 	perinst_free(p);
 }
 
+TEST(allocpeak_scopes_forget_ids)
+{
+	/* string ids are per scope: the operation of an allocation is
+	 * looked up once per id, and an id of the next scope names another
+	 * operation */
+	struct allocpeak *ap = allocpeak_new(0);
+	CHECK(ap != NULL);
+	CHECK_EQ_INT(allocpeak_event(ap, 0, -1, 0, 10, 5, "aten::empty"), 0);
+	CHECK_EQ_INT(allocpeak_event(ap, 0, -1, 0, 20, 7, "aten::add"), 0);
+	CHECK_EQ_INT(allocpeak_event(ap, 0, -1, 0, 30, 5, "aten::empty"), 0);
+	CHECK_STR(allocpeak_op_at(ap, 0, -1, 10), "aten::empty");
+	CHECK_STR(allocpeak_op_at(ap, 0, -1, 20), "aten::add");
+	CHECK_STR(allocpeak_op_at(ap, 0, -1, 30), "aten::empty");
+	CHECK_EQ_INT(allocpeak_scope_end(ap, NULL, 0), 0);
+	CHECK_EQ_INT(allocpeak_event(ap, 0, -1, 0, 40, 5, "aten::mm"), 0);
+	CHECK_EQ_INT(allocpeak_event(ap, 0, -1, 0, 50, 0, NULL), 0);
+	CHECK_STR(allocpeak_op_at(ap, 0, -1, 40), "aten::mm");
+	CHECK(allocpeak_op_at(ap, 0, -1, 50) == NULL);
+	allocpeak_free(ap);
+}
+
 TEST(strmap_many_keys)
 {
 	struct strmap m = { 0 };
@@ -950,6 +972,7 @@ main(void)
 	RUN(perinst_other_threads);
 	RUN(perinst_input_wide);
 	RUN(perinst_scopes_forget_ids);
+	RUN(allocpeak_scopes_forget_ids);
 	RUN(steps_series_and_breakdown);
 	RUN(breakdown_many_keys_in_any_order);
 	RUN(breakdown_by_key);
