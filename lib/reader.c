@@ -1647,6 +1647,18 @@ decode_times(struct tk_reader *r, const struct colloc *tsc,
 	return TK_OK;
 }
 
+/* A kernel's launch configuration, from its definition, into its struct. */
+static void
+put_config(struct tk_kernel_attrs *kk, const struct config *cf)
+{
+	memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
+	memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
+	memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
+	kk->static_smem = cf->v[9];
+	kk->dynamic_smem = cf->v[10];
+	kk->registers = cf->v[11];
+}
+
 /* Decode one attribute column of kind k into its structs: the values
  * are made in r->scratch, then checked and stored in one pass. */
 static int
@@ -1704,15 +1716,8 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 					k->unresolved |= UINT64_C(1) << a->attr;
 					continue;
 				}
-				struct tk_kernel_attrs *kk =
-					(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
-				const struct config *cf = &r->configs[v[j]];
-				memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
-				memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
-				memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
-				kk->static_smem = cf->v[9];
-				kk->dynamic_smem = cf->v[10];
-				kk->registers = cf->v[11];
+				put_config((struct tk_kernel_attrs *)(k->attrs + (size_t)j * size),
+				           &r->configs[v[j]]);
 			}
 			r->unchecked.config_hi = hi;
 			return TK_OK;
@@ -1722,17 +1727,9 @@ decode_attr(struct tk_reader *r, const struct tkp_attr *a,
 		if (bad)
 			return corrupt(r, "undefined launch configuration");
 		for (uint32_t j = 0; j < n; j++) {
-			struct tk_kernel_attrs *kk =
-				(struct tk_kernel_attrs *)(k->attrs + (size_t)j * size);
-			if (!v[j])
-				continue;
-			const struct config *cf = &r->configs[v[j]];
-			memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
-			memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
-			memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
-			kk->static_smem = cf->v[9];
-			kk->dynamic_smem = cf->v[10];
-			kk->registers = cf->v[11];
+			if (v[j])
+				put_config((struct tk_kernel_attrs *)(k->attrs + (size_t)j * size),
+				           &r->configs[v[j]]);
 		}
 		return TK_OK;
 	case TKP_ENC_S:
@@ -2085,15 +2082,9 @@ resolve_refs(struct tk_reader *r, int configs_now)
 					uint32_t id = k->config_ids[j];
 					if (!id)
 						continue;
-					struct tk_kernel_attrs *kk = (struct tk_kernel_attrs *)(
-						k->attrs + (size_t)j * ks->size);
-					const struct config *cf = &r->configs[id];
-					memcpy(kk->grid, cf->v, 3 * sizeof(uint32_t));
-					memcpy(kk->block, cf->v + 3, 3 * sizeof(uint32_t));
-					memcpy(kk->cluster, cf->v + 6, 3 * sizeof(uint32_t));
-					kk->static_smem = cf->v[9];
-					kk->dynamic_smem = cf->v[10];
-					kk->registers = cf->v[11];
+					put_config((struct tk_kernel_attrs *)(k->attrs +
+					                                       (size_t)j * ks->size),
+					           &r->configs[id]);
 				}
 			}
 		}
