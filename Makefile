@@ -565,6 +565,10 @@ coverage:
 		LDFLAGS=--coverage tests
 	$(Q)find $(COV_O) -name '*.gcda' -delete
 	-$(Q)O=$(COV_O) tests/run-tests.sh
+	@# the second copy of lib/rpool.c test_parallel links (TK_RPOOL_SCHEDULE)
+	@# has its functions at other lines: gcovr 5 cannot merge it with the
+	@# library's, so it is left out (the library's own copy is counted)
+	$(Q)rm -f $(COV_O)/tests/unit/rpool_schedule.gcda $(COV_O)/tests/unit/rpool_schedule.gcno
 	$(Q)tests/tools/coverage-table $(COV_O) --json $(COV_O)/coverage.json
 
 mutate:
