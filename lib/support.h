@@ -46,6 +46,18 @@ tkp_grow(void *items, size_t *cap, size_t need, size_t size)
 	return p;
 }
 
+/* tkp_grow() for arrays indexed by id, where an entry not yet set must
+ * read as zero: the entries the growth adds are zeroed. */
+static inline void *
+tkp_grow_zeroed(void *items, size_t *cap, size_t need, size_t size)
+{
+	size_t old = *cap;
+	char *p = tkp_grow(items, cap, need, size);
+	if (p && *cap > old)
+		memset(p + old * size, 0, (*cap - old) * size);
+	return p;
+}
+
 /* Mixes a 64-bit key to 64 well-spread bits (the splitmix64 finaliser):
  * for hash tables keyed by integers (ids, correlations, pids). */
 static inline uint64_t

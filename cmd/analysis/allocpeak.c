@@ -195,16 +195,11 @@ allocpeak_event(struct allocpeak *ap, int is_host, int32_t proc,
 	if (!op_id) {
 		name = intern(ap, op);
 	} else {
-		if (op_id >= ap->nop_index) {
-			size_t n = ap->nop_index;
-			uint32_t *v = tkp_grow(ap->op_index, &n, (size_t)op_id + 1,
-			                       sizeof(*v));
-			if (!v)
-				return -1;
-			memset(v + ap->nop_index, 0, (n - ap->nop_index) * sizeof(*v));
-			ap->op_index = v;
-			ap->nop_index = n;
-		}
+		uint32_t *v = tkp_grow_zeroed(ap->op_index, &ap->nop_index,
+		                              (size_t)op_id + 1, sizeof(*v));
+		if (!v)
+			return -1;
+		ap->op_index = v;
 		name = ap->op_index[op_id];
 		if (!name) {
 			if ((name = intern(ap, op)) < 0)

@@ -231,15 +231,11 @@ perinst_input_instance(struct perinst *p, uint32_t key, int64_t begin,
 int
 perinst_thread_key(struct perinst *p, uint32_t thread, uint32_t key)
 {
-	if (thread >= p->nthread_key) {
-		size_t cap = p->nthread_key;
-		uint32_t *v = tkp_grow(p->thread_key, &cap, (size_t)thread + 1, sizeof(*v));
-		if (!v)
-			return -1;
-		memset(v + p->nthread_key, 0, (cap - p->nthread_key) * sizeof(*v));
-		p->thread_key = v;
-		p->nthread_key = cap;
-	}
+	uint32_t *v = tkp_grow_zeroed(p->thread_key, &p->nthread_key, (size_t)thread + 1,
+	                              sizeof(*v));
+	if (!v)
+		return -1;
+	p->thread_key = v;
 	p->thread_key[thread] = key + 1;
 	return 0;
 }

@@ -28,11 +28,9 @@ sb_grow(struct sbuf *b, size_t n)
 void *
 chrome_grow(void *items, size_t *cap, size_t need, size_t size)
 {
-	size_t old = *cap;
-	char *p = tkp_grow(items, cap, need, size);
+	void *p = tkp_grow_zeroed(items, cap, need, size);
 	if (!p)
 		cmd_die(EXIT_USAGE, "out of memory");
-	memset(p + old * size, 0, (*cap - old) * size);
 	return p;
 }
 
