@@ -1030,15 +1030,28 @@ gather(struct tk_writer *w, const struct tkp_kind_schema *ks,
 			memset(w->dprev_gen, 0, w->dprev_cap * sizeof(*w->dprev_gen));
 			w->dgen = 1;
 		}
-		for (uint32_t j = 0; j < n; j++) {
-			uint32_t t = pk->tracks[j];
-			if (t >= w->dprev_cap && grow_dprev(w, t))
+		{
+			/* room for every track first, so that the loop keeps
+			 * the arrays and the generation in registers: stores
+			 * through w's arrays would otherwise make the compiler
+			 * load them from w again for each event */
+			uint32_t tmax = 0;
+			for (uint32_t j = 0; j < n; j++)
+				tmax = pk->tracks[j] > tmax ? pk->tracks[j] : tmax;
+			if (tmax >= w->dprev_cap && grow_dprev(w, tmax))
 				return -1;
-			uint64_t prev = w->dprev_gen[t] == w->dgen ? w->dprev[t] : 0;
-			uint64_t x = field_at(f, j, size, ftype);
-			KEEP(j, tkp_zigzag((int64_t)(x - prev)));
-			w->dprev[t] = x;
-			w->dprev_gen[t] = w->dgen;
+			uint64_t *restrict dprev = w->dprev;
+			uint32_t *restrict dprev_gen = w->dprev_gen;
+			const uint32_t *restrict tracks = pk->tracks;
+			uint32_t dgen = w->dgen;
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t t = tracks[j];
+				uint64_t prev = dprev_gen[t] == dgen ? dprev[t] : 0;
+				uint64_t x = field_at(f, j, size, ftype);
+				KEEP(j, tkp_zigzag((int64_t)(x - prev)));
+				dprev[t] = x;
+				dprev_gen[t] = dgen;
+			}
 		}
 		break;
 	default:
