@@ -215,6 +215,12 @@ struct tk_reader {
 	 * attributes are used if `adopted` allows at decode_attrs() */
 	int attrs_adopted;
 	struct unchecked adopted;
+	/* the caller has asked for whole events (tk_reader_next() and the
+	 * like), so workers decode each chunk's attributes too; a caller of
+	 * tk_reader_next_columns() alone never needs them, and a worker's
+	 * decode of them would only hold up the next chunk's columns.  In
+	 * a worker's decoder, the reader's when the chunk was read ahead. */
+	int attrs_wanted;
 
 	/* options (tk_reader_set_options()) */
 	unsigned threads;        /* 0: TK_THREADS, else the cores */
@@ -2180,6 +2186,7 @@ snapshot_defs(struct tk_reader *r, struct tk_reader *w)
 	w->configs_gen = r->configs_gen;
 	w->raw = r->raw;
 	w->no_args = r->no_args;
+	w->attrs_wanted = r->attrs_wanted;
 	w->snapshot_ok = 1;
 }
 
@@ -2209,7 +2216,9 @@ decode_on_worker(struct tkp_rslot *s)
 	if (decode_columns(w, p + defs_len, end))
 		return;
 	w->unchecked.columns_ok = 1;
-	if (w->nev && decode_attrs(w))
+	/* attrs_ok stays 0 where not wanted: should the caller ask for
+	 * this chunk's events after all, the reading thread decodes them */
+	if (!w->attrs_wanted || (w->nev && decode_attrs(w)))
 		return;
 	w->unchecked.attrs_ok = 1;
 }
@@ -2485,6 +2494,7 @@ tk_reader_next(struct tk_reader *r, struct tk_record *rec)
 	int ready = check_ready(r);
 	if (ready)
 		return ready;
+	r->attrs_wanted = 1;
 	for (;;) {
 		if (r->pending_pos < r->npending) {
 			const struct pending *p = &r->pending[r->pending_pos++];
@@ -2556,6 +2566,7 @@ tkp_reader_take_events(struct tk_reader *r, void *out, size_t stride,
 {
 	if (r->error.code || r->pending_pos < r->npending || r->ev_pos >= r->nev)
 		return 0;
+	r->attrs_wanted = 1;
 	if (r->attrs_pending && decode_attrs(r)) {
 		r->nev = 0; /* the error stays for tk_reader_next() */
 		return 0;
