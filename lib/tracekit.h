@@ -666,11 +666,13 @@ struct tk_writer_options {
 	                         in each chunk's watermark */
 	int raw_ids;          /* 1: ids are used as given and no definitions
 	                         are written (for temporary spill files) */
-	int threads;          /* 1: chunks are compressed and written by a
-	                         thread of the writer's own while the caller
-	                         fills the next one (an output error is then
-	                         told by a later call; not across fork());
-	                         0: by the caller */
+	int threads;          /* N >= 1: chunks are compressed and written by
+	                         N threads of the writer's own while the
+	                         caller fills the next one (N chunks being
+	                         compressed at once, written in order, the
+	                         same bytes as with one; an output error is
+	                         then told by a later call; not across
+	                         fork()); 0: by the caller */
 };
 #define TK_WRITER_OPTIONS_INIT { 6, 512u * 1024u, 0, 0, 0 }
 

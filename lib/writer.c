@@ -52,6 +52,8 @@ struct config_cache {
 };
 
 #define CHUNK_EVENTS_MAX (1u << 20)
+/* More compressing threads than this are not started (tk_writer_options). */
+#define WRITER_THREADS_MAX 64u
 #define UNION_SIZE sizeof(((struct tk_event *)0)->u)
 
 struct tk_writer {
@@ -311,8 +313,14 @@ tk_writer_open_fd(struct tk_writer *w, int fd, const char *name,
 		w->opt.chunk_bytes = 1024;
 	if (w->opt.chunk_bytes > TKP_CHUNK_RAW_MAX / 4)
 		w->opt.chunk_bytes = TKP_CHUNK_RAW_MAX / 4;
+	if (w->opt.threads < 0)
+		return fail(w, TK_EINVAL, EINVAL, "invalid thread count %d",
+		            w->opt.threads);
+	/* each thread holds a chunk and a compressor: a few MiB */
+	unsigned threads = (unsigned)w->opt.threads > WRITER_THREADS_MAX ? WRITER_THREADS_MAX
+	                                                      : (unsigned)w->opt.threads;
 	tkp_sealer_free(&w->sealer);
-	if (tkp_sealer_init(&w->sealer, w->opt.level, w->opt.threads > 0, put, w))
+	if (tkp_sealer_init(&w->sealer, w->opt.level, threads, put, w))
 		return nomem(w);
 	w->fd = fd;
 	w->sink = NULL;

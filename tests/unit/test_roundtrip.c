@@ -6,7 +6,9 @@
  * written out here rather than taken from the library's schema table, so
  * that a wrong table entry is caught.
  */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 
 #include "helpers.h"
 #include "reader_private.h"
@@ -460,9 +462,10 @@ TEST(roundtrip_small_chunks_level1) { roundtrip(1, 2048, 0); }
 TEST(roundtrip_level12) { roundtrip(12, 64 * 1024, 0); }
 TEST(roundtrip_threaded) { roundtrip(1, 2048, 1); }
 TEST(roundtrip_threaded_stored) { roundtrip(0, 4096, 1); }
+TEST(roundtrip_four_threads) { roundtrip(6, 2048, 4); }
 
-/* The same events, with and without a writer thread: the same bytes,
- * and the offset counts every one of them. */
+/* The same events, without writer threads and with 1 to 8: the same
+ * bytes, and the offset counts every one of them. */
 static void
 write_random(struct mem_trace *m, int threads, uint64_t seed)
 {
@@ -487,12 +490,49 @@ TEST(threaded_writer_same_bytes)
 {
 	struct mem_trace one, two;
 	write_random(&one, 0, 12345);
-	write_random(&two, 1, 12345);
 	CHECK(one.len > 40000); /* many chunks */
-	CHECK_EQ_INT(one.len, two.len);
-	CHECK(one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0);
+	const int counts[] = { 1, 2, 3, 8 };
+	for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++) {
+		write_random(&two, counts[i], 12345);
+		CHECK_EQ_INT(one.len, two.len);
+		CHECK(one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0);
+		mem_free(&two);
+	}
 	mem_free(&one);
-	mem_free(&two);
+}
+
+/* An output that fails (here a pipe whose reader has gone) with writer
+ * threads: a later event says so, with the errno, soon after (not only
+ * at close); nothing hangs. */
+TEST(threaded_writer_failed_output)
+{
+	const int counts[] = { 0, 1, 3 };
+	for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++) {
+		int fds[2];
+		CHECK(pipe(fds) == 0);
+		signal(SIGPIPE, SIG_IGN);
+		struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
+		o.chunk_bytes = 2048;
+		o.threads = counts[i];
+		struct tk_writer *w = tk_writer_new();
+		CHECK_EQ_INT(tk_writer_open_fd(w, fds[1], "pipe", &o), TK_OK);
+		close(fds[0]);
+		struct tracks t = define_all(w);
+		struct tk_event e;
+		int rc = TK_OK, k = 0;
+		for (; k < 5000 && rc == TK_OK; k++) {
+			random_event(&e, &t);
+			rc = tk_writer_event(w, &e);
+		}
+		if (rc == TK_OK)
+			rc = tk_writer_close(w);
+		CHECK_EQ_INT(rc, TK_EIO);
+		CHECK_EQ_INT(tk_writer_errno(w), EPIPE);
+		CHECK(k < 5000); /* told by a call soon after, not only at close */
+		tk_writer_free(w);
+		close(fds[1]);
+		signal(SIGPIPE, SIG_DFL);
+	}
 }
 
 /* The merge's batch read (tkp_reader_take_events) gives the events
@@ -546,7 +586,8 @@ TEST(take_events_in_batches)
 TEST(threaded_writer_flush)
 {
 	struct tk_writer_options o = TK_WRITER_OPTIONS_INIT;
-	o.threads = 1;
+	o.threads = 3;
+	o.chunk_bytes = 4096; /* chunks in flight on every thread */
 	struct mem_trace m;
 	struct tk_writer *w = mem_open(&m, &o);
 	struct tracks t = define_all(w);
@@ -878,10 +919,12 @@ main(void)
 	RUN(roundtrip_default);
 	RUN(roundtrip_stored);
 	RUN(roundtrip_small_chunks_level1);
+	RUN(roundtrip_four_threads);
 	RUN(roundtrip_level12);
 	RUN(roundtrip_threaded);
 	RUN(roundtrip_threaded_stored);
 	RUN(threaded_writer_same_bytes);
+	RUN(threaded_writer_failed_output);
 	RUN(threaded_writer_flush);
 	RUN(take_events_in_batches);
 	RUN(sorted_writer);
