@@ -408,6 +408,26 @@ cmd_new_reader(unsigned flags)
 	return r;
 }
 
+int
+cmd_writer_threads(const char *env)
+{
+	const char *v = getenv(env);
+	if (v && *v) {
+		uint64_t n;
+		if (cmd_parse_uint(v, &n) < 0)
+			cmd_die(EXIT_USAGE, "invalid %s '%s'", env, v);
+		return n > 64 ? 64 : (int)n;
+	}
+	/* deflating a chunk takes the writer's thread about twice as long
+	 * as making it: two compressing threads keep up with it, a third
+	 * and a fourth with a merge of many inputs (whose reading threads
+	 * want cores too) */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cores <= 1)
+		return 0;
+	return cores / 2 > 4 ? 4 : (int)(cores / 2);
+}
+
 struct tk_reader *
 cmd_open_reader(const char *path)
 {

@@ -132,12 +132,14 @@ main(int argc, char **argv)
 	 * 12 % fewer bytes than 256 KiB, for about 4 MB more memory) */
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
 	wo.chunk_bytes = 1536u << 10;
-	/* with a second core, compressing the output goes to the writer's
-	 * own thread too (a tenth of an import's time); TK_IMPORT_THREADS=0
-	 * keeps everything on one */
+	/* compressing the output goes to the writer's own threads too (a
+	 * tenth of an import's time); TK_IMPORT_THREADS=0 keeps everything
+	 * on one */
 	const char *th = getenv("TK_IMPORT_THREADS");
 	int threads = !(th && strcmp(th, "0") == 0);
-	wo.threads = threads;
+	wo.threads = threads ? cmd_writer_threads("TK_IMPORT_THREADS") : 0;
+	if (threads && !wo.threads)
+		wo.threads = 1; /* one processor: the parse thread's partner */
 	int rc = to_stdout ? tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", &wo)
 	                   : tk_writer_open_path(w, opt.output, &wo);
 	if (rc != TK_OK) {

@@ -658,11 +658,10 @@ main(int argc, char **argv)
 
 	if (!(run.out = tk_writer_new()))
 		cmd_die(EXIT_USAGE, "out of memory");
-	/* with a second core, the output is compressed there while this
-	 * thread merges: on unless TK_MERGE_THREADS=0 */
+	/* with more cores, the output is compressed there while this
+	 * thread merges (TK_MERGE_THREADS: how many threads; 0 none) */
 	struct tk_writer_options wo = TK_WRITER_OPTIONS_INIT;
-	const char *th = getenv("TK_MERGE_THREADS");
-	wo.threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 && !(th && strcmp(th, "0") == 0);
+	wo.threads = cmd_writer_threads("TK_MERGE_THREADS");
 	/* the file is opened here, not by tk_writer_open_path, so that an
 	 * open that fails (no such folder) and a first write that fails
 	 * (the header, on a full disk) are told apart */

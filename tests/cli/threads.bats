@@ -85,7 +85,7 @@ for i in range(n):
 	done
 }
 
-@test "trace-merge: the sealer thread writes the same bytes as one thread" {
+@test "trace-merge: the sealer threads write the same bytes as one thread" {
 	# inputs of several chunks each, so that chunks are in flight while
 	# the merge goes on
 	local n=100000
@@ -96,8 +96,18 @@ for i in range(n):
 	TK_MERGE_THREADS=0 trace-merge -o "$D/one.tkt" "$X" "$Y"
 	under_valgrind || [ "$(trace-dump --info --json "$D/one.tkt" | jq .chunks)" -gt 2 ]
 	cmp "$D/threads.tkt" "$D/one.tkt"
+	# several compressing threads, more than the cores: chunks finish
+	# out of order and are written in order
+	for n in 3 8; do
+		TK_MERGE_THREADS=$n trace-merge -o "$D/many.tkt" "$X" "$Y"
+		cmp "$D/many.tkt" "$D/one.tkt"
+	done
+	run -2 --separate-stderr env TK_MERGE_THREADS=many trace-merge -o "$D/bad.tkt" "$X" "$Y"
+	assert_eq "$stderr" "trace-merge: invalid TK_MERGE_THREADS 'many'"
 	# a write error met by the sealer thread
 	run -2 --separate-stderr bash -c "trace-merge '$X' '$Y' > /dev/full"
+	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
+	run -2 --separate-stderr bash -c "TK_MERGE_THREADS=4 trace-merge '$X' '$Y' > /dev/full"
 	assert_eq "$stderr" "trace-merge: (stdout): write error: No space left on device"
 }
 
