@@ -353,6 +353,10 @@ tk_writer_open_path(struct tk_writer *w, const char *path,
 		return fail(w, TK_EIO, e, "%s", strerror(e));
 	}
 	int rc = tk_writer_open_fd(w, fd, path, opts);
+	if (rc != TK_OK && w->fd != fd) {
+		close(fd); /* refused before taking it (a bad option) */
+		return rc;
+	}
 	w->own_fd = 1;
 	if (rc != TK_OK)
 		close_fd(w);

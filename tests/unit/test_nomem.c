@@ -748,6 +748,26 @@ TEST(einval_bad_writer_use)
 	CHECK(strstr(tk_writer_error(w), "level") != NULL);
 	o.level = -1;
 	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "x", &o), TK_EINVAL);
+	o = (struct tk_writer_options)TK_WRITER_OPTIONS_INIT;
+	o.threads = -1;
+	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "x", &o), TK_EINVAL);
+	CHECK(strstr(tk_writer_error(w), "thread") != NULL);
+	/* a path opened for an open refused for its options is closed: the
+	 * next descriptor is the same number */
+	{
+		int probe = dup(0);
+		CHECK(probe >= 0);
+		close(probe);
+		char path[] = "/tmp/tk-nomem-XXXXXX";
+		int keep = mkstemp(path);
+		CHECK(keep >= 0);
+		close(keep);
+		CHECK_EQ_INT(tk_writer_open_path(w, path, &o), TK_EINVAL);
+		int next = dup(0);
+		CHECK_EQ_INT(next, probe);
+		close(next);
+		unlink(path);
+	}
 	CHECK_EQ_INT(tk_writer_open_fd(w, fd, "x", NULL), TK_OK);
 	CHECK(!said(tk_writer_error(w)));
 
