@@ -135,22 +135,11 @@ name_id(const char *s, size_t len)
 	return tkp_intern(&names, s, len, &added);
 }
 
-/* tkp_grow for a table indexed by id: what it adds is zeroed. */
-static void *
-grow_zeroed(void *items, size_t *cap, size_t need, size_t size)
-{
-	size_t old = *cap;
-	char *p = tkp_grow(items, cap, need, size);
-	if (p && *cap > old)
-		memset(p + old * size, 0, (*cap - old) * size);
-	return p;
-}
-
 /* Makes index `i` of a table of ids valid; 0 when out of memory. */
 static int
 grow_u32(uint32_t **a, size_t *cap, uint32_t i)
 {
-	uint32_t *p = grow_zeroed(*a, cap, (size_t)i + 1, sizeof(*p));
+	uint32_t *p = tkp_grow_zeroed(*a, cap, (size_t)i + 1, sizeof(*p));
 	if (!p)
 		return 0;
 	*a = p;
@@ -294,8 +283,8 @@ emit_async(const struct async_entry *a, uint32_t end_track, int64_t end,
 static struct tki_open *
 open_of(struct tki_thread *t, uint32_t domain)
 {
-	struct tki_open *a = grow_zeroed(t->open, &t->nopen, (size_t)domain + 1,
-	                                 sizeof(*a));
+	struct tki_open *a = tkp_grow_zeroed(t->open, &t->nopen, (size_t)domain + 1,
+	                                     sizeof(*a));
 	if (!a)
 		return NULL;
 	t->open = a;
@@ -309,8 +298,8 @@ on_push(struct tki_thread *t, const struct tki_rec *r, uint32_t level,
 	struct tki_open *o = open_of(t, r->domain);
 	if (!o)
 		return;
-	struct open_entry *e = grow_zeroed(o->e, &o->cap, (size_t)level + 1,
-	                                   sizeof(*e));
+	struct open_entry *e = tkp_grow_zeroed(o->e, &o->cap, (size_t)level + 1,
+	                                       sizeof(*e));
 	if (!e)
 		return;
 	o->e = e;
