@@ -111,8 +111,7 @@ struct tk_reader *cmd_new_reader(unsigned flags);
  * threads), from the environment variable `env` where set: 0 none (the
  * command's thread compresses), N that many; unset, one for each two
  * processors, at least 2 and at most 4 (a machine of one processor:
- * none).  A value
- * that is not a number is a usage error. */
+ * none).  A value that is not a number is a usage error. */
 int cmd_writer_threads(const char *env);
 /* cmd_open_reader() with `flags`. */
 struct tk_reader *cmd_open_reader_flags(const char *path, unsigned flags);

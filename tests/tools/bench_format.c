@@ -7,11 +7,11 @@
  *   inflate  inflating the same chunk payloads alone (libdeflate)
  *   write  writing the same events, args included (decoded beforehand,
  *          a batch at a time, so only the writer is timed) to /dev/null
- *   write_threaded  the same with the writer's sealer thread (deflate
- *          beside the encoding, as trace-merge and trace-import write
- *          on a machine of more than one core)
+ *   write_threaded  the same with two of the writer's compressing
+ *          threads (deflate beside the encoding, as trace-merge and
+ *          trace-import write on a machine of two cores or more)
  *   deflate  deflating the same uncompressed payloads alone, same level
- * The five run in turn, REPEAT times, so that a change of load on a
+ * The six run in turn, REPEAT times, so that a change of load on a
  * shared machine falls on each side of a ratio alike.  Prints "key value"
  * lines: each time as the median of its runs, and each ratio (read,
  * read_columns against inflate; write against deflate) as the median of
@@ -344,7 +344,7 @@ main(int argc, char **argv)
 		series[READ_X][i] = series[INFLATE][i] / series[READ][i];
 		series[COLUMNS_X][i] = series[INFLATE][i] / series[COLUMNS][i];
 		series[WRITE_X][i] = series[DEFLATE][i] / series[WRITE][i];
-		series[WRITE_T][i] = time_write(buf, len, level, 1);
+		series[WRITE_T][i] = time_write(buf, len, level, 2);
 		series[WRITE_T_X][i] = series[DEFLATE][i] / series[WRITE_T][i];
 	}
 	printf("events %" PRIu64 "\n", events);

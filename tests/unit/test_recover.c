@@ -724,9 +724,9 @@ TEST(recover_bad_names_and_slots)
 }
 
 /* A snapshot scribbled on: its length over its capacity or past the
- * file leaves every thread out (where they stood is unknown: reading
- * from their first records would write again what the spool has); an
- * entry running past the snapshot ends it there. */
+ * file, or an entry running past the snapshot, leaves every thread out
+ * (where they stood is unknown: reading from their first records would
+ * write again what the spool has). */
 TEST(recover_bad_snapshot)
 {
 	struct dbuf b;
