@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "support.h"
 #include "util.h"
 
@@ -28,6 +29,7 @@ void
 cmd_init(const char *name)
 {
 	program_name = name;
+	cmd_heap_init();
 	opterr = 0; /* cmd_bad_option() words the message */
 	signal(SIGPIPE, SIG_IGN);
 }

@@ -381,8 +381,11 @@ PY
 	S=$(synth_trace m1.tkt -n 200000)
 	L=$(synth_trace m2.tkt -n 800000)
 	# the same reader threads for both sizes (by default only the larger
-	# input, over 1 MiB, would start them: their buffers are no growth)
-	rss() { TK_THREADS=2 /usr/bin/time -f %M trace-stats "$@" 2>&1 >/dev/null | tail -1; }
+	# input, over 1 MiB, would start them: their buffers are no growth);
+	# malloc as glibc sets it (a malloc tunable given turns off the
+	# commands' huge-page heap, whose up to 30 MiB, resident by 2 MiB,
+	# would blur a growth of a few MiB)
+	rss() { GLIBC_TUNABLES=glibc.malloc.hugetlb=0 TK_THREADS=2 /usr/bin/time -f %M trace-stats "$@" 2>&1 >/dev/null | tail -1; }
 	e1=$(rss "$S"); e2=$(rss "$L"); a1=$(rss --approx "$S"); a2=$(rss --approx "$L")
 	n1=$(trace-stats --json "$S" | jq '.run.events')
 	n2=$(trace-stats --json "$L" | jq '.run.events')
