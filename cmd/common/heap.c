@@ -10,8 +10,8 @@
  * are carved from them first, whatever their size (glibc's threshold
  * only decides how the heap grows); beyond them, buffers of 4 MiB and up
  * get their own mapping again, so that growing one (mremap) leaves no
- * old copy resident.  That trace: 2,293 faults -> ~350, 0.84x the time
- * (tests/bench/stats); 1 M events 0.88x.
+ * old copy resident.  That trace: 2,293 faults -> ~400, 0.84-0.91x the
+ * time (medians of alternating runs on 2 cores); 1 M events 0.88x.
  *
  * What it costs: up to ~30 MiB more peak RSS (a huge page is resident
  * whole, a buffer grown within the reserve leaves its old copy there for
