@@ -213,23 +213,45 @@ imported_args(struct args *a, const struct tk_event *e)
 		json_decref(obj);
 		return;
 	}
+	/* ours win: theirs of the same name are dropped; the rest are
+	 * written as jansson writes the object, in their order, straight
+	 * into the output (a dump of each value on its own cost an
+	 * allocation each, a third of the time on a PyTorch trace) */
 	const char *k;
 	json_t *v;
-	json_object_foreach(obj, k, v) {
+	void *next;
+	json_object_foreach_safe(obj, next, k, v) {
 		if (key_seen(a, k))
-			continue;
-		char *dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (!dump)
-			continue;
-		if (a->n)
-			sb_ch(b, ',');
-		a->n++;
-		chrome_escape(b, k, strlen(k));
-		sb_ch(b, ':');
-		sb_mem(b, dump, strlen(dump));
-		free(dump);
+			json_object_del(obj, k);
+	}
+	size_t nkeys = json_object_size(obj);
+	if (nkeys == 0) {
+		json_decref(obj);
+		return;
+	}
+	size_t room = 2 * n + 64, w;
+	for (;;) {
+		if (b->cap - b->len < room)
+			sb_grow(b, room);
+		w = json_dumpb(obj, b->p + b->len, room, JSON_COMPACT); /* {...} */
+		if (w == 0) { /* not expected of what jansson parsed */
+			json_decref(obj);
+			return;
+		}
+		if (w <= room)
+			break;
+		room = w;
 	}
 	json_decref(obj);
+	/* the members without their braces, after ours */
+	if (a->n) {
+		b->p[b->len] = ',';
+		b->len += w - 1;
+	} else {
+		memmove(b->p + b->len, b->p + b->len + 1, w - 2);
+		b->len += w - 2;
+	}
+	a->n += (unsigned)nkeys;
 }
 
 /* Close "args"; with no key at all, take the opening back. */
