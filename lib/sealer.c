@@ -169,7 +169,6 @@ tkp_sealer_init(struct tkp_sealer *s, int level, unsigned threads,
 	memset(s, 0, sizeof(*s));
 	s->put = put;
 	s->put_arg = put_arg;
-	s->level = level;
 	if (level > 0 && !(s->comp = libdeflate_alloc_compressor(level)))
 		return TK_ENOMEM;
 	if (!threads)
@@ -246,10 +245,7 @@ tkp_sealer_seal(struct tkp_sealer *s, struct tkp_buf *buf,
 		*buf = free_buf;
 		j->raw_off = (size_t)(raw - j->held.p);
 		j->raw_len = raw_len;
-		j->head = *head;
-		j->done = 0;
-		j->framed = 0;
-		j->err = 0;
+		j->head = *head; /* done, framed: reset when it was put */
 		s->posted++;
 		pthread_cond_broadcast(&s->cv);
 	}

@@ -28,7 +28,6 @@ struct tkp_seal_thread;
 struct tkp_sealer {
 	struct libdeflate_compressor *comp; /* the caller's thread's; NULL:
 	                                       chunks are stored */
-	int level;
 	struct tkp_buf out;      /* the framed chunk, on the caller's thread */
 	tkp_put_fn put;
 	void *put_arg;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -418,7 +419,7 @@ cmd_writer_threads(const char *env)
 		uint64_t n;
 		if (cmd_parse_uint(v, &n) < 0)
 			cmd_die(EXIT_USAGE, "invalid %s '%s'", env, v);
-		return n > 64 ? 64 : (int)n;
+		return n > INT_MAX ? INT_MAX : (int)n; /* the writer caps it */
 	}
 	/* Deflating a chunk takes about twice as long as making it: two
 	 * compressing threads keep up with the writer's, a third and a

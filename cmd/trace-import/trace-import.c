@@ -136,10 +136,10 @@ main(int argc, char **argv)
 	 * tenth of an import's time); TK_IMPORT_THREADS=0 keeps everything
 	 * on one */
 	const char *th = getenv("TK_IMPORT_THREADS");
-	int threads = !(th && strcmp(th, "0") == 0);
-	wo.threads = threads ? cmd_writer_threads("TK_IMPORT_THREADS") : 0;
-	if (threads && !wo.threads)
-		wo.threads = 1; /* one processor: the parse thread's partner */
+	int compressing = cmd_writer_threads("TK_IMPORT_THREADS");
+	int threads = !(th && *th) || compressing > 0;
+	/* one processor: still one, the parse thread's partner */
+	wo.threads = threads && !compressing ? 1 : compressing;
 	int rc = to_stdout ? tk_writer_open_fd(w, STDOUT_FILENO, "(stdout)", &wo)
 	                   : tk_writer_open_path(w, opt.output, &wo);
 	if (rc != TK_OK) {
